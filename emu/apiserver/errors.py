@@ -1,0 +1,253 @@
+"""API errors: exceptions that carry the Kubernetes ``Status`` a real API server would send.
+
+Each error keeps Kubernetes' text *and* structured fields, so a test can match the whole message
+(``pods "x" not found``) or check ``err.code == 404`` / ``err.reason == "NotFound"``, and the HTTP
+facade can send ``err.status`` as the response body unchanged. Messages follow
+k8s.io/apimachinery/pkg/api/errors (``NewNotFound``, ``NewConflict``, ``NewInvalid``, …).
+
+Controllers import this module (as KubeRay imports ``k8s.io/apimachinery/pkg/api/errors``); the
+``is_*`` helpers mirror ``errors.IsNotFound`` and friends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class StatusCause:
+    """One field-level cause of an Invalid error (``metav1.StatusCause``)."""
+
+    type: str
+    message: str
+    field: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.type, "message": self.message, "field": self.field}
+
+
+@attrs.frozen
+class Status:
+    """``metav1.Status`` for a failure."""
+
+    code: int
+    reason: str
+    message: str
+    details: dict[str, Any] = attrs.field(factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details:
+            out["details"] = self.details
+        return out
+
+
+class ApiError(Exception):
+    """An error response from the API server."""
+
+    code: int = 500
+    reason: str = "InternalError"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None,
+                 code: int | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if reason is not None:
+            self.reason = reason
+        self.details: dict[str, Any] = details or {}
+
+    @property
+    def status(self) -> dict[str, Any]:
+        """The ``Status`` object as the wire carries it."""
+        return Status(self.code, self.reason, self.message, self.details).to_dict()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code} {self.reason}: {self.message!r})"
+
+    @classmethod
+    def from_status(cls, status: dict[str, Any]) -> ApiError:
+        """Rebuild the matching exception from a ``Status`` body."""
+        reason = status.get("reason", "")
+        code = int(status.get("code", 500))
+        sub = _BY_REASON.get(reason, ApiError)
+        err = sub.__new__(sub)
+        ApiError.__init__(err, status.get("message", ""), details=status.get("details"),
+                          code=code, reason=reason or None)
+        return err
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+class NotFound(ApiError):
+    code = 404
+    reason = "NotFound"
+
+    def __init__(self, resource: str, name: str, group: str = "") -> None:
+        super().__init__(f'{_qualified(resource, group)} "{name}" not found',
+                         details={"name": name, "group": group, "kind": resource})
+
+
+class AlreadyExists(ApiError):
+    code = 409
+    reason = "AlreadyExists"
+
+    def __init__(self, resource: str, name: str, group: str = "") -> None:
+        super().__init__(f'{_qualified(resource, group)} "{name}" already exists',
+                         details={"name": name, "group": group, "kind": resource})
+
+
+class Conflict(ApiError):
+    code = 409
+    reason = "Conflict"
+
+    def __init__(self, resource: str, name: str, group: str = "",
+                 why: str = "the object has been modified; please apply your changes to the "
+                            "latest version and try again") -> None:
+        super().__init__(
+            f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
+            details={"name": name, "group": group, "kind": resource},
+        )
+
+
+class Invalid(ApiError):
+    code = 422
+    reason = "Invalid"
+
+    def __init__(self, kind: str, name: str, causes: list[StatusCause], group: str = "") -> None:
+        self.causes = causes
+        shown = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+        text = shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
+        qualified = f"{kind}.{group}" if group else kind
+        super().__init__(
+            f'{qualified} "{name}" is invalid: {text}',
+            details={"name": name, "group": group, "kind": kind,
+                     "causes": [c.to_dict() for c in causes]},
+        )
+
+
+class Gone(ApiError):
+    code = 410
+    reason = "Expired"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class BadRequest(ApiError):
+    code = 400
+    reason = "BadRequest"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class Forbidden(ApiError):
+    code = 403
+    reason = "Forbidden"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class MethodNotAllowed(ApiError):
+    code = 405
+    reason = "MethodNotAllowed"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class RequestEntityTooLarge(ApiError):
+    code = 413
+    reason = "RequestEntityTooLarge"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class UnsupportedMediaType(ApiError):
+    code = 415
+    reason = "UnsupportedMediaType"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class TooManyRequests(ApiError):
+    code = 429
+    reason = "TooManyRequests"
+
+    def __init__(self, message: str = "Too many requests, please try again later.") -> None:
+        super().__init__(message)
+
+
+class InternalError(ApiError):
+    code = 500
+    reason = "InternalError"
+
+    def __init__(self, message: str = "Internal error occurred") -> None:
+        super().__init__(message)
+
+
+class ServiceUnavailable(ApiError):
+    code = 503
+    reason = "ServiceUnavailable"
+
+    def __init__(self, message: str = "the server is currently unable to handle the request") -> None:
+        super().__init__(message)
+
+
+class ServerTimeout(ApiError):
+    code = 504
+    reason = "Timeout"
+
+    def __init__(self, message: str = "the server was unable to return a response in the time "
+                                      "allotted, but may still be processing the request") -> None:
+        super().__init__(message)
+
+
+_BY_REASON: dict[str, type[ApiError]] = {
+    cls.reason: cls
+    for cls in (NotFound, AlreadyExists, Conflict, Invalid, Gone, BadRequest, Forbidden,
+                MethodNotAllowed, RequestEntityTooLarge, UnsupportedMediaType, TooManyRequests,
+                InternalError, ServiceUnavailable, ServerTimeout)
+}
+
+
+def is_not_found(err: BaseException) -> bool:
+    """``errors.IsNotFound``."""
+    return isinstance(err, ApiError) and err.reason == "NotFound"
+
+
+def is_already_exists(err: BaseException) -> bool:
+    """``errors.IsAlreadyExists``."""
+    return isinstance(err, ApiError) and err.reason == "AlreadyExists"
+
+
+def is_conflict(err: BaseException) -> bool:
+    """``errors.IsConflict``."""
+    return isinstance(err, ApiError) and err.reason == "Conflict"
+
+
+def is_invalid(err: BaseException) -> bool:
+    """``errors.IsInvalid``."""
+    return isinstance(err, ApiError) and err.reason == "Invalid"
+
+
+def is_gone(err: BaseException) -> bool:
+    """``errors.IsResourceExpired`` / ``IsGone``."""
+    return isinstance(err, ApiError) and err.code == 410

@@ -1,0 +1,172 @@
+"""The virtual-time asyncio event loop.
+
+asyncio asks its selector to wait ``timeout`` seconds for I/O whenever nothing is ready. This loop
+answers that question instead of the operating system: nothing in the emulated world does real I/O,
+so "wait until the next timer" becomes "jump the clock to that timer's deadline" — exactly, with no
+drift, because the clock is set to the timer's own ``when`` rather than advanced by a difference.
+
+When nothing is ready and no timer exists the world can never move again: that is a `Deadlock`,
+raised with the names of the tasks still waiting, the way SimPy reports an ``until`` event that can
+never trigger.
+
+Two ways out of virtual time:
+- wall-clock mode (``VirtualTimeLoop(wall_clock=True)``) behaves like a normal loop, for the HTTP
+  facade and interactive use;
+- `freeze_while` (in ``clock.py``) freezes virtual time while a coroutine awaits outside work (a real
+  Redis server, a thread): the selector then really waits, and the clock stands still.
+
+Prior art: looptime (a fake-time loop for pytest), trio's ``MockClock(autojump_threshold=0)``,
+SimPy's ``Environment.step``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import selectors
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: asyncio never asks the selector to wait longer than this (BaseEventLoop's MAXIMUM_SELECT_TIMEOUT).
+_MAX_SELECT = 24 * 3600
+#: How long one real wait lasts while virtual time is frozen; the loop then looks again.
+_FROZEN_POLL = 0.5
+
+
+class Deadlock(RuntimeError):
+    """Nothing is ready, no timer is pending, and no outside work is awaited: the world is stuck."""
+
+    def __init__(self, now: float, waiting: list[str]) -> None:
+        self.now = now
+        self.waiting = waiting
+        shown = "\n  ".join(waiting) if waiting else "(no tasks)"
+        super().__init__(
+            f"No scheduled events left at t={now:.6f}s but {len(waiting)} task(s) are still waiting "
+            f"and nothing can wake them:\n  {shown}"
+        )
+
+
+class _SeqTimerHandle(asyncio.TimerHandle):
+    """A TimerHandle ordered by (deadline, creation sequence): equal deadlines fire in FIFO order."""
+
+    __slots__ = ("_seq",)
+
+    def __init__(self, when: float, seq: int, callback: Callable[..., object], args: tuple[Any, ...],
+                 loop: asyncio.AbstractEventLoop, context: Any = None) -> None:
+        super().__init__(when, callback, args, loop, context=context)  # type: ignore[arg-type]
+        self._seq = seq
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, _SeqTimerHandle):
+            return (self._when, self._seq) < (other._when, other._seq)
+        return super().__lt__(other)  # type: ignore[operator]
+
+
+class _VirtualSelector:
+    """Wraps the real selector; where asyncio would block, it moves the virtual clock instead."""
+
+    def __init__(self, loop: VirtualTimeLoop, real: selectors.BaseSelector) -> None:
+        self._loop = loop
+        self._real = real
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        loop = self._loop
+        if loop._wall_clock:
+            return self._real.select(timeout)
+        if loop._frozen:
+            # Outside work is in flight: really wait for it, and keep the clock still.
+            wait = _FROZEN_POLL if timeout is None else min(timeout, _FROZEN_POLL)
+            return self._real.select(wait if timeout != 0 else 0)
+        events = self._real.select(0)
+        if events or timeout == 0:
+            return events
+        if timeout is None:
+            if loop._closing_executor:
+                return self._real.select(_FROZEN_POLL)
+            raise Deadlock(loop._now, loop._describe_waiting())
+        scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+        if scheduled and timeout < _MAX_SELECT:
+            deadline = scheduled[0].when()
+            if deadline > loop._now:
+                loop._now = deadline
+        else:
+            loop._now += timeout
+        return events
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop whose ``time()`` is virtual and jumps to the next timer when idle.
+
+    ``start`` is the virtual time at creation (seconds). In wall-clock mode ``time()`` follows
+    the machine's monotonic clock from that same starting value.
+    """
+
+    def __init__(self, *, wall_clock: bool = False, start: float = 0.0) -> None:
+        super().__init__()
+        self._wall_clock = wall_clock
+        self._now = float(start)
+        self._wall_origin = time.monotonic() - float(start)
+        self._frozen = 0
+        self._closing_executor = False
+        self._timer_seq = itertools.count()
+        self._clock_resolution = 1e-9
+        self._selector = _VirtualSelector(self, self._selector)  # type: ignore[has-type,assignment]
+
+    # -- time ------------------------------------------------------------------------------------
+
+    def time(self) -> float:
+        if self._wall_clock:
+            return time.monotonic() - self._wall_origin
+        return self._now
+
+    @property
+    def wall_clock(self) -> bool:
+        return self._wall_clock
+
+    @property
+    def frozen(self) -> bool:
+        """True while some coroutine awaits outside work under `freeze_while`."""
+        return self._frozen > 0
+
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any,
+                context: Any = None) -> asyncio.TimerHandle:
+        self._check_closed()  # type: ignore[attr-defined]
+        timer = _SeqTimerHandle(when, next(self._timer_seq), callback, args, self, context=context)
+        if timer._source_traceback:  # type: ignore[attr-defined]
+            del timer._source_traceback[-1]  # type: ignore[attr-defined]
+        heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
+        timer._scheduled = True  # type: ignore[attr-defined]
+        return timer
+
+    async def shutdown_default_executor(self, *args: Any) -> None:
+        # Joining the executor's threads is outside work: really wait for it.
+        self._closing_executor = True
+        try:
+            await super().shutdown_default_executor(*args)
+        finally:
+            self._closing_executor = False
+
+    # -- diagnostics -----------------------------------------------------------------------------
+
+    def _describe_waiting(self) -> list[str]:
+        lines = []
+        for task in sorted(asyncio.all_tasks(self), key=lambda t: t.get_name()):
+            where = ""
+            stack = task.get_stack(limit=1)
+            if stack:
+                frame = stack[-1]
+                where = f" at {frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}"
+            coro = task.get_coro()
+            qual = getattr(coro, "__qualname__", repr(coro))
+            lines.append(f"{task.get_name()}: {qual}{where}")
+        return lines
+
+
+def new_loop(*, wall_clock: bool = False) -> VirtualTimeLoop:
+    """A fresh virtual-time loop (the ``loop_factory`` for `asyncio.Runner`)."""
+    return VirtualTimeLoop(wall_clock=wall_clock)
