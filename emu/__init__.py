@@ -1,1 +1,55 @@
-"""emu."""
+"""kuberay-emu: the Kubernetes control plane, the KubeRay operator and a fake Ray, in-process on a
+virtual clock.
+
+Start with `run` and `Simulation`::
+
+    import emu
+
+    async def main(sim: emu.Simulation) -> None:
+        c = sim.client("my-test")
+        await c.create({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "a", "namespace": "default"}, "data": {"k": "1"}})
+
+    emu.run(main, seed=7)
+"""
+
+from .apiserver.errors import AlreadyExists as AlreadyExists
+from .apiserver.errors import ApiError as ApiError
+from .apiserver.errors import BadRequest as BadRequest
+from .apiserver.errors import Conflict as Conflict
+from .apiserver.errors import Gone as Gone
+from .apiserver.errors import Invalid as Invalid
+from .apiserver.errors import NotFound as NotFound
+from .apiserver.errors import RequestEntityTooLarge as RequestEntityTooLarge
+from .client.client import Client as Client
+from .client.informer import Informer as Informer
+from .faults import Crash as Crash
+from .faults import FailRequests as FailRequests
+from .faults import Fault as Fault
+from .faults import FaultPlan as FaultPlan
+from .faults import Heal as Heal
+from .faults import Latency as Latency
+from .faults import LoseResponses as LoseResponses
+from .faults import Outage as Outage
+from .faults import Partition as Partition
+from .faults import Pause as Pause
+from .faults import Restart as Restart
+from .faults import Restore as Restore
+from .faults import Resume as Resume
+from .kernel.loop import Deadlock as Deadlock
+from .kernel.network import ConnectionRefused as ConnectionRefused
+from .kernel.network import ConnectionReset as ConnectionReset
+from .kernel.network import NetworkError as NetworkError
+from .kernel.network import Timeout as Timeout
+from .kernel.process import Process as Process
+from .simulation import Simulation as Simulation
+from .simulation import WaitTimeout as WaitTimeout
+from .simulation import run as run
+
+__all__ = [
+    "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict", "ConnectionRefused",
+    "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
+    "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
+    "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
+    "Simulation", "Timeout", "WaitTimeout", "run",
+]

@@ -351,22 +351,24 @@ class Network:
     # -- calls -----------------------------------------------------------------------------------
 
     def _info(self, src: Process | None, dst: str, verb: str, kind: str, name: str,
-              namespace: str) -> CallInfo:
+              namespace: str, caller: str | None) -> CallInfo:
         if src is None:
-            return CallInfo("test", "test", dst, verb, kind, name, namespace)
+            who = caller or "test"
+            return CallInfo(who, who, dst, verb, kind, name, namespace)
         return CallInfo(src.name, src.host, dst, verb, kind, name, namespace)
 
     async def call(self, src: Process | None, dst: str, payload: Any, *, verb: str = "",
                    kind: str = "", name: str = "", namespace: str = "",
-                   timeout: float | None = None) -> Any:
+                   timeout: float | None = None, caller: str | None = None) -> Any:
         """Send ``payload`` from ``src`` to the endpoint at ``dst`` and return its answer.
 
         Raises `ConnectionRefused` or `Timeout` (or a fault rule's error); the endpoint's own
-        exceptions pass through to the caller, as an HTTP error response would.
+        exceptions pass through to the caller, as an HTTP error response would. ``caller`` names
+        a source that is not a process (a test's client).
         """
         if src is not None and src.state is not ProcessState.RUNNING:
             await src.checkpoint()
-        info = self._info(src, dst, verb, kind, name, namespace)
+        info = self._info(src, dst, verb, kind, name, namespace, caller)
         ep = self._endpoints.get(dst)
         if not self._faulty:
             await asyncio.sleep(0)
@@ -425,11 +427,11 @@ class Network:
 
     async def stream(self, src: Process | None, dst: str, payload: Any, *, verb: str = "watch",
                      kind: str = "", name: str = "", namespace: str = "",
-                     timeout: float | None = None) -> _Stream:
+                     timeout: float | None = None, caller: str | None = None) -> _Stream:
         """Open a long-lived stream; iterate it for items. Faults between the ends break it."""
         if src is not None and src.state is not ProcessState.RUNNING:
             await src.checkpoint()
-        info = self._info(src, dst, verb, kind, name, namespace)
+        info = self._info(src, dst, verb, kind, name, namespace, caller)
         ep = self._endpoints.get(dst)
         if self._faulty:
             owner = ep.owner if ep else ""

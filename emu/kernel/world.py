@@ -15,6 +15,7 @@ from . import clock
 from .loop import VirtualTimeLoop
 from .network import Network
 from .process import MainFn, Process, ProcessTable
+from .programs import ProgramRegistry
 from .rng import SimRandom
 from .trace import Trace
 
@@ -30,6 +31,8 @@ class World:
         self.processes = ProcessTable(self.loop, self.trace)
         self.network = Network(self.loop.time, self.trace)
         self.processes.on_exit(self.network.process_gone)
+        #: Image → program: what a container runs (emu.ray and tests register programs).
+        self.programs = ProgramRegistry()
 
     @property
     def now(self) -> float:

@@ -1,0 +1,197 @@
+"""A Kubernetes client for one process identity; every verb travels over the emulated network.
+
+A controller's client is to the emulated API server what client-go's typed clients are to the real
+one: it sends a request and gets back the object or an `ApiError`. Because each call goes through
+`emu.kernel.network`, an outage, a partition, added latency or a lost response reaches exactly the
+process that owns this client, and a paused process stops at its calls.
+
+Kinds are named as people write them: ``"Pod"``, ``"RayCluster"``, a plural (``"rayclusters"``), or
+with ``api_version="ray.io/v1"`` where a kind name is ambiguous (``Event``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..apiserver.errors import BadRequest
+from ..apiserver.request import PATCH_TYPES, ApiRequest
+from ..kernel.network import Network
+from ..kernel.process import Process
+
+#: The API server's address on the emulated network.
+APISERVER = "apiserver"
+
+
+class ObjectList(list[dict[str, Any]]):
+    """The items of a list call, with the collection's ``resourceVersion``."""
+
+    resource_version: str = ""
+
+    def __init__(self, items: list[dict[str, Any]], resource_version: str = "") -> None:
+        super().__init__(items)
+        self.resource_version = resource_version
+
+
+def _meta(obj: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    if not isinstance(obj, dict):
+        raise BadRequest(f"an object must be a mapping, not {type(obj).__name__}")
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise BadRequest("Object 'Kind' is missing in the object")
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise BadRequest(f"{kind}: metadata must be a mapping, not {type(meta).__name__}")
+    api_version = obj.get("apiVersion")
+    return kind, meta.get("namespace"), api_version if isinstance(api_version, str) else None
+
+
+class Client:
+    """API verbs for one identity. Errors are `emu.ApiError` subclasses or network errors."""
+
+    def __init__(self, network: Network, *, process: Process | None = None,
+                 identity: str | None = None, server: str = APISERVER,
+                 timeout: float | None = None) -> None:
+        self.network = network
+        self.process = process
+        self.identity = identity or (process.name if process is not None else "test")
+        self.server = server
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"<Client {self.identity} -> {self.server}>"
+
+    async def _call(self, req: ApiRequest) -> Any:
+        return await self.network.call(
+            self.process, self.server, req, verb=req.verb, kind=req.kind, name=req.name or "",
+            namespace=req.namespace or "", timeout=self.timeout,
+            caller=None if self.process is not None else self.identity,
+        )
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    async def get(self, kind: str, name: str, namespace: str | None = None, *,
+                  api_version: str | None = None) -> dict[str, Any]:
+        """The object, or `NotFound`."""
+        return await self._call(ApiRequest("get", kind, api_version, namespace, name))  # type: ignore[no-any-return]
+
+    async def list(self, kind: str, namespace: str | None = None, *,
+                   label_selector: str | dict[str, str] | None = None,
+                   field_selector: str | None = None, resource_version: str | None = None,
+                   api_version: str | None = None) -> ObjectList:
+        """Matching objects (sorted by namespace and name) and the list's resourceVersion."""
+        opts: dict[str, Any] = {}
+        if label_selector:
+            opts["label_selector"] = selector_text(label_selector)
+        if field_selector:
+            opts["field_selector"] = field_selector
+        if resource_version is not None:
+            opts["resource_version"] = resource_version
+        out = await self._call(ApiRequest("list", kind, api_version, namespace, None, None, opts))
+        return ObjectList(out.get("items") or [], out.get("metadata", {}).get("resourceVersion", ""))
+
+    async def watch(self, kind: str, namespace: str | None = None, *,
+                    label_selector: str | dict[str, str] | None = None,
+                    field_selector: str | None = None, resource_version: str | None = None,
+                    allow_bookmarks: bool = False,
+                    api_version: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """A stream of ``{"type": ..., "object": ...}`` events; faults can break it
+        (`emu.kernel.network.ConnectionReset`). Close it with ``aclose()`` or by leaving it."""
+        opts: dict[str, Any] = {"allow_bookmarks": allow_bookmarks}
+        if label_selector:
+            opts["label_selector"] = selector_text(label_selector)
+        if field_selector:
+            opts["field_selector"] = field_selector
+        if resource_version is not None:
+            opts["resource_version"] = resource_version
+        req = ApiRequest("watch", kind, api_version, namespace, None, None, opts)
+        stream = await self.network.stream(
+            self.process, self.server, req, kind=kind, namespace=namespace or "",
+            timeout=self.timeout, caller=None if self.process is not None else self.identity,
+        )
+        return _close_on_exit(stream)
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    async def create(self, obj: dict[str, Any], *, namespace: str | None = None,
+                     dry_run: bool = False) -> dict[str, Any]:
+        """Create; `AlreadyExists` when the name is taken.
+
+        ``namespace`` is the request's namespace (the URL's, in real Kubernetes): it fills an
+        object that names none, and is ignored for cluster-scoped kinds.
+        """
+        kind, ns, api_version = _meta(obj)
+        ns = ns or namespace
+        opts = {"dry_run": True} if dry_run else {}
+        name = obj.get("metadata", {}).get("name")
+        return await self._call(ApiRequest("create", kind, api_version, ns, name, obj, opts))  # type: ignore[no-any-return]
+
+    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace; `Conflict` when ``metadata.resourceVersion`` is stale."""
+        kind, ns, api_version = _meta(obj)
+        name = obj.get("metadata", {}).get("name")
+        return await self._call(ApiRequest("update", kind, api_version, ns, name, obj))  # type: ignore[no-any-return]
+
+    async def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace only the status (the ``/status`` subresource)."""
+        kind, ns, api_version = _meta(obj)
+        name = obj.get("metadata", {}).get("name")
+        return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj))  # type: ignore[no-any-return]
+
+    async def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *,
+                    patch_type: str = "merge", subresource: str | None = None,
+                    api_version: str | None = None) -> dict[str, Any]:
+        """Patch with ``merge`` (RFC 7386), ``json`` (RFC 6902) or ``strategic`` merge."""
+        if patch_type not in PATCH_TYPES:
+            raise BadRequest(f"unknown patch type {patch_type!r}: use one of "
+                             + ", ".join(repr(p) for p in PATCH_TYPES))
+        opts: dict[str, Any] = {"patch_type": patch_type}
+        if subresource:
+            opts["subresource"] = subresource
+        return await self._call(ApiRequest("patch", kind, api_version, namespace, name, patch, opts))  # type: ignore[no-any-return]
+
+    async def delete(self, kind: str, name: str, namespace: str | None = None, *,
+                     propagation_policy: str | None = None,
+                     grace_period_seconds: int | None = None,
+                     preconditions: dict[str, str] | None = None,
+                     api_version: str | None = None) -> dict[str, Any]:
+        """Delete; the object (still there with ``deletionTimestamp`` while finalizers or a grace
+        period hold it) or a success Status. `NotFound` when it does not exist."""
+        opts: dict[str, Any] = {}
+        if propagation_policy is not None:
+            opts["propagation_policy"] = propagation_policy
+        if grace_period_seconds is not None:
+            opts["grace_period_seconds"] = grace_period_seconds
+        if preconditions is not None:
+            opts["preconditions"] = preconditions
+        return await self._call(ApiRequest("delete", kind, api_version, namespace, name, None, opts))  # type: ignore[no-any-return]
+
+    async def delete_collection(self, kind: str, namespace: str | None = None, *,
+                                label_selector: str | dict[str, str] | None = None,
+                                field_selector: str | None = None,
+                                api_version: str | None = None) -> dict[str, Any]:
+        """``DeleteAllOf``: delete every matching object."""
+        opts: dict[str, Any] = {}
+        if label_selector:
+            opts["label_selector"] = selector_text(label_selector)
+        if field_selector:
+            opts["field_selector"] = field_selector
+        return await self._call(ApiRequest("delete_collection", kind, api_version, namespace, None,
+                                           None, opts))  # type: ignore[no-any-return]
+
+
+def selector_text(selector: str | dict[str, str]) -> str:
+    """A label selector as text; a dict is ``matchLabels`` (``{"a": "b"}`` → ``a=b``)."""
+    if isinstance(selector, str):
+        return selector
+    if isinstance(selector, dict):
+        return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    raise BadRequest(f"a label selector is a string or a mapping, not {type(selector).__name__}")
+
+
+async def _close_on_exit(stream: Any) -> AsyncIterator[dict[str, Any]]:
+    try:
+        async for item in stream:
+            yield item
+    finally:
+        stream.close()

@@ -1,0 +1,258 @@
+"""An informer: list, then watch, into a local cache; relist on 410 Gone.
+
+This is client-go's reflector + store + shared informer, reduced to what controllers observe:
+- the cache is empty until the first list completes (`Informer.synced`): a new leader starts cold;
+- watch events are applied in order, each exactly once; a broken stream is re-watched from the last
+  seen resourceVersion after a backoff (800 ms doubling to 30 s, jittered from the seeded RNG);
+  a 410 Gone relists;
+- ``lag`` delays every event's application by a fixed number of virtual seconds, to make stale
+  reads on purpose (the cache a controller reads from is behind the API server).
+
+Handlers are called synchronously, in order, with cached objects that must not be mutated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..apiserver.errors import ApiError, is_gone
+from ..apiserver.selectors import parse_label_selector
+from ..kernel.network import NetworkError
+from .client import Client, selector_text
+
+Obj = dict[str, Any]
+
+
+def object_key(obj: Obj) -> str:
+    """``namespace/name`` (or ``name`` for cluster-scoped objects), client-go's MetaNamespaceKey."""
+    meta = obj.get("metadata", {})
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _copy(obj: Obj) -> Obj:
+    return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
+
+
+class EventHandler:
+    """Callbacks for cache changes; override what you need (client-go ResourceEventHandler)."""
+
+    def on_add(self, obj: Obj) -> None:
+        pass
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        pass
+
+    def on_delete(self, obj: Obj) -> None:
+        pass
+
+
+class FuncHandler(EventHandler):
+    """An `EventHandler` from plain functions."""
+
+    def __init__(self, on_add: Callable[[Obj], None] | None = None,
+                 on_update: Callable[[Obj, Obj], None] | None = None,
+                 on_delete: Callable[[Obj], None] | None = None) -> None:
+        self._add, self._update, self._delete = on_add, on_update, on_delete
+
+    def on_add(self, obj: Obj) -> None:
+        if self._add:
+            self._add(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if self._update:
+            self._update(old, new)
+
+    def on_delete(self, obj: Obj) -> None:
+        if self._delete:
+            self._delete(obj)
+
+
+class Informer:
+    """A cached, watched view of one kind (optionally one namespace and a label selector)."""
+
+    BACKOFF_INITIAL = 0.8
+    BACKOFF_MAX = 30.0
+
+    def __init__(self, client: Client, kind: str, *, namespace: str | None = None,
+                 label_selector: str | dict[str, str] | None = None,
+                 field_selector: str | None = None, api_version: str | None = None,
+                 lag: float = 0.0, rng: random.Random | None = None) -> None:
+        if lag < 0:
+            raise ValueError(f"informer lag can't be negative: {lag}")
+        self.client = client
+        self.kind = kind
+        self.namespace = namespace
+        self.label_selector = selector_text(label_selector) if label_selector else None
+        self.field_selector = field_selector
+        self.api_version = api_version
+        self.lag = lag
+        self._rng = rng
+        self._cache: dict[str, Obj] = {}
+        self._handlers: list[EventHandler] = []
+        self.synced = asyncio.Event()
+        self.last_resource_version = ""
+        self.relists = 0
+        self._pending: deque[tuple[float, dict[str, Any]]] = deque()
+        self._pending_ready = asyncio.Event()
+
+    def __repr__(self) -> str:
+        return f"<Informer {self.kind} ns={self.namespace or '*'} objects={len(self._cache)}>"
+
+    # -- reading the cache -----------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        return self.synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self.synced.wait()
+
+    def get(self, name: str, namespace: str | None = None) -> Obj | None:
+        """A copy of the cached object, or None."""
+        obj = self._cache.get(f"{namespace}/{name}" if namespace else name)
+        return _copy(obj) if obj is not None else None
+
+    def list(self, namespace: str | None = None,
+             label_selector: str | dict[str, str] | None = None) -> list[Obj]:
+        """Copies of cached objects, sorted by key, filtered by namespace and labels."""
+        return [_copy(o) for o in self.peek_list(namespace, label_selector)]
+
+    def peek_list(self, namespace: str | None = None,
+                  label_selector: str | dict[str, str] | None = None) -> list[Obj]:
+        """Like `list` but without copying: the caller must not mutate what it gets."""
+        matcher = parse_label_selector(selector_text(label_selector)) if label_selector else None
+        out = []
+        for key in sorted(self._cache):
+            obj = self._cache[key]
+            meta = obj.get("metadata", {})
+            if namespace is not None and meta.get("namespace") != namespace:
+                continue
+            if matcher is not None and not matcher.matches(meta.get("labels") or {}):
+                continue
+            out.append(obj)
+        return out
+
+    def keys(self) -> list[str]:
+        return sorted(self._cache)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        """Receive every later change; objects already cached are replayed as adds."""
+        self._handlers.append(handler)
+        for key in sorted(self._cache):
+            handler.on_add(self._cache[key])
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        backoff = self.BACKOFF_INITIAL
+        applier = asyncio.ensure_future(self._apply_pending()) if self.lag > 0 else None
+        try:
+            need_list = True
+            while True:
+                try:
+                    if need_list:
+                        await self._list()
+                        need_list = False
+                    await self._watch()
+                    backoff = self.BACKOFF_INITIAL
+                except ApiError as err:
+                    if is_gone(err):
+                        need_list = True
+                        continue
+                    await self._backoff(backoff)
+                    backoff = min(backoff * 2, self.BACKOFF_MAX)
+                except NetworkError:
+                    await self._backoff(backoff)
+                    backoff = min(backoff * 2, self.BACKOFF_MAX)
+        finally:
+            if applier is not None:
+                applier.cancel()
+
+    async def _backoff(self, seconds: float) -> None:
+        jitter = self._rng.random() * seconds if self._rng is not None else 0.0
+        await asyncio.sleep(seconds + jitter)
+
+    async def _list(self) -> None:
+        items = await self.client.list(self.kind, self.namespace, label_selector=self.label_selector,
+                                       field_selector=self.field_selector,
+                                       api_version=self.api_version)
+        self.relists += 1
+        self._pending.clear()
+        fresh = {object_key(o): o for o in items}
+        for key in sorted(set(self._cache) - set(fresh)):
+            old = self._cache.pop(key)
+            for h in self._handlers:
+                h.on_delete(old)
+        for key in sorted(fresh):
+            new = fresh[key]
+            old = self._cache.get(key)
+            self._cache[key] = new
+            if old is None:
+                for h in self._handlers:
+                    h.on_add(new)
+            elif old.get("metadata", {}).get("resourceVersion") != new["metadata"].get(
+                    "resourceVersion"):
+                for h in self._handlers:
+                    h.on_update(old, new)
+        self.last_resource_version = items.resource_version
+        self.synced.set()
+
+    async def _watch(self) -> None:
+        stream = await self.client.watch(
+            self.kind, self.namespace, label_selector=self.label_selector,
+            field_selector=self.field_selector, resource_version=self.last_resource_version,
+            allow_bookmarks=True, api_version=self.api_version,
+        )
+        loop = asyncio.get_running_loop()
+        async for event in stream:
+            etype = event.get("type")
+            if etype == "ERROR":
+                raise ApiError.from_status(event.get("object") or {})
+            rv = event.get("object", {}).get("metadata", {}).get("resourceVersion")
+            if rv:
+                self.last_resource_version = rv
+            if etype == "BOOKMARK":
+                continue
+            if self.lag > 0:
+                self._pending.append((loop.time() + self.lag, event))
+                self._pending_ready.set()
+            else:
+                self._apply(event)
+
+    async def _apply_pending(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            while not self._pending:
+                self._pending_ready.clear()
+                await self._pending_ready.wait()
+            due, event = self._pending[0]
+            if due > loop.time():
+                await asyncio.sleep(due - loop.time())
+                continue
+            self._pending.popleft()
+            self._apply(event)
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        obj = event["object"]
+        key = object_key(obj)
+        etype = event["type"]
+        if etype == "DELETED":
+            old = self._cache.pop(key, None)
+            if old is not None:
+                for h in self._handlers:
+                    h.on_delete(obj)
+            return
+        old = self._cache.get(key)
+        self._cache[key] = obj
+        for h in self._handlers:
+            if old is None:
+                h.on_add(obj)
+            else:
+                h.on_update(old, obj)

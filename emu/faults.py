@@ -1,0 +1,347 @@
+"""Faults as data: frozen values that print as the code that replays them.
+
+A fault plan is a list of timed faults, ``[Crash(at=12.0, process='operator-0')]``; it can be
+printed, stored as JSON, loaded, replayed with ``emu.run(main, seed=..., faults=plan)``, generated
+by ``emu explore`` and shrunk. Each value's ``apply(sim)`` performs it; `Faults` (``sim.faults``)
+offers the same verbs for immediate use from a test, and records every fault it performs so a
+failing run prints a plan that reproduces it.
+
+The verbs and their undo (turmoil's crash/bounce/partition/repair/hold/release, for our world):
+
+=================  ==========================================  ===========================
+verb               what it does                                undo
+=================  ==========================================  ===========================
+crash              kill a process abruptly; memory is gone     restart (a new process)
+restart            crash if running, start main again          —
+pause              freeze at the next call or sleep (zombie)   resume
+partition          drop packets between two endpoints          heal
+outage             an endpoint refuses (or drops) every call   restore
+latency            one-way delay on matching calls             latency(0)
+fail_requests      matching calls fail with an HTTP code       expires (count/duration)
+lose_responses     matching calls apply; responses are lost    expires (count/duration)
+=================  ==========================================  ===========================
+
+Kubernetes and Ray faults (delete a Pod, fail a node, Redis down, …) are values here too; they act
+through the simulation's public verbs, like a person with kubectl would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from .apiserver import errors as api_errors
+from .kernel.network import CallInfo, Match
+from .kernel.process import Process
+
+if TYPE_CHECKING:
+    from .simulation import Simulation
+
+_FAULT_TYPES: dict[str, type[Fault]] = {}
+
+
+def _error_for(code: int) -> type[api_errors.ApiError] | None:
+    return {
+        409: api_errors.Conflict, 429: api_errors.TooManyRequests,
+        500: api_errors.InternalError, 503: api_errors.ServiceUnavailable,
+        504: api_errors.ServerTimeout,
+    }.get(code)
+
+
+def api_error_factory(code: int) -> Any:
+    """An error maker for `FailRequests`: the API error a real server would send for ``code``."""
+
+    def make(info: CallInfo) -> Exception:
+        if code == 409:
+            return api_errors.Conflict(info.kind.lower() + "s", info.name or "?")
+        cls = _error_for(code)
+        if cls is not None:
+            return cls()  # type: ignore[call-arg]
+        return api_errors.ApiError(f"injected failure ({code})", code=code, reason="InternalError")
+
+    return make
+
+
+@attrs.frozen
+class Fault:
+    """A fault at virtual time ``at`` (seconds from the start of the run)."""
+
+    at: float = attrs.field(kw_only=True, default=0.0)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _FAULT_TYPES[cls.__name__] = cls
+
+    def apply(self, sim: Simulation) -> None:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": type(self).__name__, **attrs.asdict(self)}
+
+
+def _proc(sim: Simulation, process: str | Process) -> Process:
+    return process if isinstance(process, Process) else sim.processes.get(process)
+
+
+@attrs.frozen
+class Crash(Fault):
+    """Kill a process abruptly (no cleanup, memory lost)."""
+
+    process: str = ""
+
+    def apply(self, sim: Simulation) -> None:
+        _proc(sim, self.process).crash("fault: crash")
+
+
+@attrs.frozen
+class Restart(Fault):
+    """Crash a process if it runs, then start it again as a new incarnation."""
+
+    process: str = ""
+
+    def apply(self, sim: Simulation) -> None:
+        sim.processes.restart(self.process)
+
+
+@attrs.frozen
+class Pause(Fault):
+    """Freeze a process (a zombie); resumed after ``duration`` seconds when given."""
+
+    process: str = ""
+    duration: float | None = None
+
+    def apply(self, sim: Simulation) -> None:
+        proc = _proc(sim, self.process)
+        proc.pause()
+        if self.duration is not None:
+            sim.loop.call_later(self.duration, proc.resume)
+
+
+@attrs.frozen
+class Resume(Fault):
+    process: str = ""
+
+    def apply(self, sim: Simulation) -> None:
+        _proc(sim, self.process).resume()
+
+
+@attrs.frozen
+class Partition(Fault):
+    """Drop packets between ``a`` and ``b`` (names, hosts or addresses); healed after
+    ``duration`` when given."""
+
+    a: str = ""
+    b: str = ""
+    duration: float | None = None
+
+    def apply(self, sim: Simulation) -> None:
+        sim.network.partition(self.a, self.b)
+        if self.duration is not None:
+            sim.loop.call_later(self.duration, sim.network.heal, self.a, self.b)
+
+
+@attrs.frozen
+class Heal(Fault):
+    a: str | None = None
+    b: str | None = None
+
+    def apply(self, sim: Simulation) -> None:
+        sim.network.heal(self.a, self.b)
+
+
+@attrs.frozen
+class Outage(Fault):
+    """An endpoint down (``apiserver`` for the control plane); restored after ``duration``."""
+
+    endpoint: str = "apiserver"
+    duration: float | None = None
+    mode: str = "refuse"
+
+    def apply(self, sim: Simulation) -> None:
+        sim.network.outage(self.endpoint, self.mode)
+        if self.duration is not None:
+            sim.loop.call_later(self.duration, sim.network.restore, self.endpoint)
+
+
+@attrs.frozen
+class Restore(Fault):
+    endpoint: str = "apiserver"
+
+    def apply(self, sim: Simulation) -> None:
+        sim.network.restore(self.endpoint)
+
+
+@attrs.frozen
+class Latency(Fault):
+    """One-way delay of ``seconds`` on matching calls; removed after ``duration``."""
+
+    seconds: float = 0.0
+    caller: str | None = None
+    dst: str | None = None
+    duration: float | None = None
+
+    def apply(self, sim: Simulation) -> None:
+        match = Match(caller=self.caller, dst=self.dst)
+        sim.network.set_latency(self.seconds, match)
+        if self.duration is not None:
+            sim.loop.call_later(self.duration, sim.network.set_latency, 0.0, match)
+
+
+@attrs.frozen
+class FailRequests(Fault):
+    """Matching calls fail with HTTP ``code`` before reaching the endpoint."""
+
+    verb: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    caller: str | None = None
+    dst: str | None = "apiserver"
+    code: int = 500
+    count: int | None = None
+    duration: float | None = None
+
+    def match(self) -> Match:
+        return Match(self.verb, self.kind, self.name, self.namespace, self.caller, self.dst)
+
+    def apply(self, sim: Simulation) -> None:
+        sim.network.fail_requests(self.match(), api_error_factory(self.code), count=self.count,
+                                  duration=self.duration)
+
+
+@attrs.frozen
+class LoseResponses(Fault):
+    """Matching calls take effect but their responses are lost (the caller times out)."""
+
+    verb: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    caller: str | None = None
+    dst: str | None = "apiserver"
+    count: int | None = 1
+    duration: float | None = None
+
+    def apply(self, sim: Simulation) -> None:
+        match = Match(self.verb, self.kind, self.name, self.namespace, self.caller, self.dst)
+        sim.network.lose_responses(match, count=self.count, duration=self.duration)
+
+
+@attrs.frozen
+class FaultPlan:
+    """An ordered list of faults; ``repr`` is the code that rebuilds it."""
+
+    faults: tuple[Fault, ...] = attrs.field(converter=tuple, factory=tuple)
+
+    def __iter__(self) -> Iterator[Fault]:
+        return iter(self.faults)
+
+    def __len__(self) -> int:
+        return len(self.faults)
+
+    def __repr__(self) -> str:
+        return "[" + ", ".join(repr(f) for f in self.faults) + "]"
+
+    def to_json(self) -> str:
+        return orjson.dumps([f.to_dict() for f in self.faults]).decode()
+
+    @classmethod
+    def from_json(cls, text: str) -> FaultPlan:
+        out = []
+        for item in orjson.loads(text):
+            item = dict(item)
+            type_name = item.pop("type", None)
+            ftype = _FAULT_TYPES.get(str(type_name))
+            if ftype is None:
+                raise ValueError(f"unknown fault type {type_name!r}; known: "
+                                 + ", ".join(sorted(_FAULT_TYPES)))
+            out.append(ftype(**item))
+        return cls(out)
+
+
+class Faults:
+    """``sim.faults``: the fault verbs, now or at a time; every fault done is recorded."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self._sim = sim
+        self.applied: list[Fault] = []
+
+    def plan(self) -> FaultPlan:
+        """What was done so far, as a plan that replays it."""
+        return FaultPlan(self.applied)
+
+    def do(self, fault: Fault) -> None:
+        """Perform ``fault`` now (its ``at`` is set to the current time in the record)."""
+        fault = attrs.evolve(fault, at=round(self._sim.now, 9))
+        self.applied.append(fault)
+        self._sim.trace.emit("faults", "fault", fault=repr(fault))
+        fault.apply(self._sim)
+
+    def schedule(self, plan: Iterable[Fault] | FaultPlan) -> None:
+        """Perform each fault at its ``at`` time (relative to the start of the run)."""
+        for fault in plan:
+            delay = max(0.0, fault.at - self._sim.now)
+            self._sim.loop.call_later(delay, self.do, fault)
+
+    # -- verbs -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _name(process: str | Process) -> str:
+        return process.name if isinstance(process, Process) else process
+
+    def crash(self, process: str | Process) -> None:
+        """Kill abruptly: no cleanup, memory lost. Undo: `restart`."""
+        self.do(Crash(process=self._name(process)))
+
+    def restart(self, process: str | Process) -> None:
+        """Crash if running, then start again as a new incarnation with a new identity."""
+        self.do(Restart(process=self._name(process)))
+
+    def pause(self, process: str | Process, duration: float | None = None) -> None:
+        """Freeze at the next call or sleep (a zombie). Undo: `resume`."""
+        self.do(Pause(process=self._name(process), duration=duration))
+
+    def resume(self, process: str | Process) -> None:
+        self.do(Resume(process=self._name(process)))
+
+    def partition(self, a: str, b: str, duration: float | None = None) -> None:
+        """Drop packets between a and b. Undo: `heal`."""
+        self.do(Partition(a=a, b=b, duration=duration))
+
+    def heal(self, a: str | None = None, b: str | None = None) -> None:
+        self.do(Heal(a=a, b=b))
+
+    def outage(self, endpoint: str = "apiserver", duration: float | None = None,
+               mode: str = "refuse") -> None:
+        """Take an endpoint down. Undo: `restore` (or after ``duration``)."""
+        self.do(Outage(endpoint=endpoint, duration=duration, mode=mode))
+
+    def restore(self, endpoint: str = "apiserver") -> None:
+        self.do(Restore(endpoint=endpoint))
+
+    def latency(self, seconds: float, *, caller: str | None = None, dst: str | None = None,
+                duration: float | None = None) -> None:
+        self.do(Latency(seconds=seconds, caller=caller, dst=dst, duration=duration))
+
+    def fail_requests(self, *, verb: str | None = None, kind: str | None = None,
+                      name: str | None = None, namespace: str | None = None,
+                      caller: str | None = None, dst: str | None = "apiserver", code: int = 500,
+                      count: int | None = None, duration: float | None = None) -> None:
+        """Matching calls fail with HTTP ``code``, for ``count`` calls or ``duration`` seconds."""
+        self.do(FailRequests(verb=verb, kind=kind, name=name, namespace=namespace, caller=caller,
+                             dst=dst, code=code, count=count, duration=duration))
+
+    def lose_responses(self, *, verb: str | None = None, kind: str | None = None,
+                       name: str | None = None, namespace: str | None = None,
+                       caller: str | None = None, dst: str | None = "apiserver",
+                       count: int | None = 1, duration: float | None = None) -> None:
+        """Matching calls take effect, but the caller never hears back and times out."""
+        self.do(LoseResponses(verb=verb, kind=kind, name=name, namespace=namespace,
+                              caller=caller, dst=dst, count=count, duration=duration))
+
+    async def wait(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)

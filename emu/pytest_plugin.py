@@ -1,0 +1,108 @@
+"""The pytest plugin: a ``sim`` fixture that runs the test body in a fresh virtual-time world.
+
+``async def test_x(sim): ...`` runs inside `emu.run` with the seed from ``--emu-seed`` (default 0)
+or ``@pytest.mark.emu(seed=...)``; ``--emu-seeds N`` runs every such test under seeds 0..N-1. A
+failing test ends with the line that replays it::
+
+    reproduce: pytest tests/test_x.py::test_x --emu-seed=3
+
+``emu`` is imported only inside hooks, so loading the plugin costs nothing for other tests.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+_SEED_KEY = pytest.StashKey[int]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("emu", "kuberay-emu simulation")
+    group.addoption("--emu-seed", type=int, default=None,
+                    help="seed for tests that use the sim fixture (default 0, or the emu mark's)")
+    group.addoption("--emu-seeds", type=int, default=None,
+                    help="run every sim test under seeds 0..N-1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "emu(seed=None, **options): options for the sim fixture's Simulation")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    count = metafunc.config.getoption("--emu-seeds")
+    if count and "sim" in metafunc.fixturenames:
+        if count < 1:
+            raise pytest.UsageError(f"--emu-seeds must be at least 1, not {count}")
+        metafunc.fixturenames.append("_emu_seed")
+        metafunc.parametrize("_emu_seed", list(range(count)), ids=[f"seed{i}" for i in range(count)])
+
+
+@pytest.fixture
+def sim() -> Any:
+    """A fresh `emu.Simulation`; the test must be ``async def`` (it runs on the virtual clock)."""
+    return _SimPlaceholder()
+
+
+class _SimPlaceholder:
+    def __repr__(self) -> str:
+        return "<sim: replaced by a Simulation when the async test runs>"
+
+
+def _seed_for(item: pytest.Item) -> int:
+    if "_emu_seed" in getattr(item, "funcargs", {}):
+        return int(item.funcargs["_emu_seed"])  # type: ignore[attr-defined]
+    opt = item.config.getoption("--emu-seed")
+    if opt is not None:
+        return int(opt)
+    mark = item.get_closest_marker("emu")
+    if mark is not None and mark.kwargs.get("seed") is not None:
+        return int(mark.kwargs["seed"])
+    return 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    funcargs = pyfuncitem.funcargs
+    if "sim" not in funcargs or not isinstance(funcargs["sim"], _SimPlaceholder):
+        return None
+    func = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(func):
+        raise pytest.UsageError(f"{pyfuncitem.nodeid}: a test using the sim fixture must be "
+                                "'async def'")
+    import emu
+
+    seed = _seed_for(pyfuncitem)
+    pyfuncitem.stash[_SEED_KEY] = seed
+    mark = pyfuncitem.get_closest_marker("emu")
+    options = {k: v for k, v in (mark.kwargs.items() if mark else ()) if k != "seed"}
+    names = pyfuncitem._fixtureinfo.argnames
+
+    async def main(s: Any) -> Any:
+        kwargs = {name: funcargs[name] for name in names if name in funcargs}
+        kwargs["sim"] = s
+        return await func(**kwargs)
+
+    main.__qualname__ = func.__qualname__
+    main.__module__ = func.__module__
+    emu.run(main, seed=seed, **options)
+    return True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and _SEED_KEY in item.stash:
+        seed = item.stash[_SEED_KEY]
+        nodeid = item.nodeid.split("[seed")[0]
+        report.sections.append(
+            ("emu", f"reproduce: pytest {nodeid} --emu-seed={seed}"))
+        if isinstance(report.longrepr, object) and hasattr(report, "longrepr"):
+            try:
+                report.longrepr.addsection("emu", f"reproduce: pytest {nodeid} --emu-seed={seed}")  # type: ignore[union-attr]
+            except AttributeError:
+                pass
