@@ -111,11 +111,15 @@ class RocksDBStoreClient:
             self._db = Rdict(self._path, options=opts,
                              column_families={name: _options() for name in existing})
         except Exception as err:  # rocksdict raises a bare Exception for every RocksDB status
-            if "lock" in str(err).lower():
+            text = str(err).lower()
+            if "lock" in text:
+                # RocksDB tells a lock held in this process (an opener outside this registry)
+                # from one held by another OS process.
+                who = "in this process" if "current process" in text else "by another process"
                 raise StorageLocked(
-                    f"RocksDB GCS storage at {self._path} is locked by another process "
-                    f"(its LOCK file is held); a RocksDB directory has one writer at a time, so "
-                    f"{self._holder} cannot open it"
+                    f"RocksDB GCS storage at {self._path} is locked {who} (its LOCK file is "
+                    f"held); a RocksDB directory has one writer at a time, so {self._holder} "
+                    "cannot open it"
                 ) from err
             raise
         _HOLDERS[self._real_path] = self._holder
