@@ -11,40 +11,84 @@ Start with `run` and `Simulation`::
                         "metadata": {"name": "a", "namespace": "default"}, "data": {"k": "1"}})
 
     emu.run(main, seed=7)
+
+
+Names are imported on first use, so ``import emu.kernel`` (and the pytest plugin) stay cheap.
 """
 
-from .apiserver.errors import AlreadyExists as AlreadyExists
-from .apiserver.errors import ApiError as ApiError
-from .apiserver.errors import BadRequest as BadRequest
-from .apiserver.errors import Conflict as Conflict
-from .apiserver.errors import Gone as Gone
-from .apiserver.errors import Invalid as Invalid
-from .apiserver.errors import NotFound as NotFound
-from .apiserver.errors import RequestEntityTooLarge as RequestEntityTooLarge
-from .client.client import Client as Client
-from .client.informer import Informer as Informer
-from .faults import Crash as Crash
-from .faults import FailRequests as FailRequests
-from .faults import Fault as Fault
-from .faults import FaultPlan as FaultPlan
-from .faults import Heal as Heal
-from .faults import Latency as Latency
-from .faults import LoseResponses as LoseResponses
-from .faults import Outage as Outage
-from .faults import Partition as Partition
-from .faults import Pause as Pause
-from .faults import Restart as Restart
-from .faults import Restore as Restore
-from .faults import Resume as Resume
-from .kernel.loop import Deadlock as Deadlock
-from .kernel.network import ConnectionRefused as ConnectionRefused
-from .kernel.network import ConnectionReset as ConnectionReset
-from .kernel.network import NetworkError as NetworkError
-from .kernel.network import Timeout as Timeout
-from .kernel.process import Process as Process
-from .simulation import Simulation as Simulation
-from .simulation import WaitTimeout as WaitTimeout
-from .simulation import run as run
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .apiserver.errors import AlreadyExists as AlreadyExists
+    from .apiserver.errors import ApiError as ApiError
+    from .apiserver.errors import BadRequest as BadRequest
+    from .apiserver.errors import Conflict as Conflict
+    from .apiserver.errors import Gone as Gone
+    from .apiserver.errors import Invalid as Invalid
+    from .apiserver.errors import NotFound as NotFound
+    from .apiserver.errors import RequestEntityTooLarge as RequestEntityTooLarge
+    from .client.client import Client as Client
+    from .client.informer import Informer as Informer
+    from .faults import Crash as Crash
+    from .faults import FailRequests as FailRequests
+    from .faults import Fault as Fault
+    from .faults import FaultPlan as FaultPlan
+    from .faults import Heal as Heal
+    from .faults import Latency as Latency
+    from .faults import LoseResponses as LoseResponses
+    from .faults import Outage as Outage
+    from .faults import Partition as Partition
+    from .faults import Pause as Pause
+    from .faults import Restart as Restart
+    from .faults import Restore as Restore
+    from .faults import Resume as Resume
+    from .kernel.loop import Deadlock as Deadlock
+    from .kernel.network import ConnectionRefused as ConnectionRefused
+    from .kernel.network import ConnectionReset as ConnectionReset
+    from .kernel.network import NetworkError as NetworkError
+    from .kernel.network import Timeout as Timeout
+    from .kernel.process import Process as Process
+    from .simulation import Simulation as Simulation
+    from .simulation import WaitTimeout as WaitTimeout
+    from .simulation import run as run
+
+_EXPORTS = {
+    "AlreadyExists": ".apiserver.errors",
+    "ApiError": ".apiserver.errors",
+    "BadRequest": ".apiserver.errors",
+    "Conflict": ".apiserver.errors",
+    "Gone": ".apiserver.errors",
+    "Invalid": ".apiserver.errors",
+    "NotFound": ".apiserver.errors",
+    "RequestEntityTooLarge": ".apiserver.errors",
+    "Client": ".client.client",
+    "Informer": ".client.informer",
+    "Crash": ".faults",
+    "FailRequests": ".faults",
+    "Fault": ".faults",
+    "FaultPlan": ".faults",
+    "Heal": ".faults",
+    "Latency": ".faults",
+    "LoseResponses": ".faults",
+    "Outage": ".faults",
+    "Partition": ".faults",
+    "Pause": ".faults",
+    "Restart": ".faults",
+    "Restore": ".faults",
+    "Resume": ".faults",
+    "Deadlock": ".kernel.loop",
+    "ConnectionRefused": ".kernel.network",
+    "ConnectionReset": ".kernel.network",
+    "NetworkError": ".kernel.network",
+    "Timeout": ".kernel.network",
+    "Process": ".kernel.process",
+    "Simulation": ".simulation",
+    "WaitTimeout": ".simulation",
+    "run": ".simulation",
+}
 
 __all__ = [
     "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict", "ConnectionRefused",
@@ -53,3 +97,16 @@ __all__ = [
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
     "Simulation", "Timeout", "WaitTimeout", "run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'emu' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

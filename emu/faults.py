@@ -231,11 +231,15 @@ class LoseResponses(Fault):
         sim.network.lose_responses(match, count=self.count, duration=self.duration)
 
 
+def _to_tuple(faults: Iterable[Fault]) -> tuple[Fault, ...]:
+    return tuple(faults)
+
+
 @attrs.frozen
 class FaultPlan:
     """An ordered list of faults; ``repr`` is the code that rebuilds it."""
 
-    faults: tuple[Fault, ...] = attrs.field(converter=tuple, factory=tuple)
+    faults: tuple[Fault, ...] = attrs.field(converter=_to_tuple, factory=tuple)
 
     def __iter__(self) -> Iterator[Fault]:
         return iter(self.faults)

@@ -101,8 +101,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         nodeid = item.nodeid.split("[seed")[0]
         report.sections.append(
             ("emu", f"reproduce: pytest {nodeid} --emu-seed={seed}"))
-        if isinstance(report.longrepr, object) and hasattr(report, "longrepr"):
-            try:
-                report.longrepr.addsection("emu", f"reproduce: pytest {nodeid} --emu-seed={seed}")  # type: ignore[union-attr]
-            except AttributeError:
-                pass
+        add = getattr(report.longrepr, "addsection", None)
+        if add is not None:
+            add("emu", f"reproduce: pytest {nodeid} --emu-seed={seed}")

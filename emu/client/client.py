@@ -73,7 +73,7 @@ class Client:
     async def get(self, kind: str, name: str, namespace: str | None = None, *,
                   api_version: str | None = None) -> dict[str, Any]:
         """The object, or `NotFound`."""
-        return await self._call(ApiRequest("get", kind, api_version, namespace, name))  # type: ignore[no-any-return]
+        return await self._call(ApiRequest("get", kind, api_version, namespace, name))
 
     async def list(self, kind: str, namespace: str | None = None, *,
                    label_selector: str | dict[str, str] | None = None,
@@ -124,19 +124,19 @@ class Client:
         ns = ns or namespace
         opts = {"dry_run": True} if dry_run else {}
         name = obj.get("metadata", {}).get("name")
-        return await self._call(ApiRequest("create", kind, api_version, ns, name, obj, opts))  # type: ignore[no-any-return]
+        return await self._call(ApiRequest("create", kind, api_version, ns, name, obj, opts))
 
     async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Replace; `Conflict` when ``metadata.resourceVersion`` is stale."""
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
-        return await self._call(ApiRequest("update", kind, api_version, ns, name, obj))  # type: ignore[no-any-return]
+        return await self._call(ApiRequest("update", kind, api_version, ns, name, obj))
 
     async def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Replace only the status (the ``/status`` subresource)."""
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
-        return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj))  # type: ignore[no-any-return]
+        return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj))
 
     async def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None,
@@ -148,7 +148,7 @@ class Client:
         opts: dict[str, Any] = {"patch_type": patch_type}
         if subresource:
             opts["subresource"] = subresource
-        return await self._call(ApiRequest("patch", kind, api_version, namespace, name, patch, opts))  # type: ignore[no-any-return]
+        return await self._call(ApiRequest("patch", kind, api_version, namespace, name, patch, opts))
 
     async def delete(self, kind: str, name: str, namespace: str | None = None, *,
                      propagation_policy: str | None = None,
@@ -164,7 +164,7 @@ class Client:
             opts["grace_period_seconds"] = grace_period_seconds
         if preconditions is not None:
             opts["preconditions"] = preconditions
-        return await self._call(ApiRequest("delete", kind, api_version, namespace, name, None, opts))  # type: ignore[no-any-return]
+        return await self._call(ApiRequest("delete", kind, api_version, namespace, name, None, opts))
 
     async def delete_collection(self, kind: str, namespace: str | None = None, *,
                                 label_selector: str | dict[str, str] | None = None,
@@ -177,7 +177,7 @@ class Client:
         if field_selector:
             opts["field_selector"] = field_selector
         return await self._call(ApiRequest("delete_collection", kind, api_version, namespace, None,
-                                           None, opts))  # type: ignore[no-any-return]
+                                           None, opts))
 
 
 def selector_text(selector: str | dict[str, str]) -> str:

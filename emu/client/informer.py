@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import deque
+import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +38,7 @@ def object_key(obj: Obj) -> str:
 
 
 def _copy(obj: Obj) -> Obj:
-    return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
+    return orjson.loads(orjson.dumps(obj))
 
 
 class EventHandler:
@@ -119,12 +120,12 @@ class Informer:
         return _copy(obj) if obj is not None else None
 
     def list(self, namespace: str | None = None,
-             label_selector: str | dict[str, str] | None = None) -> list[Obj]:
+             label_selector: str | dict[str, str] | None = None) -> builtins.list[Obj]:
         """Copies of cached objects, sorted by key, filtered by namespace and labels."""
         return [_copy(o) for o in self.peek_list(namespace, label_selector)]
 
     def peek_list(self, namespace: str | None = None,
-                  label_selector: str | dict[str, str] | None = None) -> list[Obj]:
+                  label_selector: str | dict[str, str] | None = None) -> builtins.list[Obj]:
         """Like `list` but without copying: the caller must not mutate what it gets."""
         matcher = parse_label_selector(selector_text(label_selector)) if label_selector else None
         out = []
@@ -138,7 +139,7 @@ class Informer:
             out.append(obj)
         return out
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         return sorted(self._cache)
 
     def add_event_handler(self, handler: EventHandler) -> None:
@@ -187,9 +188,9 @@ class Informer:
         self._pending.clear()
         fresh = {object_key(o): o for o in items}
         for key in sorted(set(self._cache) - set(fresh)):
-            old = self._cache.pop(key)
+            gone = self._cache.pop(key)
             for h in self._handlers:
-                h.on_delete(old)
+                h.on_delete(gone)
         for key in sorted(fresh):
             new = fresh[key]
             old = self._cache.get(key)
@@ -244,15 +245,14 @@ class Informer:
         key = object_key(obj)
         etype = event["type"]
         if etype == "DELETED":
-            old = self._cache.pop(key, None)
-            if old is not None:
+            if self._cache.pop(key, None) is not None:
                 for h in self._handlers:
                     h.on_delete(obj)
             return
-        old = self._cache.get(key)
+        previous = self._cache.get(key)
         self._cache[key] = obj
         for h in self._handlers:
-            if old is None:
+            if previous is None:
                 h.on_add(obj)
             else:
-                h.on_update(old, obj)
+                h.on_update(previous, obj)

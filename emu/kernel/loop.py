@@ -55,12 +55,12 @@ class _SeqTimerHandle(asyncio.TimerHandle):
 
     def __init__(self, when: float, seq: int, callback: Callable[..., object], args: tuple[Any, ...],
                  loop: asyncio.AbstractEventLoop, context: Any = None) -> None:
-        super().__init__(when, callback, args, loop, context=context)  # type: ignore[arg-type]
+        super().__init__(when, callback, args, loop, context=context)
         self._seq = seq
 
     def __lt__(self, other: object) -> bool:
         if isinstance(other, _SeqTimerHandle):
-            return (self._when, self._seq) < (other._when, other._seq)
+            return (self.when(), self._seq) < (other.when(), other._seq)
         return super().__lt__(other)  # type: ignore[operator]
 
 
@@ -115,7 +115,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._closing_executor = False
         self._timer_seq = itertools.count()
         self._clock_resolution = 1e-9
-        self._selector = _VirtualSelector(self, self._selector)  # type: ignore[has-type,assignment]
+        real: selectors.BaseSelector = self._selector  # type: ignore[has-type]
+        self._selector = _VirtualSelector(self, real)  # type: ignore[assignment]
 
     # -- time ------------------------------------------------------------------------------------
 
@@ -133,7 +134,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         """True while some coroutine awaits outside work under `freeze_while`."""
         return self._frozen > 0
 
-    def call_at(self, when: float, callback: Callable[..., object], *args: Any,
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any,  # type: ignore[override]
                 context: Any = None) -> asyncio.TimerHandle:
         self._check_closed()  # type: ignore[attr-defined]
         timer = _SeqTimerHandle(when, next(self._timer_seq), callback, args, self, context=context)

@@ -326,12 +326,10 @@ class Network:
     def _partitioned(self, info: CallInfo, owner: str) -> bool:
         if not self._partitions:
             return False
-        srcs = {info.src, info.src_host}
-        dsts = {info.dst, owner}
-        for a, b in self._partitions:
-            if (a in srcs and b in dsts) or (b in srcs and a in dsts):
-                return True
-        return False
+        srcs = (info.src, info.src_host)
+        dsts = (info.dst, owner)
+        return any((a in srcs and b in dsts) or (b in srcs and a in dsts)
+                   for a, b in self._partitions)
 
     def _latency_for(self, info: CallInfo, owner: str) -> float:
         delay = 0.0

@@ -112,7 +112,11 @@ class Process:
         self._task_seq += 1
         key = self._task_seq
         self._tasks[key] = task
-        task.add_done_callback(lambda _t, k=key: self._tasks.pop(k, None))
+
+        def forget(_task: asyncio.Task[Any]) -> None:
+            self._tasks.pop(key, None)
+
+        task.add_done_callback(forget)
 
     @property
     def tasks(self) -> list[asyncio.Task[Any]]:

@@ -160,9 +160,9 @@ class ProgramRegistry:
         repo = image_repository(image)
         best: tuple[int, Program] | None = None
         for pattern in sorted(self._programs):
-            if repo == pattern or repo.endswith("/" + pattern):
-                if best is None or len(pattern) > best[0]:
-                    best = (len(pattern), self._programs[pattern])
+            matches = repo == pattern or repo.endswith("/" + pattern)
+            if matches and (best is None or len(pattern) > best[0]):
+                best = (len(pattern), self._programs[pattern])
         return best[1] if best is not None else idle_program
 
     def patterns(self) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import orjson
@@ -124,9 +124,10 @@ class Trace:
             self.emit(proc, name, **event_dict)
             raise structlog.DropEvent
 
-        return structlog.wrap_logger(  # type: ignore[no-any-return]
-            None, processors=[append], cache_logger_on_first_use=False, **bound
-        )
+        processors: list[Any] = [append]
+        return cast(structlog.stdlib.BoundLogger, structlog.wrap_logger(
+            None, processors=processors, cache_logger_on_first_use=False, **bound
+        ))
 
 
 def render_timeline(events: Iterable[TraceEvent], *, width: int = 12) -> str:

@@ -33,6 +33,7 @@ class World:
         self.processes.on_exit(self.network.process_gone)
         #: Image → program: what a container runs (emu.ray and tests register programs).
         self.programs = ProgramRegistry()
+        self._background: list[asyncio.Future[Any]] = []
 
     @property
     def now(self) -> float:
@@ -65,6 +66,6 @@ class World:
         def fire() -> None:
             result = fn()
             if isinstance(result, Awaitable):
-                asyncio.ensure_future(result)
+                self._background.append(asyncio.ensure_future(result))
 
         return self.loop.call_later(delay, fire)

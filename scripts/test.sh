@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set everything up and run the whole test suite, with a real redis-server for the Redis backend
+# tests (installed from Debian's packages when missing, started on a free loopback port, stopped
+# at the end). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+state="$(mktemp -d)/redis"
+if url="$(bash scripts/redis-server.sh start "$state")"; then
+    export EMU_REDIS_URL="$url"
+    trap 'bash scripts/redis-server.sh stop "$state" >/dev/null 2>&1 || true' EXIT
+else
+    echo "test.sh: could not start a real redis-server; its tests will say so" >&2
+fi
+.venv/bin/python -m pytest -q "$@"

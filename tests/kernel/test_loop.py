@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import pytest
+
+from emu.kernel.clock import freeze_while
+from emu.kernel.loop import Deadlock, VirtualTimeLoop
+
+
+def test_sleep_jumps_virtual_time_exactly_to_the_timer_deadline(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.2)
+        fired = []
+        loop.call_at(0.7, lambda: fired.append(loop.time()))
+        await asyncio.sleep(1)
+        return loop.time(), fired
+
+    now, fired = run(main)
+    assert fired == [0.7]
+    assert now == pytest.approx(1.3, abs=1e-12)
+
+
+def test_timers_with_equal_deadlines_fire_in_the_order_they_were_scheduled(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        order = []
+        for i in range(50):
+            loop.call_at(5.0, order.append, i)
+        await asyncio.sleep(6)
+        return order
+
+    assert run(main) == list(range(50))
+
+
+def test_twenty_thousand_one_second_sleeps_advance_twenty_thousand_virtual_seconds(run):
+    async def main():
+        for _ in range(20_000):
+            await asyncio.sleep(1)
+        return asyncio.get_running_loop().time()
+
+    assert run(main) == 20_000.0
+
+
+def test_deadlock_names_every_task_still_waiting(run):
+    async def stuck():
+        await asyncio.Event().wait()
+
+    async def main():
+        asyncio.get_running_loop().create_task(stuck(), name="worker-a")
+        await asyncio.sleep(3)
+        await asyncio.Event().wait()
+
+    with pytest.raises(Deadlock) as info:
+        run(main)
+    message = str(info.value)
+    assert message.startswith("No scheduled events left at t=3.000000s but 2 task(s) are still "
+                              "waiting and nothing can wake them:")
+    assert ("worker-a: test_deadlock_names_every_task_still_waiting.<locals>.stuck at "
+            "test_loop.py:") in message
+    assert info.value.now == 3.0
+
+
+def test_anyio_task_groups_cancel_scopes_and_memory_streams_run_on_virtual_time(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        seen = []
+        async with anyio.create_task_group() as tg:
+            for d in (3, 1, 2):
+                tg.start_soon(anyio.sleep, d)
+        seen.append(loop.time())
+        with anyio.move_on_after(5) as scope:
+            await anyio.sleep(1000)
+        seen.append((loop.time(), scope.cancelled_caught))
+        with pytest.raises(TimeoutError):
+            with anyio.fail_after(2):
+                await anyio.sleep(10)
+        seen.append(loop.time())
+        send, recv = anyio.create_memory_object_stream[int](5)
+
+        async def produce():
+            async with send:
+                for i in range(3):
+                    await anyio.sleep(10)
+                    await send.send(i)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(produce)
+            async with recv:
+                async for item in recv:
+                    seen.append((item, loop.time()))
+        return seen
+
+    assert run(main) == [3.0, (8.0, True), 10.0, (0, 20.0), (1, 30.0), (2, 40.0)]
+
+
+def test_freeze_while_keeps_virtual_time_still_while_a_thread_works(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        timer = loop.create_task(asyncio.sleep(5))
+        result = await freeze_while(loop.run_in_executor(None, lambda: sum(range(200_000))))
+        frozen_at = loop.time()
+        await timer
+        return result, frozen_at, loop.time()
+
+    result, frozen_at, after = run(main)
+    assert result == sum(range(200_000))
+    assert frozen_at == 0.0
+    assert after == 5.0
+
+
+def test_thread_work_without_freeze_while_is_reported_as_a_deadlock(run):
+    import threading
+
+    gate = threading.Event()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(None, gate.wait)
+        try:
+            await fut
+        finally:
+            gate.set()
+
+    with pytest.raises(Deadlock):
+        run(main)
+
+
+def test_wall_clock_mode_follows_the_machine_clock():
+    async def main():
+        loop = asyncio.get_running_loop()
+        a = loop.time()
+        await asyncio.sleep(0)
+        return a, loop.time(), loop.wall_clock
+
+    with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(wall_clock=True)) as runner:
+        a, b, wall = runner.run(main())
+    assert wall is True
+    assert 0.0 <= a <= b < 5.0
