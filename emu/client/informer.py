@@ -14,9 +14,9 @@ Handlers are called synchronously, in order, with cached objects that must not b
 from __future__ import annotations
 
 import asyncio
+import builtins
 import random
 from collections import deque
-import builtins
 from collections.abc import Callable
 from typing import Any
 

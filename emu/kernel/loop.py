@@ -116,7 +116,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._timer_seq = itertools.count()
         self._clock_resolution = 1e-9
         real: selectors.BaseSelector = self._selector  # type: ignore[has-type]
-        self._selector = _VirtualSelector(self, real)  # type: ignore[assignment]
+        self._selector = _VirtualSelector(self, real)
 
     # -- time ------------------------------------------------------------------------------------
 
