@@ -1,0 +1,485 @@
+"""The kind registry: what the API server knows about each resource type.
+
+A `KindInfo` is one registered type (group/version/kind, plural, scope, status subresource,
+defaulting, validation, strategic-merge keys, selectable fields). `KindRegistry` resolves what a
+caller wrote (``"Pod"``, ``"pods"``, ``"po"``, ``"RayCluster"`` with ``"ray.io/v1"``) to one entry;
+bare ``"Event"`` is core/v1, ``events.k8s.io/v1`` picks the other. A user CRD is added at runtime
+with `KindRegistry.register`.
+
+Defaulters run on a copy the server owns at the top level and in ``metadata`` only: they copy any
+deeper dict or list before changing it (copy-on-write), so the caller's object is never mutated and
+the hot path never deep-copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from . import validation as v
+from .errors import ApiError, StatusCause
+
+Obj = dict[str, Any]
+Defaulter = Callable[[Obj, "Obj | None"], None]
+Validator = Callable[[Obj, "Obj | None"], list[StatusCause]]
+
+
+class Allocator(Protocol):
+    """Server-side allocations a kind's create hook may need (cluster IPs, node ports)."""
+
+    def next_cluster_ip(self) -> str: ...
+    def next_node_port(self) -> int: ...
+
+
+PrepareCreate = Callable[[Obj, Allocator], None]
+
+#: patchMergeKey of the built-in types' lists, by field name (candidates, first present wins:
+#: a container port merges on containerPort, a Service port on port).
+BUILTIN_MERGE_KEYS: Mapping[str, tuple[str, ...]] = {
+    "containers": ("name",),
+    "initContainers": ("name",),
+    "ephemeralContainers": ("name",),
+    "volumes": ("name",),
+    "env": ("name",),
+    "imagePullSecrets": ("name",),
+    "volumeMounts": ("mountPath",),
+    "volumeDevices": ("devicePath",),
+    "ports": ("containerPort", "port"),
+    "conditions": ("type",),
+    "ownerReferences": ("uid",),
+    "hostAliases": ("ip",),
+    "topologySpreadConstraints": ("topologyKey",),
+    "finalizers": (),  # a primitive list merged as a set
+}
+
+
+@attrs.frozen
+class KindInfo:
+    """One resource type served by the API server."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+    has_status: bool = False
+    has_generation: bool = False
+    #: create drops a client-sent status (most kinds with a status subresource; not Nodes).
+    reset_status_on_create: bool = True
+    #: ``subdomain`` (most kinds), ``label`` (Namespace), ``dns1035`` (Service), ``path``.
+    name_format: str = "subdomain"
+    defaulter: Defaulter | None = None
+    prepare_create: PrepareCreate | None = None
+    validator: Validator | None = None
+    #: strategic-merge list keys; None means strategic merge patch is unsupported (CRDs).
+    merge_keys: Mapping[str, tuple[str, ...]] | None = None
+    #: selectable fields beyond metadata.name / metadata.namespace.
+    field_getters: Mapping[str, Callable[[Obj], str]] = attrs.field(factory=dict)
+    #: integer fields a decoder would type-check: (dotted path, Go struct field).
+    int_fields: tuple[tuple[str, str], ...] = ()
+    allow_unconditional_update: bool = True
+    #: Pods: deletion is graceful (deletionTimestamp in the future, the kubelet finishes it).
+    graceful_delete: bool = False
+    #: delete of an object removed at once returns it (Pods) rather than a Status.
+    return_deleted_object: bool = False
+    short_names: tuple[str, ...] = ()
+    api_version: str = attrs.field(init=False)
+    resource: str = attrs.field(init=False)
+    list_kind: str = attrs.field(init=False)
+    selectable: frozenset[str] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "api_version",
+                           f"{self.group}/{self.version}" if self.group else self.version)
+        object.__setattr__(self, "resource",
+                           f"{self.plural}.{self.group}" if self.group else self.plural)
+        object.__setattr__(self, "list_kind", f"{self.kind}List")
+        object.__setattr__(self, "selectable", frozenset(
+            ("metadata.name", "metadata.namespace", *self.field_getters)))
+
+
+def _not_found(message: str) -> ApiError:
+    return ApiError.from_status({"reason": "NotFound", "code": 404, "message": message})
+
+
+class KindRegistry:
+    """Resolves kind names to `KindInfo`; built-in kinds are registered by `builtin_registry`."""
+
+    def __init__(self) -> None:
+        self._by_gk: dict[tuple[str, str], KindInfo] = {}
+        self._names: dict[str, list[KindInfo]] = {}
+        self._cache: dict[tuple[str, str | None], KindInfo] = {}
+
+    def register(self, info: KindInfo) -> KindInfo:
+        """Add (or replace) a kind; it is served at once."""
+        old = self._by_gk.get((info.group, info.kind))
+        self._by_gk[(info.group, info.kind)] = info
+        for name in (info.kind, info.kind.lower(), info.plural, *info.short_names):
+            entries = self._names.setdefault(name, [])
+            if old is not None and old in entries:
+                entries[entries.index(old)] = info
+            elif info not in entries:
+                entries.append(info)
+        self._cache.clear()
+        return info
+
+    def all(self) -> list[KindInfo]:
+        return list(self._by_gk.values())
+
+    def get(self, group: str, kind: str) -> KindInfo | None:
+        return self._by_gk.get((group, kind))
+
+    def resolve(self, name: str, api_version: str | None = None) -> KindInfo:
+        """The kind a caller means; 404 NotFound when the server doesn't serve it."""
+        try:
+            return self._cache[(name, api_version)]
+        except KeyError:
+            pass
+        candidates = self._names.get(name) or self._names.get(name.lower()) or []
+        if not candidates:
+            raise _not_found(f'the server doesn\'t have a resource type "{name}"')
+        if api_version:
+            if "/" in api_version or api_version.startswith("v"):
+                found = [c for c in candidates if c.api_version == api_version]
+            else:  # a bare group ("ray.io")
+                found = [c for c in candidates if c.group == api_version]
+            if not found:
+                raise _not_found(f'no matches for kind "{name}" in version "{api_version}"')
+            info = found[0]
+        else:
+            info = candidates[0]
+        self._cache[(name, api_version)] = info
+        return info
+
+
+# -- defaulting ------------------------------------------------------------------------------------
+
+
+def _own(parent: Obj, key: str) -> Obj:
+    """``parent[key]`` as a dict this server owns (a shallow copy), created when missing."""
+    child = parent.get(key)
+    mine: Obj = dict(child) if isinstance(child, dict) else {}
+    parent[key] = mine
+    return mine
+
+
+def default_pull_policy(image: str) -> str:
+    """``SetDefaults_Container``: Always for ``:latest`` or an untagged image, else IfNotPresent."""
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return "Always"
+    return "Always" if last.rsplit(":", 1)[1] == "latest" else "IfNotPresent"
+
+
+def _default_containers(items: Any) -> Any:
+    if not isinstance(items, list):
+        return items
+    out = []
+    for c in items:
+        if not isinstance(c, dict):
+            out.append(c)
+            continue
+        need = ("imagePullPolicy" not in c or "terminationMessagePath" not in c
+                or "terminationMessagePolicy" not in c)
+        ports = c.get("ports")
+        need_ports = isinstance(ports, list) and any(
+            isinstance(p, dict) and "protocol" not in p for p in ports)
+        if need or need_ports:
+            c = dict(c)
+            if "imagePullPolicy" not in c and isinstance(c.get("image"), str):
+                c["imagePullPolicy"] = default_pull_policy(c["image"])
+            c.setdefault("terminationMessagePath", "/dev/termination-log")
+            c.setdefault("terminationMessagePolicy", "File")
+            if need_ports and isinstance(ports, list):
+                c["ports"] = [{**p, "protocol": "TCP"} if isinstance(p, dict)
+                              and "protocol" not in p else p for p in ports]
+        out.append(c)
+    return out
+
+
+def default_pod_spec(parent: Obj, key: str = "spec") -> None:
+    """``SetDefaults_PodSpec`` and ``SetDefaults_Container`` for the fields controllers read."""
+    if not isinstance(parent.get(key), dict):
+        return
+    spec = _own(parent, key)
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    for group in ("containers", "initContainers"):
+        if group in spec:
+            spec[group] = _default_containers(spec[group])
+
+
+def _default_template(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
+        return
+    spec = _own(obj, "spec")
+    template = _own(spec, "template")
+    default_pod_spec(template)
+
+
+def default_pod(obj: Obj, old: Obj | None) -> None:
+    default_pod_spec(obj)
+    status = obj.get("status")
+    if not isinstance(status, dict) or "phase" not in status:
+        status = _own(obj, "status")
+        status["phase"] = "Pending"
+        status.setdefault("qosClass", "BestEffort")
+
+
+def default_service(obj: Obj, old: Obj | None) -> None:
+    if not isinstance(obj.get("spec"), dict):
+        return
+    spec = _own(obj, "spec")
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    ports = spec.get("ports")
+    if isinstance(ports, list):
+        new_ports = []
+        for p in ports:
+            if isinstance(p, dict) and ("protocol" not in p or "targetPort" not in p):
+                p = dict(p)
+                p.setdefault("protocol", "TCP")
+                if "port" in p:
+                    p.setdefault("targetPort", p["port"])
+            new_ports.append(p)
+        spec["ports"] = new_ports
+    if old is not None:
+        # PrepareForUpdate keeps allocated values the client left out.
+        old_spec = old.get("spec") or {}
+        for fname in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            if not spec.get(fname) and fname in old_spec:
+                spec[fname] = old_spec[fname]
+        old_ports = {p.get("port"): p for p in old_spec.get("ports") or [] if isinstance(p, dict)}
+        if isinstance(spec.get("ports"), list) and any(
+                isinstance(p, dict) and "nodePort" not in p
+                and "nodePort" in old_ports.get(p.get("port"), {}) for p in spec["ports"]):
+            spec["ports"] = [
+                {**p, "nodePort": old_ports[p.get("port")]["nodePort"]}
+                if isinstance(p, dict) and "nodePort" not in p
+                and "nodePort" in old_ports.get(p.get("port"), {}) else p
+                for p in spec["ports"]]
+
+
+def prepare_service(obj: Obj, alloc: Allocator) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("type") == "ExternalName":
+        return
+    spec = _own(obj, "spec")
+    if not spec.get("clusterIP"):
+        spec["clusterIP"] = alloc.next_cluster_ip()
+    if spec["clusterIP"] != "None":
+        spec.setdefault("clusterIPs", [spec["clusterIP"]])
+    else:
+        spec.setdefault("clusterIPs", ["None"])
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    if spec.get("type") in ("NodePort", "LoadBalancer") and isinstance(spec.get("ports"), list):
+        spec["ports"] = [{**p, "nodePort": alloc.next_node_port()}
+                         if isinstance(p, dict) and "nodePort" not in p else p
+                         for p in spec["ports"]]
+
+
+def default_job(obj: Obj, old: Obj | None) -> None:
+    if not isinstance(obj.get("spec"), dict):
+        return
+    spec = _own(obj, "spec")
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("completions", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    _default_template(obj)
+
+
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+def prepare_job(obj: Obj, alloc: Allocator) -> None:
+    """``generateSelector`` (pkg/registry/batch/job): labels and selector from the Job's uid."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector") or spec.get("selector"):
+        return
+    if not isinstance(spec.get("template"), dict):
+        return
+    meta = obj["metadata"]
+    uid, name = meta["uid"], meta.get("name", "")
+    spec = _own(obj, "spec")
+    template = _own(spec, "template")
+    tmeta = _own(template, "metadata")
+    labels = _own(tmeta, "labels")
+    labels.update({JOB_UID_LABEL: uid, JOB_NAME_LABEL: name, "controller-uid": uid,
+                   "job-name": name})
+    spec["selector"] = {"matchLabels": {JOB_UID_LABEL: uid}}
+
+
+def default_deployment(obj: Obj, old: Obj | None) -> None:
+    if not isinstance(obj.get("spec"), dict):
+        return
+    spec = _own(obj, "spec")
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    if "strategy" not in spec:
+        spec["strategy"] = {"type": "RollingUpdate",
+                            "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    _default_template(obj)
+
+
+def default_replicaset(obj: Obj, old: Obj | None) -> None:
+    if not isinstance(obj.get("spec"), dict):
+        return
+    spec = _own(obj, "spec")
+    spec.setdefault("replicas", 1)
+    _default_template(obj)
+
+
+def default_namespace(obj: Obj, old: Obj | None) -> None:
+    meta = obj["metadata"]
+    labels = meta.get("labels")
+    name = meta.get("name", "")
+    if not isinstance(labels, dict) or labels.get("kubernetes.io/metadata.name") != name:
+        meta["labels"] = {**(labels if isinstance(labels, dict) else {}),
+                          "kubernetes.io/metadata.name": name}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or "finalizers" not in spec:
+        _own(obj, "spec")["finalizers"] = ["kubernetes"]
+    status = obj.get("status")
+    if not isinstance(status, dict) or "phase" not in status:
+        _own(obj, "status")["phase"] = "Active"
+
+
+def default_pvc(obj: Obj, old: Obj | None) -> None:
+    if isinstance(obj.get("spec"), dict) and "volumeMode" not in obj["spec"]:
+        _own(obj, "spec")["volumeMode"] = "Filesystem"
+    status = obj.get("status")
+    if not isinstance(status, dict) or "phase" not in status:
+        _own(obj, "status")["phase"] = "Pending"
+
+
+def default_pv(obj: Obj, old: Obj | None) -> None:
+    if isinstance(obj.get("spec"), dict) and "persistentVolumeReclaimPolicy" not in obj["spec"]:
+        _own(obj, "spec")["persistentVolumeReclaimPolicy"] = "Retain"
+    status = obj.get("status")
+    if not isinstance(status, dict) or "phase" not in status:
+        _own(obj, "status")["phase"] = "Pending"
+
+
+def default_secret(obj: Obj, old: Obj | None) -> None:
+    obj.setdefault("type", "Opaque")
+
+
+# -- selectable fields -----------------------------------------------------------------------------
+
+
+def _path_getter(*path: str) -> Callable[[Obj], str]:
+    def get(obj: Obj) -> str:
+        cur: Any = obj
+        for part in path:
+            if not isinstance(cur, dict):
+                return ""
+            cur = cur.get(part)
+        if cur is None:
+            return ""
+        if isinstance(cur, bool):
+            return "true" if cur else "false"
+        return str(cur)
+
+    return get
+
+
+def _fields(*names: str) -> dict[str, Callable[[Obj], str]]:
+    return {name: _path_getter(*name.split(".")) for name in names}
+
+
+# -- the built-in kinds ----------------------------------------------------------------------------
+
+_REPLICAS = (("spec.replicas", "spec.replicas"),)
+
+
+def builtin_kinds() -> list[KindInfo]:
+    """Every kind the API server serves from the start."""
+    smp = BUILTIN_MERGE_KEYS
+    core = ""
+    return [
+        KindInfo(core, "v1", "Namespace", "namespaces", namespaced=False, has_status=True,
+                 name_format="label", defaulter=default_namespace, merge_keys=smp,
+                 field_getters=_fields("status.phase"), short_names=("ns",)),
+        KindInfo(core, "v1", "Node", "nodes", namespaced=False, has_status=True, merge_keys=smp,
+                 reset_status_on_create=False,
+                 field_getters=_fields("spec.unschedulable"), short_names=("no",)),
+        KindInfo(core, "v1", "Pod", "pods", has_status=True, has_generation=True,
+                 defaulter=default_pod, validator=v.validate_pod, merge_keys=smp,
+                 field_getters=_fields("status.phase", "spec.nodeName", "spec.restartPolicy",
+                                       "spec.schedulerName", "spec.serviceAccountName",
+                                       "status.podIP", "status.nominatedNodeName"),
+                 graceful_delete=True, return_deleted_object=True, short_names=("po",)),
+        KindInfo(core, "v1", "Service", "services", has_status=True, name_format="dns1035",
+                 defaulter=default_service, prepare_create=prepare_service,
+                 validator=v.validate_service, merge_keys=smp, short_names=("svc",)),
+        KindInfo(core, "v1", "ConfigMap", "configmaps", merge_keys=smp, short_names=("cm",)),
+        KindInfo(core, "v1", "Secret", "secrets", defaulter=default_secret, merge_keys=smp,
+                 field_getters=_fields("type")),
+        KindInfo(core, "v1", "ServiceAccount", "serviceaccounts", merge_keys=smp,
+                 short_names=("sa",)),
+        KindInfo(core, "v1", "PersistentVolumeClaim", "persistentvolumeclaims", has_status=True,
+                 defaulter=default_pvc, validator=v.validate_pvc, merge_keys=smp,
+                 short_names=("pvc",)),
+        KindInfo(core, "v1", "PersistentVolume", "persistentvolumes", namespaced=False,
+                 has_status=True, defaulter=default_pv, merge_keys=smp, short_names=("pv",)),
+        KindInfo(core, "v1", "Event", "events", name_format="path", merge_keys=smp,
+                 field_getters=_fields("involvedObject.kind", "involvedObject.name",
+                                       "involvedObject.namespace", "involvedObject.uid",
+                                       "reason", "type", "source"),
+                 short_names=("ev",)),
+        KindInfo(core, "v1", "Endpoints", "endpoints", merge_keys=smp, short_names=("ep",)),
+        KindInfo("apps", "v1", "Deployment", "deployments", has_status=True,
+                 has_generation=True, defaulter=default_deployment,
+                 validator=v.validate_deployment, merge_keys=smp, int_fields=_REPLICAS,
+                 short_names=("deploy",)),
+        KindInfo("apps", "v1", "ReplicaSet", "replicasets", has_status=True, has_generation=True,
+                 defaulter=default_replicaset, validator=v.validate_replicaset, merge_keys=smp,
+                 int_fields=_REPLICAS, short_names=("rs",)),
+        KindInfo("batch", "v1", "Job", "jobs", has_status=True, has_generation=True,
+                 defaulter=default_job, prepare_create=prepare_job, validator=v.validate_job,
+                 merge_keys=smp, int_fields=(
+                     ("spec.parallelism", "JobSpec.spec.parallelism"),
+                     ("spec.completions", "JobSpec.spec.completions"),
+                     ("spec.backoffLimit", "JobSpec.spec.backoffLimit"))),
+        KindInfo("coordination.k8s.io", "v1", "Lease", "leases", validator=v.validate_lease,
+                 merge_keys=smp),
+        KindInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", merge_keys=smp),
+        KindInfo("events.k8s.io", "v1", "Event", "events", name_format="path", merge_keys=smp,
+                 field_getters=_fields("regarding.kind", "regarding.name",
+                                       "regarding.namespace", "reason", "type")),
+        KindInfo("ray.io", "v1", "RayCluster", "rayclusters", has_status=True,
+                 has_generation=True, allow_unconditional_update=False),
+        KindInfo("ray.io", "v1", "RayJob", "rayjobs", has_status=True, has_generation=True,
+                 allow_unconditional_update=False),
+        KindInfo("ray.io", "v1", "RayService", "rayservices", has_status=True,
+                 has_generation=True, allow_unconditional_update=False),
+    ]
+
+
+_BUILTINS: list[KindInfo] | None = None
+
+
+def builtin_registry() -> KindRegistry:
+    """A registry with every built-in kind (the KindInfo values are shared: they're frozen)."""
+    global _BUILTINS
+    if _BUILTINS is None:
+        _BUILTINS = builtin_kinds()
+    reg = KindRegistry()
+    for info in _BUILTINS:
+        reg.register(info)
+    return reg

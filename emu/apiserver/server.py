@@ -1,0 +1,782 @@
+"""The API server: kube-apiserver's verbs and semantics over the MVCC store.
+
+Every verb exists twice: as a plain synchronous method (``get``, ``list``, ``create``, ``update``,
+``update_status``, ``patch``, ``delete``, ``delete_collection``, ``watch``) for speed and direct
+use, and behind the network handlers `APIServer.handle` and `APIServer.open_watch`, which take an
+`ApiRequest` and map it onto those methods. A rejected request raises an `ApiError` and changes
+nothing: every check runs before the single `Store.commit` of a write.
+
+This module is longer than 500 lines because the write paths (create, update, delete with
+finalizers, graceful deletion and propagation, namespace termination) share private helpers and
+invariants (one revision per commit, nothing half-done) that are clearer kept together.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..kernel.clock import rfc3339
+from ..kernel.network import CallInfo
+from ..kernel.rng import SimRandom
+from . import validation as v
+from .errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InternalError,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+    RequestEntityTooLarge,
+    ServerTimeout,
+    StatusCause,
+    UnsupportedMediaType,
+)
+from .kinds import KindInfo, KindRegistry, builtin_registry
+from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from .request import ApiRequest
+from .selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+    selector_from_dict,
+)
+from .store import Entry, Store, Table
+from .watch import BOOKMARK_INTERVAL, WatchHub, WatchStream
+
+Obj = dict[str, Any]
+
+#: etcd's default request limit, which bounds one object.
+MAX_OBJECT_BYTES = 1536 * 1024
+#: Namespaces that exist from the start, as in a fresh cluster.
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+_NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
+_SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                "generation")
+_loads = orjson.loads
+_dumps = orjson.dumps
+
+
+def _spec_changed(new: Obj, old: Obj) -> bool:
+    """Anything outside metadata and status differs (what bumps ``generation``)."""
+    for key, value in new.items():
+        if key not in _NOT_SPEC and old.get(key) != value:
+            return True
+    return any(key not in _NOT_SPEC and key not in new for key in old)
+
+
+def _status_success(info: KindInfo, name: str, uid: str) -> Obj:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+
+
+def _go_strings(items: list[str]) -> str:
+    return "[]string{" + ", ".join(f'"{i}"' for i in items) + "}"
+
+
+class APIServer:
+    """An in-process kube-apiserver with its etcd.
+
+    ``clock`` returns virtual seconds (timestamps are ``EPOCH`` plus that); ``rng`` gives uids and
+    generated names; ``history_window`` is how many changes watches can resume from;
+    ``trace(event, **fields)`` is told about every committed write.
+    """
+
+    def __init__(self, *, clock: Callable[[], float], rng: SimRandom,
+                 history_window: int = 10_000, trace: Callable[..., None] | None = None,
+                 bookmark_interval: float = BOOKMARK_INTERVAL) -> None:
+        self._clock = clock
+        self._rng = rng
+        self._trace = trace
+        self.bookmark_interval = bookmark_interval
+        self.kinds: KindRegistry = builtin_registry()
+        self.store = Store(history_window)
+        self.watches = WatchHub(self.store)
+        self._ip_seq = 0
+        self._node_port_seq = 0
+        self._ns_info = self.kinds.resolve("Namespace")
+        for ns in INITIAL_NAMESPACES:
+            self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                        caller="apiserver")
+
+    # -- small helpers -------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        """The current global revision."""
+        return self.store.rev
+
+    def next_cluster_ip(self) -> str:
+        while True:
+            self._ip_seq += 1
+            n = self._ip_seq
+            if n % 256 not in (0, 255):
+                return f"10.96.{(n // 256) % 256}.{n % 256}"
+
+    def next_node_port(self) -> int:
+        port = 30000 + self._node_port_seq % 2768
+        self._node_port_seq += 1
+        return port
+
+    def _now(self) -> str:
+        return rfc3339(self._clock())
+
+    def _resolve(self, kind: Any, api_version: str | None) -> tuple[KindInfo, Table]:
+        if not isinstance(kind, str) or not kind:
+            raise BadRequest(f"a kind is required, got {kind!r}")
+        info = self.kinds.resolve(kind, api_version)
+        return info, self.store.table(info)
+
+    def _kind_of(self, obj: Any) -> tuple[KindInfo, Table]:
+        if not isinstance(obj, dict):
+            raise BadRequest("the body of the request must be a JSON object, not "
+                             f"{type(obj).__name__}")
+        kind = obj.get("kind")
+        if not kind:
+            raise BadRequest(f"Object 'Kind' is missing in '{_dumps(obj, default=str).decode()}'")
+        return self._resolve(kind, obj.get("apiVersion"))
+
+    @staticmethod
+    def _scope(info: KindInfo, namespace: str | None) -> str:
+        if not info.namespaced:
+            return ""
+        return namespace or "default"
+
+    def _lookup(self, info: KindInfo, table: Table, ns: str, name: Any) -> Entry:
+        if not isinstance(name, str) or not name:
+            raise BadRequest("resource name may not be empty")
+        entry = table.objs.get((ns, name))
+        if entry is None:
+            raise NotFound(info.plural, name, info.group)
+        return entry
+
+    def _record(self, verb: str, info: KindInfo, entry: Entry, caller: str) -> None:
+        if self._trace is not None:
+            self._trace("write", verb=verb, kind=info.kind, ns=entry.ns, name=entry.name,
+                        rv=entry.rev, caller=caller)
+
+    def _entry(self, info: KindInfo, ns: str, name: str, obj: Obj, rev: int) -> Entry:
+        """Serialize ``obj`` (metadata.resourceVersion already set) into a new Entry."""
+        data = _dumps(obj)
+        if len(data) > MAX_OBJECT_BYTES:
+            raise RequestEntityTooLarge(
+                f'{info.resource} "{name}" is too large: {len(data)} bytes serialized, the limit '
+                f"is {MAX_OBJECT_BYTES} (1.5 MiB)")
+        meta = obj["metadata"]
+        labels = dict(meta["labels"]) if meta.get("labels") else {}
+        refs = meta.get("ownerReferences")
+        owners = tuple(r["uid"] for r in refs if r.get("uid")) if refs else ()
+        getters = info.field_getters
+        fields = {f: g(obj) for f, g in getters.items()} if getters else None
+        fin = meta.get("finalizers")
+        return Entry(ns, name, data, rev, meta.get("uid", ""), labels, owners, fields,
+                     tuple(fin) if fin else (), "deletionTimestamp" in meta)
+
+    def _check_meta_causes(self, info: KindInfo, meta: Obj, old_meta: Obj | None
+                           ) -> list[StatusCause]:
+        causes: list[StatusCause] = []
+        labels = meta.get("labels")
+        if labels and (old_meta is None or labels != old_meta.get("labels")):
+            causes.extend(v.validate_labels(labels))
+        ann = meta.get("annotations")
+        if ann and (old_meta is None or ann != old_meta.get("annotations")):
+            causes.extend(v.validate_annotations(ann))
+        refs = meta.get("ownerReferences")
+        if refs and (old_meta is None or refs != old_meta.get("ownerReferences")):
+            controllers = []
+            for ref in refs:
+                for fname, what in (("apiVersion", "version"), ("kind", "kind"),
+                                    ("name", "name"), ("uid", "uid")):
+                    if not ref.get(fname):
+                        causes.append(v.invalid(f"metadata.ownerReferences.{fname}",
+                                                ref.get(fname, ""), f"{what} must not be empty"))
+                if ref.get("controller"):
+                    controllers.append(f"{ref.get('kind')}/{ref.get('name')}")
+            if len(controllers) > 1:
+                causes.append(v.invalid("metadata.ownerReferences", refs,
+                                        "Only one reference can have Controller set to true. "
+                                        f"Found \"true\" in references for {controllers[0]} and "
+                                        f"{controllers[1]}"))
+        fin = meta.get("finalizers")
+        if fin and (old_meta is None or fin != old_meta.get("finalizers")):
+            for f in fin:
+                causes.extend(v.qualified_name("metadata.finalizers", f))
+        return causes
+
+    def _check_namespace(self, info: KindInfo, ns: str, name: str) -> None:
+        table = self.store.table(self._ns_info)
+        entry = table.objs.get(("", ns))
+        if entry is None:
+            raise NotFound("namespaces", ns)
+        if entry.deleting:
+            raise Forbidden(f'{info.resource} "{name}" is forbidden: unable to create new content '
+                            f"in namespace {ns} because it is being terminated")
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get(self, kind: str, name: str, namespace: str | None = None, *,
+            api_version: str | None = None) -> Obj:
+        """The object, as a fresh dict; 404 NotFound when it doesn't exist."""
+        info = self.kinds.resolve(kind, api_version)
+        table = self.store.tables.get((info.group, info.kind))
+        entry = table.objs.get(("" if not info.namespaced else namespace or "default", name)
+                               ) if table is not None else None
+        if entry is None:
+            if not name:
+                raise BadRequest("resource name may not be empty")
+            raise NotFound(info.plural, name, info.group)
+        return _loads(entry.data)
+
+    def _selectors(self, info: KindInfo, label_selector: Any, field_selector: Any
+                   ) -> tuple[LabelSelector | None, FieldSelector | None]:
+        if isinstance(label_selector, dict):
+            labels: LabelSelector | None = selector_from_dict(label_selector)
+        elif isinstance(label_selector, LabelSelector):
+            labels = label_selector
+        else:
+            labels = parse_label_selector(label_selector) if label_selector else None
+        if isinstance(field_selector, dict):
+            field_selector = ",".join(f"{k}={val}" for k, val in field_selector.items())
+        fields = parse_field_selector(field_selector, info.selectable) if field_selector else None
+        return labels, fields
+
+    def _parse_rv(self, resource_version: Any) -> int | None:
+        if resource_version in (None, ""):
+            return None
+        try:
+            rev = int(resource_version)
+        except (TypeError, ValueError):
+            raise BadRequest(f'invalid resource version "{resource_version}"') from None
+        if rev < 0:
+            raise BadRequest(f'invalid resource version "{resource_version}"')
+        return rev
+
+    def list(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
+             field_selector: Any = None, resource_version: Any = None,
+             api_version: str | None = None) -> Obj:
+        """A List object (``PodList`` ...) with items in namespace/name order and the current
+        revision as its resourceVersion. ``namespace`` None lists every namespace."""
+        info, table = self._resolve(kind, api_version)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        rev = self._parse_rv(resource_version)
+        if rev is not None and rev > self.store.rev:
+            raise ServerTimeout(f"Too large resource version: {rev}, current: {self.store.rev}")
+        ns = namespace if info.namespaced else None
+        entries = table.select(ns or None, labels, fields)
+        return {"apiVersion": info.api_version, "kind": info.list_kind,
+                "metadata": {"resourceVersion": str(self.store.rev)},
+                "items": [_loads(e.data) for e in entries]}
+
+    def dependents(self, uid: str) -> builtins.list[Obj]:
+        """Objects whose ownerReferences name ``uid`` (for the garbage collector)."""
+        return [_loads(e.data) for e in self.store.dependents(uid)]
+
+    def watch(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
+              field_selector: Any = None, resource_version: Any = None,
+              allow_bookmarks: bool = False, timeout_seconds: float | None = None,
+              api_version: str | None = None) -> WatchStream:
+        """Open a watch (see `WatchHub.open`); the same as `open_watch` without the network."""
+        info, table = self._resolve(kind, api_version)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        rev = self._parse_rv(resource_version)
+        ns = namespace if info.namespaced else None
+        return self.watches.open(table, ns or None, labels, fields, rev,
+                                 bookmarks=allow_bookmarks,
+                                 bookmark_interval=self.bookmark_interval,
+                                 timeout=timeout_seconds)
+
+    # -- create ----------------------------------------------------------------------------------
+
+    def create(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
+               namespace: str | None = None) -> Obj:
+        """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in)."""
+        info, table = self._kind_of(obj)
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = {}
+        elif not isinstance(meta, dict):
+            raise v.decode_error(info.kind, info.api_version,
+                                 "json: cannot unmarshal into Go struct field .metadata of type "
+                                 "v1.ObjectMeta")
+        v.check_metadata_types(info.kind, info.api_version, meta)
+        if info.int_fields:
+            v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
+        if meta.get("resourceVersion"):
+            raise InternalError("resourceVersion should not be set on objects to be created")
+        new = dict(obj)
+        meta = dict(meta)
+        new["metadata"] = meta
+        new["apiVersion"] = info.api_version
+        new["kind"] = info.kind
+        ns = self._scope(info, meta.get("namespace") or namespace)
+        if info.namespaced:
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        name: str = meta.get("name") or ""
+        if not name:
+            gen = meta.get("generateName")
+            if not gen:
+                raise Invalid(info.kind, "", [v.required(
+                    "metadata.name", "name or generateName is required")], info.group)
+            base = gen[:58]
+            for _ in range(16):
+                name = base + self._rng.name_suffix(5)
+                if (ns, name) not in table.objs:
+                    break
+            meta["name"] = name
+        if info.namespaced:
+            self._check_namespace(info, ns, name)
+        for fname in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(fname, None)
+        meta["uid"] = self._rng.uid()
+        meta["creationTimestamp"] = self._now()
+        if info.has_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        if info.has_status and info.reset_status_on_create:
+            new.pop("status", None)
+        if info.prepare_create is not None:
+            info.prepare_create(new, self)
+        if info.defaulter is not None:
+            info.defaulter(new, None)
+        causes = v.NAME_CHECKS[info.name_format]("metadata.name", name)
+        causes.extend(self._check_meta_causes(info, meta, None))
+        if info.validator is not None:
+            causes.extend(info.validator(new, None))
+        if causes:
+            raise Invalid(info.kind, name, causes, info.group)
+        if (ns, name) in table.objs:
+            raise AlreadyExists(info.plural, name, info.group)
+        rev = self.store.rev + 1
+        meta["resourceVersion"] = str(rev)
+        entry = self._entry(info, ns, name, new, rev)
+        if dry_run:
+            return _loads(entry.data)
+        self.store.commit(table, "ADDED", entry, None)
+        self._record("create", info, entry, caller)
+        return _loads(entry.data)
+
+    # -- update ----------------------------------------------------------------------------------
+
+    def update(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
+               namespace: str | None = None) -> Obj:
+        """Replace the object (status is ignored for kinds with a status subresource)."""
+        return self._update(obj, caller, False, dry_run, namespace)
+
+    def update_status(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
+                      namespace: str | None = None) -> Obj:
+        """Replace only ``status`` (the ``/status`` subresource)."""
+        return self._update(obj, caller, True, dry_run, namespace)
+
+    def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
+                namespace: str | None) -> Obj:
+        info, table = self._kind_of(obj)
+        if status_only and not info.has_status:
+            raise ApiError.from_status({"reason": "NotFound", "code": 404,
+                                        "message": "the server could not find the requested "
+                                                   "resource"})
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            raise BadRequest("metadata.name is required for an update")
+        v.check_metadata_types(info.kind, info.api_version, meta)
+        if info.int_fields:
+            v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
+        ns = self._scope(info, meta.get("namespace") or namespace)
+        name: str = meta.get("name") or ""
+        entry = self._lookup(info, table, ns, name)
+        rv = meta.get("resourceVersion")
+        if rv:
+            if rv != entry.rv:
+                raise Conflict(info.plural, name, info.group)
+        elif not info.allow_unconditional_update:
+            raise Invalid(info.kind, name, [StatusCause(
+                "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
+                "metadata.resourceVersion")], info.group)
+        old: Obj = _loads(entry.data)
+        old_meta: Obj = old["metadata"]
+        if status_only:
+            new = dict(old)
+            nmeta: Obj = dict(old_meta)
+            new["metadata"] = nmeta
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+            if info.defaulter is not None:
+                info.defaulter(new, old)
+        else:
+            new = dict(obj)
+            nmeta = dict(meta)
+            new["metadata"] = nmeta
+            new["apiVersion"] = info.api_version
+            new["kind"] = info.kind
+            uid = nmeta.get("uid")
+            if uid and uid != entry.uid:
+                raise Conflict(info.plural, name, info.group,
+                               why=f"Precondition failed: UID in precondition: {uid}, UID in "
+                                   f"object meta: {entry.uid}")
+            for fname in _SERVER_META:
+                if fname in old_meta:
+                    nmeta[fname] = old_meta[fname]
+                else:
+                    nmeta.pop(fname, None)
+            if info.namespaced:
+                nmeta["namespace"] = ns
+            else:
+                nmeta.pop("namespace", None)
+            if info.has_status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            if info.defaulter is not None:
+                info.defaulter(new, old)
+            causes = self._check_meta_causes(info, nmeta, old_meta)
+            if info.validator is not None:
+                causes.extend(info.validator(new, old))
+            if entry.deleting:
+                added = [f for f in nmeta.get("finalizers") or () if f not in entry.finalizers]
+                if added:
+                    causes.append(v.forbidden(
+                        "metadata.finalizers", "no new finalizers can be added if the object is "
+                        f"being deleted, found new finalizers {_go_strings(added)}"))
+            if causes:
+                raise Invalid(info.kind, name, causes, info.group)
+            if info.has_generation and _spec_changed(new, old):
+                nmeta["generation"] = old_meta.get("generation", 0) + 1
+        nmeta["resourceVersion"] = entry.rv
+        if new == old:
+            return old  # kube skips writes that change nothing: no new revision, no event
+        if entry.deleting and not nmeta.get("finalizers") and (
+                not info.graceful_delete or not nmeta.get("deletionGracePeriodSeconds")):
+            if dry_run:
+                return new
+            return self._remove(info, table, entry, new, caller, "update")
+        rev = self.store.rev + 1
+        nmeta["resourceVersion"] = str(rev)
+        fresh = self._entry(info, ns, name, new, rev)
+        if dry_run:
+            return _loads(fresh.data)
+        self.store.commit(table, "MODIFIED", fresh, entry)
+        self._record("update_status" if status_only else "update", info, fresh, caller)
+        return _loads(fresh.data)
+
+    # -- patch -----------------------------------------------------------------------------------
+
+    def patch(self, kind: str, name: str, patch: Any, *, namespace: str | None = None,
+              patch_type: str = "merge", subresource: str | None = None, caller: str = "",
+              api_version: str | None = None, dry_run: bool = False) -> Obj:
+        """Apply a ``merge``, ``json`` or ``strategic`` patch to the stored object, then write it
+        through the update path (``subresource="status"``: only status changes)."""
+        info, table = self._resolve(kind, api_version)
+        ns = self._scope(info, namespace)
+        entry = self._lookup(info, table, ns, name)
+        if subresource not in (None, "", "status"):
+            raise ApiError.from_status({"reason": "NotFound", "code": 404,
+                                        "message": "the server could not find the requested "
+                                                   "resource"})
+        current: Obj = _loads(entry.data)
+        if patch_type == "merge":
+            patched = apply_merge_patch(current, patch)
+        elif patch_type == "json":
+            patched = apply_json_patch(current, patch)
+        elif patch_type == "strategic":
+            if info.merge_keys is None:
+                raise UnsupportedMediaType(
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml")
+            patched = apply_strategic_merge_patch(current, patch, info.merge_keys)
+        else:
+            raise UnsupportedMediaType(
+                f'unsupported patch type "{patch_type}": use one of "merge", "json", '
+                '"strategic"')
+        meta = patched.get("metadata")
+        if not isinstance(meta, dict):
+            raise BadRequest("the patch removed the object's metadata")
+        if meta.get("name") != name:
+            raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the "
+                             f"name on the URL ({name})")
+        if info.namespaced and meta.get("namespace") != ns:
+            raise BadRequest("the namespace of the provided object does not match the namespace "
+                             "sent on the request")
+        patched["apiVersion"] = info.api_version
+        patched["kind"] = info.kind
+        if not meta.get("resourceVersion"):
+            meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
+        return self._update(patched, caller, subresource == "status", dry_run, ns)
+
+    # -- delete ----------------------------------------------------------------------------------
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, *,
+               propagation_policy: str | None = None, preconditions: Obj | None = None,
+               grace_period_seconds: int | None = None, caller: str = "",
+               api_version: str | None = None, dry_run: bool = False) -> Obj:
+        """Delete, honouring finalizers, graceful Pod deletion and propagation policy. Returns the
+        object when it stays (deletionTimestamp set) and, once removed, the object for Pods or a
+        ``Status`` of ``Success`` for other kinds."""
+        info, table = self._resolve(kind, api_version)
+        ns = self._scope(info, namespace)
+        entry = self._lookup(info, table, ns, name)
+        return self._delete(info, table, entry, propagation_policy, preconditions,
+                            grace_period_seconds, caller, dry_run)
+
+    def _delete(self, info: KindInfo, table: Table, entry: Entry, policy: str | None,
+                preconditions: Obj | None, grace: int | None, caller: str,
+                dry_run: bool) -> Obj:
+        name = entry.name
+        if policy is not None and policy not in PROPAGATION_POLICIES:
+            raise Invalid("DeleteOptions", "", [v.not_supported(
+                "propagationPolicy", policy, PROPAGATION_POLICIES)], "meta.k8s.io")
+        if grace is not None and (not isinstance(grace, int) or grace < 0):
+            raise Invalid("DeleteOptions", "", [v.invalid(
+                "gracePeriodSeconds", grace, "must be greater than or equal to 0")],
+                "meta.k8s.io")
+        if preconditions:
+            want_uid = preconditions.get("uid")
+            if want_uid and want_uid != entry.uid:
+                raise Conflict(info.plural, name, info.group,
+                               why=f"Precondition failed: UID in precondition: {want_uid}, UID "
+                                   f"in object meta: {entry.uid}")
+            want_rv = preconditions.get("resourceVersion")
+            if want_rv and str(want_rv) != entry.rv:
+                raise Conflict(info.plural, name, info.group,
+                               why="Precondition failed: ResourceVersion in precondition: "
+                                   f"{want_rv}, ResourceVersion in object meta: {entry.rv}")
+        obj: Obj = _loads(entry.data)
+        meta: Obj = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or ())
+        before = list(finalizers)
+        if policy == "Orphan":
+            finalizers = [f for f in finalizers if f != FOREGROUND]
+            if ORPHAN not in finalizers:
+                finalizers.append(ORPHAN)
+        elif policy == "Foreground":
+            finalizers = [f for f in finalizers if f != ORPHAN]
+            if FOREGROUND not in finalizers:
+                finalizers.append(FOREGROUND)
+        if info.graceful_delete:
+            spec = obj.get("spec") or {}
+            phase = (obj.get("status") or {}).get("phase")
+            if grace is None:
+                grace = spec.get("terminationGracePeriodSeconds", 30)
+            if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+                grace = 0
+        else:
+            grace = 0
+        assert grace is not None
+        is_ns = info.kind == "Namespace" and not info.group
+        now = self._clock()
+        if entry.deleting:
+            current = meta.get("deletionGracePeriodSeconds") or 0
+            shorter = info.graceful_delete and grace < current
+            if not shorter and finalizers == before:
+                return obj  # already being deleted: nothing to do
+            if shorter:
+                meta["deletionTimestamp"] = rfc3339(now + grace)
+                meta["deletionGracePeriodSeconds"] = grace
+        else:
+            if not finalizers and grace == 0 and not is_ns:
+                if dry_run:
+                    return obj if info.return_deleted_object else _status_success(
+                        info, name, entry.uid)
+                return self._remove(info, table, entry, obj, caller, "delete")
+            meta["deletionTimestamp"] = rfc3339(now + grace)
+            meta["deletionGracePeriodSeconds"] = grace
+        if finalizers:
+            meta["finalizers"] = finalizers
+        else:
+            meta.pop("finalizers", None)
+        if not finalizers and not meta.get("deletionGracePeriodSeconds") and not is_ns:
+            if dry_run:
+                return obj
+            return self._remove(info, table, entry, obj, caller, "delete")
+        if is_ns:
+            obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+        rev = self.store.rev + 1
+        meta["resourceVersion"] = str(rev)
+        fresh = self._entry(info, entry.ns, name, obj, rev)
+        if dry_run:
+            return _loads(fresh.data)
+        self.store.commit(table, "MODIFIED", fresh, entry)
+        self._record("delete", info, fresh, caller)
+        if is_ns:
+            self._terminate_namespace(name, caller)
+            still = table.objs.get(("", name))
+            if still is None:
+                return _status_success(info, name, entry.uid)
+            return _loads(still.data)
+        return _loads(fresh.data)
+
+    def _remove(self, info: KindInfo, table: Table, entry: Entry, obj: Obj, caller: str,
+                verb: str) -> Obj:
+        """Remove the object for good: one DELETED change carrying its last state."""
+        rev = self.store.rev + 1
+        obj["metadata"]["resourceVersion"] = str(rev)
+        data = _dumps(obj)
+        gone = Entry(entry.ns, entry.name, data, rev, entry.uid, entry.labels, entry.owners,
+                     entry.fields, entry.finalizers, True)
+        self.store.commit(table, "DELETED", gone, entry)
+        self._record(verb, info, gone, caller)
+        if info.namespaced:
+            self._maybe_finish_namespace(entry.ns, caller)
+        if info.return_deleted_object or verb == "update":
+            return _loads(data)
+        return _status_success(info, entry.name, entry.uid)
+
+    # -- namespaces ----------------------------------------------------------------------------
+
+    def _terminate_namespace(self, ns: str, caller: str) -> None:
+        """The namespace controller's job, done in place: delete everything in a terminating
+        namespace (its finalizers still apply), and the namespace once it is empty."""
+        for table in list(self.store.tables.values()):
+            if not table.info.namespaced:
+                continue
+            for entry in list((table.by_ns.get(ns) or {}).values()):
+                if not entry.deleting:
+                    self._delete(table.info, table, entry, None, None, None, caller, False)
+        self._maybe_finish_namespace(ns, caller)
+
+    def _maybe_finish_namespace(self, ns: str, caller: str) -> None:
+        ns_table = self.store.table(self._ns_info)
+        entry = ns_table.objs.get(("", ns))
+        if entry is None or not entry.deleting:
+            return
+        if any(t.count(ns) for t in self.store.tables.values() if t.info.namespaced):
+            return
+        obj: Obj = _loads(entry.data)
+        if obj["metadata"].get("finalizers"):
+            return
+        self._remove(self._ns_info, ns_table, entry, obj, caller, "delete")
+
+    def delete_collection(self, kind: str, namespace: str | None = None, *,
+                          label_selector: Any = None, field_selector: Any = None,
+                          propagation_policy: str | None = None,
+                          grace_period_seconds: int | None = None, caller: str = "",
+                          api_version: str | None = None, dry_run: bool = False) -> Obj:
+        """Delete every matching object; returns a List of what each delete returned."""
+        info, table = self._resolve(kind, api_version)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        ns = namespace if info.namespaced else None
+        items = []
+        for entry in table.select(ns or None, labels, fields):
+            current = table.objs.get((entry.ns, entry.name))
+            if current is None:
+                continue
+            items.append(self._delete(info, table, current, propagation_policy, None,
+                                      grace_period_seconds, caller, dry_run))
+        return {"apiVersion": info.api_version, "kind": info.list_kind,
+                "metadata": {"resourceVersion": str(self.store.rev)}, "items": items}
+
+    # -- the network handlers ------------------------------------------------------------------
+
+    def _body(self, req: ApiRequest) -> Obj:
+        body = req.body
+        if not isinstance(body, dict):
+            raise BadRequest(f"the body of a {req.verb} request must be a JSON object, not "
+                             f"{type(body).__name__}")
+        want = self.kinds.resolve(req.kind, req.api_version)
+        kind = body.get("kind")
+        api_version = body.get("apiVersion")
+        if kind is None or api_version is None:
+            body = dict(body)
+            body.setdefault("kind", want.kind)
+            body.setdefault("apiVersion", want.api_version)
+        else:
+            try:
+                got = self.kinds.resolve(kind, api_version)
+            except ApiError:
+                got = None
+            if got is not want:
+                if got is not None and got.kind == want.kind:
+                    raise BadRequest(f"the API version in the data ({api_version}) does not "
+                                     f"match the expected API version ({want.api_version})")
+                raise BadRequest(f"the kind in the data ({kind}) does not match the kind of the "
+                                 f"request ({want.kind})")
+        meta = body.get("metadata")
+        if isinstance(meta, dict) and want.namespaced and req.namespace:
+            body_ns = meta.get("namespace")
+            if body_ns and body_ns != req.namespace:
+                raise BadRequest("the namespace of the provided object does not match the "
+                                 "namespace sent on the request")
+        if isinstance(meta, dict) and req.name and meta.get("name") and \
+                meta["name"] != req.name and req.verb != "create":
+            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name "
+                             f"on the URL ({req.name})")
+        return body
+
+    async def handle(self, payload: ApiRequest, info: CallInfo) -> Any:
+        """Serve one request from the network (every verb but watch). The parameter names match
+        the network's ``Handler`` protocol."""
+        if not isinstance(payload, ApiRequest):
+            raise BadRequest(f"expected an ApiRequest, got {type(payload).__name__}")
+        return self.serve(payload, caller=info.src)
+
+    def serve(self, req: ApiRequest, caller: str = "") -> Any:
+        """`handle` without the network: dispatch an `ApiRequest` to the verb methods."""
+        verb = req.verb
+        o = req.options
+        if verb == "get":
+            return self.get(req.kind, req.name or "", req.namespace,
+                            api_version=req.api_version)
+        if verb == "list":
+            return self.list(req.kind, req.namespace, label_selector=o.get("label_selector"),
+                             field_selector=o.get("field_selector"),
+                             resource_version=o.get("resource_version"),
+                             api_version=req.api_version)
+        if verb == "create":
+            return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
+                               namespace=req.namespace)
+        if verb in ("update", "update_status"):
+            return self._update(self._body(req), caller, verb == "update_status",
+                                bool(o.get("dry_run")), req.namespace)
+        if verb == "patch":
+            return self.patch(req.kind, req.name or "", req.body, namespace=req.namespace,
+                              patch_type=o.get("patch_type", "merge"),
+                              subresource=o.get("subresource"), caller=caller,
+                              api_version=req.api_version, dry_run=bool(o.get("dry_run")))
+        if verb == "delete":
+            return self.delete(req.kind, req.name or "", req.namespace,
+                               propagation_policy=o.get("propagation_policy"),
+                               preconditions=o.get("preconditions"),
+                               grace_period_seconds=o.get("grace_period_seconds"), caller=caller,
+                               api_version=req.api_version, dry_run=bool(o.get("dry_run")))
+        if verb == "delete_collection":
+            return self.delete_collection(
+                req.kind, req.namespace, label_selector=o.get("label_selector"),
+                field_selector=o.get("field_selector"),
+                propagation_policy=o.get("propagation_policy"),
+                grace_period_seconds=o.get("grace_period_seconds"), caller=caller,
+                api_version=req.api_version, dry_run=bool(o.get("dry_run")))
+        if verb == "watch":
+            raise MethodNotAllowed("watch is a stream: open it with open_watch")
+        raise MethodNotAllowed(f'verb "{verb}" is not supported')
+
+    async def open_watch(self, payload: ApiRequest, info: CallInfo) -> WatchStream:
+        """Serve a watch stream from the network."""
+        if not isinstance(payload, ApiRequest):
+            raise BadRequest(f"expected an ApiRequest, got {type(payload).__name__}")
+        req = payload
+        o = req.options
+        field_selector = o.get("field_selector")
+        if req.name:
+            by_name = f"metadata.name={req.name}"
+            field_selector = f"{field_selector},{by_name}" if field_selector else by_name
+        return self.watch(req.kind, req.namespace, label_selector=o.get("label_selector"),
+                          field_selector=field_selector,
+                          resource_version=o.get("resource_version"),
+                          allow_bookmarks=bool(o.get("allow_bookmarks")),
+                          timeout_seconds=o.get("timeout_seconds"),
+                          api_version=req.api_version)

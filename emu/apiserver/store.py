@@ -1,0 +1,258 @@
+"""The MVCC store, the etcd analog: serialized objects, one global revision, history, indexes.
+
+Each stored object is an `Entry`: its orjson bytes (immutable, so a read is ``orjson.loads`` and
+never shares mutable state with the store) plus the few values the server needs without decoding
+it (revision, uid, labels, owner uids, selectable fields, finalizers). Every write gets the next
+revision and appends a `Change` to a bounded history, which watches replay from; changes older
+than the window are compacted, and a watch from before them gets 410.
+
+Indexes keep list and dependents queries off full scans: per kind by namespace and by label
+(key → value → objects), and across kinds by owner uid (``ownerReferences``). `Entry`, `Change`
+and `Table` are plain ``__slots__`` classes rather than attrs: they are built on every write.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from .kinds import KindInfo
+from .selectors import FieldSelector, LabelSelector
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
+
+
+class Entry:
+    """One stored version of one object."""
+
+    __slots__ = ("data", "deleting", "fields", "finalizers", "labels", "name", "ns", "owners",
+                 "rev", "rv", "uid")
+
+    def __init__(self, ns: str, name: str, data: bytes, rev: int, uid: str,
+                 labels: dict[str, str], owners: tuple[str, ...],
+                 fields: dict[str, str] | None, finalizers: tuple[str, ...],
+                 deleting: bool) -> None:
+        self.ns = ns
+        self.name = name
+        self.data = data
+        self.rev = rev
+        self.rv = str(rev)
+        self.uid = uid
+        self.labels = labels
+        self.owners = owners
+        self.fields = fields
+        self.finalizers = finalizers
+        self.deleting = deleting
+
+    def field_values(self) -> dict[str, str]:
+        """Selectable field values (``metadata.name``, ``status.phase``, ...)."""
+        out = {"metadata.name": self.name, "metadata.namespace": self.ns}
+        if self.fields:
+            out.update(self.fields)
+        return out
+
+
+class Change:
+    """One committed write: what a watch delivers. ``prev`` is the version it replaced."""
+
+    __slots__ = ("entry", "prev", "rev", "table", "type")
+
+    def __init__(self, rev: int, type: str, table: Table, entry: Entry,
+                 prev: Entry | None) -> None:
+        self.rev = rev
+        self.type = type
+        self.table = table
+        self.entry = entry
+        self.prev = prev
+
+
+class Table:
+    """All objects of one kind, with their namespace and label indexes."""
+
+    __slots__ = ("by_ns", "gk", "info", "label_index", "objs")
+
+    def __init__(self, info: KindInfo) -> None:
+        self.info = info
+        self.gk = (info.group, info.kind)
+        self.objs: dict[Key, Entry] = {}
+        self.by_ns: dict[str, dict[str, Entry]] = {}
+        self.label_index: dict[str, dict[str, dict[Key, None]]] = {}
+
+    def _index_labels(self, key: Key, labels: dict[str, str]) -> None:
+        idx = self.label_index
+        for k, v in labels.items():
+            by_value = idx.get(k)
+            if by_value is None:
+                by_value = idx[k] = {}
+            keys = by_value.get(v)
+            if keys is None:
+                keys = by_value[v] = {}
+            keys[key] = None
+
+    def _unindex_labels(self, key: Key, labels: dict[str, str]) -> None:
+        idx = self.label_index
+        for k, v in labels.items():
+            by_value = idx[k]
+            keys = by_value[v]
+            del keys[key]
+            if not keys:
+                del by_value[v]
+                if not by_value:
+                    del idx[k]
+
+    def put(self, entry: Entry, prev: Entry | None) -> None:
+        key = (entry.ns, entry.name)
+        self.objs[key] = entry
+        ns_objs = self.by_ns.get(entry.ns)
+        if ns_objs is None:
+            ns_objs = self.by_ns[entry.ns] = {}
+        ns_objs[entry.name] = entry
+        if prev is None:
+            self._index_labels(key, entry.labels)
+        elif prev.labels != entry.labels:
+            self._unindex_labels(key, prev.labels)
+            self._index_labels(key, entry.labels)
+
+    def remove(self, prev: Entry) -> None:
+        key = (prev.ns, prev.name)
+        del self.objs[key]
+        ns_objs = self.by_ns[prev.ns]
+        del ns_objs[prev.name]
+        if not ns_objs:
+            del self.by_ns[prev.ns]
+        self._unindex_labels(key, prev.labels)
+
+    def count(self, ns: str) -> int:
+        return len(self.by_ns.get(ns, ()))
+
+    def select(self, ns: str | None, labels: LabelSelector | None,
+               fields: FieldSelector | None) -> list[Entry]:
+        """Matching entries in etcd key order (namespace, then name)."""
+        candidates: Iterable[Entry]
+        name = fields.value_for("metadata.name") if fields is not None else None
+        if name is not None and ns is not None:
+            one = self.objs.get((ns, name))
+            candidates = [one] if one is not None else []
+        elif labels is not None and (terms := labels.index_terms()):
+            keys = self._keys_for_terms(terms)
+            objs = self.objs
+            candidates = [objs[k] for k in sorted(keys) if ns is None or k[0] == ns]
+        elif ns is not None:
+            ns_objs = self.by_ns.get(ns)
+            candidates = [ns_objs[n] for n in sorted(ns_objs)] if ns_objs else []
+        else:
+            objs = self.objs
+            candidates = [objs[k] for k in sorted(objs)]
+        out = []
+        lab_empty = labels is None or labels.empty
+        fld_empty = fields is None or fields.empty
+        for e in candidates:
+            if not lab_empty and not labels.matches(e.labels):  # type: ignore[union-attr]
+                continue
+            if not fld_empty and not fields.matches(e.field_values()):  # type: ignore[union-attr]
+                continue
+            out.append(e)
+        return out
+
+    def _keys_for_terms(self, terms: list[tuple[str, tuple[str, ...] | None]]
+                        ) -> dict[Key, None] | set[Key]:
+        """Keys carrying every term, starting from the smallest term's set."""
+        sets: list[dict[Key, None]] = []
+        for key, values in terms:
+            by_value = self.label_index.get(key)
+            if not by_value:
+                return {}
+            vals = values if values is not None else tuple(by_value)
+            if len(vals) == 1:
+                sets.append(by_value.get(vals[0], {}))
+            else:
+                merged: dict[Key, None] = {}
+                for val in vals:
+                    merged.update(by_value.get(val, {}))
+                sets.append(merged)
+        sets.sort(key=len)
+        first = sets[0]
+        if len(sets) == 1:
+            return first
+        rest = sets[1:]
+        return {k: None for k in first if all(k in s for s in rest)}
+
+
+class Store:
+    """Tables by kind, the global revision, the bounded history and the owner index."""
+
+    def __init__(self, history_window: int = 10_000) -> None:
+        if history_window < 1:
+            raise ValueError(f"history_window must be at least 1, not {history_window}")
+        self.rev = 0
+        self.window = history_window
+        #: the newest revision no longer in the history (a watch from before it gets 410).
+        self.compacted = 0
+        self.history: deque[Change] = deque()
+        self.tables: dict[tuple[str, str], Table] = {}
+        self.owners: dict[str, dict[tuple[tuple[str, str], str, str], None]] = {}
+        self.listeners: list[Callable[[Change], None]] = []
+
+    def table(self, info: KindInfo) -> Table:
+        table = self.tables.get((info.group, info.kind))
+        if table is None:
+            table = self.tables[(info.group, info.kind)] = Table(info)
+        elif table.info is not info:
+            table.info = info
+        return table
+
+    def commit(self, table: Table, type: str, entry: Entry, prev: Entry | None) -> Change:
+        """Make a write visible: indexes, history, watchers. ``entry.rev`` must be rev + 1."""
+        assert entry.rev == self.rev + 1, (entry.rev, self.rev)
+        self.rev = entry.rev
+        if type == "DELETED":
+            assert prev is not None
+            table.remove(prev)
+        else:
+            table.put(entry, prev)
+        old_owners = prev.owners if prev is not None else ()
+        new_owners = entry.owners if type != "DELETED" else ()
+        if old_owners != new_owners:
+            ref = (table.gk, entry.ns, entry.name)
+            for uid in old_owners:
+                deps = self.owners.get(uid)
+                if deps is not None:
+                    deps.pop(ref, None)
+                    if not deps:
+                        del self.owners[uid]
+            for uid in new_owners:
+                self.owners.setdefault(uid, {})[ref] = None
+        change = Change(entry.rev, type, table, entry, prev)
+        history = self.history
+        history.append(change)
+        if len(history) > self.window:
+            self.compacted = history.popleft().rev
+        for listener in self.listeners:
+            listener(change)
+        return change
+
+    def since(self, rev: int) -> Iterator[Change]:
+        """Changes with revision > ``rev``, oldest first (caller checks `compacted`)."""
+        history = self.history
+        n = len(history)
+        i = n
+        while i > 0 and history[i - 1].rev > rev:
+            i -= 1
+        for j in range(i, n):
+            yield history[j]
+
+    def dependents(self, uid: str) -> list[Entry]:
+        """Entries whose ownerReferences name ``uid``, in (kind, namespace, name) order."""
+        out = []
+        for gk, ns, name in sorted(self.owners.get(uid, ())):
+            table = self.tables.get(gk)
+            if table is not None:
+                entry = table.objs.get((ns, name))
+                if entry is not None:
+                    out.append(entry)
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        return {"revision": self.rev, "compacted": self.compacted, "history": len(self.history),
+                "objects": sum(len(t.objs) for t in self.tables.values())}

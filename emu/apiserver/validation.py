@@ -1,0 +1,508 @@
+"""Validation: the field errors kube-apiserver returns as 422 Invalid, and decode errors (400).
+
+Messages follow k8s.io/apimachinery/pkg/util/validation (``field.Error.ErrorBody``) so that a test
+can match the whole text: ``metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123
+subdomain must consist of ...``. Each kind's validator takes the new object and, on update, the
+stored one, and returns a list of `StatusCause`; an empty list means valid.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from .errors import BadRequest, StatusCause
+
+# -- field errors ----------------------------------------------------------------------------------
+
+
+def go_value(value: Any) -> str:
+    """How Go's ``%#v``-ish field errors print a value: strings quoted, numbers bare."""
+    if isinstance(value, str):
+        return orjson.dumps(value).decode()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if value is None:
+        return "null"
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def invalid(field: str, value: Any, detail: str) -> StatusCause:
+    return StatusCause("FieldValueInvalid", f"Invalid value: {go_value(value)}: {detail}", field)
+
+
+def required(field: str, detail: str = "") -> StatusCause:
+    return StatusCause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""),
+                       field)
+
+
+def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> StatusCause:
+    shown = ", ".join(f'"{s}"' for s in supported)
+    return StatusCause("FieldValueNotSupported",
+                       f"Unsupported value: {go_value(value)}: supported values: {shown}", field)
+
+
+def forbidden(field: str, detail: str) -> StatusCause:
+    return StatusCause("FieldValueForbidden", f"Forbidden: {detail}", field)
+
+
+def duplicate(field: str, value: Any) -> StatusCause:
+    return StatusCause("FieldValueDuplicate", f"Duplicate value: {go_value(value)}", field)
+
+
+def too_long(field: str, value: Any, limit: int) -> StatusCause:
+    return invalid(field, value, f"must be no more than {limit} characters")
+
+
+def immutable(field: str, value: Any) -> StatusCause:
+    return invalid(field, value, "field is immutable")
+
+
+# -- names -----------------------------------------------------------------------------------------
+
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + r"(\." + DNS1123_LABEL_FMT + ")*"
+DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_LABEL_RE = re.compile(f"^{DNS1123_LABEL_FMT}$")
+_SUBDOMAIN_RE = re.compile(f"^{DNS1123_SUBDOMAIN_FMT}$")
+_DNS1035_RE = re.compile(f"^{DNS1035_LABEL_FMT}$")
+
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    f"for validation is '{DNS1123_SUBDOMAIN_FMT}')"
+)
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+    f"for validation is '{DNS1123_LABEL_FMT}')"
+)
+DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    f"regex used for validation is '{DNS1035_LABEL_FMT}')"
+)
+
+
+def dns1123_subdomain(field: str, name: str) -> list[StatusCause]:
+    out = []
+    if len(name) > 253:
+        out.append(too_long(field, name, 253))
+    if not _SUBDOMAIN_RE.match(name):
+        out.append(invalid(field, name, SUBDOMAIN_MSG))
+    return out
+
+
+def dns1123_label(field: str, name: str) -> list[StatusCause]:
+    out = []
+    if len(name) > 63:
+        out.append(too_long(field, name, 63))
+    if not _LABEL_RE.match(name):
+        out.append(invalid(field, name, LABEL_MSG))
+    return out
+
+
+def dns1035_label(field: str, name: str) -> list[StatusCause]:
+    out = []
+    if len(name) > 63:
+        out.append(too_long(field, name, 63))
+    if not _DNS1035_RE.match(name):
+        out.append(invalid(field, name, DNS1035_MSG))
+    return out
+
+
+def path_segment_name(field: str, name: str) -> list[StatusCause]:
+    """Names that only need to be a valid path segment (Events, Leases' lenient peers)."""
+    if name in (".", ".."):
+        return [invalid(field, name, f'may not be "{name}"')]
+    for bad in ("/", "%"):
+        if bad in name:
+            return [invalid(field, name, f"may not contain '{bad}'")]
+    return []
+
+
+NAME_CHECKS: dict[str, Callable[[str, str], list[StatusCause]]] = {
+    "subdomain": dns1123_subdomain,
+    "label": dns1123_label,
+    "dns1035": dns1035_label,
+    "path": path_segment_name,
+}
+
+# -- labels and annotations ------------------------------------------------------------------------
+
+_QNAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+QNAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
+    "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def qualified_name(field: str, key: str) -> list[StatusCause]:
+    prefix, _, name = key.rpartition("/")
+    out = []
+    if prefix:
+        for cause in dns1123_subdomain(field, prefix):
+            out.append(StatusCause(cause.type, cause.message.replace(
+                "a lowercase RFC 1123 subdomain", "prefix part a lowercase RFC 1123 subdomain"),
+                field))
+    if not name:
+        out.append(invalid(field, key, "name part must be non-empty"))
+    else:
+        if len(name) > 63:
+            out.append(invalid(field, key, "name part must be no more than 63 characters"))
+        if not _QNAME_RE.match(name):
+            out.append(invalid(field, key, QNAME_MSG))
+    return out
+
+
+def validate_labels(labels: Mapping[str, str], field: str = "metadata.labels") -> list[StatusCause]:
+    out: list[StatusCause] = []
+    for key, value in labels.items():
+        out.extend(qualified_name(field, key))
+        if len(value) > 63:
+            out.append(too_long(field, value, 63))
+        if not _LABEL_VALUE_RE.match(value):
+            out.append(invalid(field, value, LABEL_VALUE_MSG))
+    return out
+
+
+def validate_annotations(annotations: Mapping[str, str]) -> list[StatusCause]:
+    out: list[StatusCause] = []
+    total = 0
+    for key, value in annotations.items():
+        out.extend(qualified_name("metadata.annotations", key.lower()))
+        total += len(key) + len(value)
+    if total > 256 * 1024:
+        out.append(StatusCause("FieldValueTooLong",
+                               f"Too long: must have at most {256 * 1024} bytes",
+                               "metadata.annotations"))
+    return out
+
+
+# -- decode errors (400) ---------------------------------------------------------------------------
+
+_GO_KIND = {str: "string", bool: "bool", int: "number", float: "number", list: "array",
+            dict: "object", type(None): "null"}
+
+
+def _go_kind(value: Any) -> str:
+    return _GO_KIND.get(type(value), "value")
+
+
+def decode_error(kind: str, api_version: str, detail: str) -> BadRequest:
+    version = api_version.rsplit("/", 1)[-1]
+    return BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}')
+
+
+def check_metadata_types(kind: str, api_version: str, meta: Mapping[str, Any]) -> None:
+    """What Go's JSON decoder would reject in ``metadata`` (labels must be string maps, ...)."""
+    for fname in ("labels", "annotations"):
+        value = meta.get(fname)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise decode_error(kind, api_version, (
+                f"json: cannot unmarshal {_go_kind(value)} into Go struct field "
+                f"ObjectMeta.metadata.{fname} of type map[string]string"))
+        for v in value.values():
+            if not isinstance(v, str):
+                raise decode_error(kind, api_version, (
+                    f"json: cannot unmarshal {_go_kind(v)} into Go struct field "
+                    f"ObjectMeta.metadata.{fname} of type string"))
+    for fname in ("name", "generateName", "namespace", "resourceVersion", "uid"):
+        value = meta.get(fname)
+        if value is not None and not isinstance(value, str):
+            raise decode_error(kind, api_version, (
+                f"json: cannot unmarshal {_go_kind(value)} into Go struct field "
+                f"ObjectMeta.metadata.{fname} of type string"))
+    fin = meta.get("finalizers")
+    if fin is not None and (not isinstance(fin, list) or not all(isinstance(f, str) for f in fin)):
+        raise decode_error(kind, api_version, (
+            "json: cannot unmarshal into Go struct field ObjectMeta.metadata.finalizers of type "
+            "[]string"))
+    owners = meta.get("ownerReferences")
+    if owners is not None and (not isinstance(owners, list)
+                               or not all(isinstance(o, dict) for o in owners)):
+        raise decode_error(kind, api_version, (
+            "json: cannot unmarshal into Go struct field ObjectMeta.metadata.ownerReferences of "
+            "type []v1.OwnerReference"))
+
+
+def check_int_fields(kind: str, api_version: str, obj: Mapping[str, Any],
+                     fields: tuple[tuple[str, str], ...]) -> None:
+    """Integer fields (``spec.replicas`` ...): a non-integer is a decode error, as in Go."""
+    for path, go_field in fields:
+        cur: Any = obj
+        for part in path.split("."):
+            if not isinstance(cur, dict):
+                cur = None
+                break
+            cur = cur.get(part)
+        if cur is None:
+            continue
+        if isinstance(cur, bool) or not isinstance(cur, int):
+            raise decode_error(kind, api_version, (
+                f"json: cannot unmarshal {_go_kind(cur)} into Go struct field {go_field} of type "
+                "int32"))
+
+
+# -- shared pieces ---------------------------------------------------------------------------------
+
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def _nonneg(out: list[StatusCause], field: str, value: Any) -> None:
+    if isinstance(value, int) and value < 0:
+        out.append(invalid(field, value, "must be greater than or equal to 0"))
+
+
+def validate_pod_spec(spec: Any, path: str) -> list[StatusCause]:
+    """``ValidatePodSpec`` for the fields controllers touch."""
+    out: list[StatusCause] = []
+    if not isinstance(spec, dict):
+        return [required(path)]
+    containers = spec.get("containers")
+    if not containers:
+        out.append(required(f"{path}.containers"))
+    names: dict[str, None] = {}
+    for group in ("initContainers", "containers"):
+        items = spec.get(group) or []
+        if not isinstance(items, list):
+            out.append(invalid(f"{path}.{group}", items, "must be a list"))
+            continue
+        for i, c in enumerate(items):
+            cpath = f"{path}.{group}[{i}]"
+            if not isinstance(c, dict):
+                out.append(invalid(cpath, c, "must be an object"))
+                continue
+            name = c.get("name")
+            if not name:
+                out.append(required(f"{cpath}.name"))
+            else:
+                out.extend(dns1123_label(f"{cpath}.name", name))
+                if name in names:
+                    out.append(duplicate(f"{cpath}.name", name))
+                names[name] = None
+            if not c.get("image"):
+                out.append(required(f"{cpath}.image"))
+            policy = c.get("imagePullPolicy")
+            if policy not in PULL_POLICIES:
+                if not policy:
+                    out.append(required(f"{cpath}.imagePullPolicy"))
+                else:
+                    out.append(not_supported(f"{cpath}.imagePullPolicy", policy, PULL_POLICIES))
+            ports = c.get("ports") or []
+            for j, p in enumerate(ports):
+                cp = p.get("containerPort") if isinstance(p, dict) else None
+                if not isinstance(cp, int) or not 1 <= cp <= 65535:
+                    out.append(invalid(f"{cpath}.ports[{j}].containerPort", cp,
+                                       "must be between 1 and 65535, inclusive"))
+    restart = spec.get("restartPolicy")
+    if restart not in RESTART_POLICIES:
+        out.append(not_supported(f"{path}.restartPolicy", restart, RESTART_POLICIES))
+    _nonneg(out, f"{path}.terminationGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
+    ads = spec.get("activeDeadlineSeconds")
+    if isinstance(ads, int) and ads <= 0:
+        out.append(invalid(f"{path}.activeDeadlineSeconds", ads,
+                           "must be between 1 and 2147483647, inclusive"))
+    return out
+
+
+def _template_spec(obj: Mapping[str, Any]) -> Any:
+    template = (obj.get("spec") or {}).get("template")
+    return template.get("spec") if isinstance(template, dict) else None
+
+
+# -- per kind --------------------------------------------------------------------------------------
+
+POD_UPDATE_MSG = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
+    "to 1 if it was previously negative)"
+)
+
+
+def _mask_images(new: list[Any], old: list[Any]) -> list[Any]:
+    if len(new) != len(old):
+        return new
+    out = []
+    for n, o in zip(new, old, strict=True):
+        if isinstance(n, dict) and isinstance(o, dict) and "image" in o:
+            n = {**n, "image": o["image"]}
+        out.append(n)
+    return out
+
+
+def validate_pod(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    spec = obj.get("spec")
+    out = validate_pod_spec(spec, "spec")
+    if old is None or out:
+        return out
+    old_spec = old.get("spec") or {}
+    assert isinstance(spec, dict)
+    if spec == old_spec:
+        return out
+    masked = dict(spec)
+    for group in ("containers", "initContainers"):
+        if group in masked and group in old_spec:
+            masked[group] = _mask_images(masked[group], old_spec[group])
+    for fname in ("activeDeadlineSeconds",):
+        if fname in old_spec:
+            masked[fname] = old_spec[fname]
+        else:
+            masked.pop(fname, None)
+    old_tol = old_spec.get("tolerations") or []
+    new_tol = spec.get("tolerations") or []
+    if all(t in new_tol for t in old_tol):
+        if "tolerations" in old_spec:
+            masked["tolerations"] = old_spec["tolerations"]
+        else:
+            masked.pop("tolerations", None)
+    # Binding: the emulator has no pods/binding subresource, so setting spec.nodeName once (the
+    # scheduler's bind) is allowed through update.
+    if not old_spec.get("nodeName") and masked.get("nodeName"):
+        masked.pop("nodeName")
+        if "nodeName" in old_spec:
+            masked["nodeName"] = old_spec["nodeName"]
+    if masked != old_spec:
+        out.append(forbidden("spec", POD_UPDATE_MSG))
+    return out
+
+
+JOB_RESTART = ("OnFailure", "Never")
+
+
+def validate_job(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    out: list[StatusCause] = []
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    template = spec.get("template")
+    if not isinstance(template, dict) or not template:
+        out.append(required("spec.template"))
+    else:
+        tspec = template.get("spec")
+        pod_errs = validate_pod_spec(tspec, "spec.template.spec")
+        out.extend(c for c in pod_errs if c.field != "spec.template.spec.restartPolicy")
+        if isinstance(tspec, dict):
+            restart = tspec.get("restartPolicy")
+            if restart not in JOB_RESTART:
+                out.append(not_supported("spec.template.spec.restartPolicy", restart,
+                                         JOB_RESTART))
+        selector = spec.get("selector") or {}
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        for k, v in (selector.get("matchLabels") or {}).items():
+            if labels.get(k) != v:
+                out.append(invalid("spec.template.metadata.labels", labels,
+                                   "`selector` does not match template `labels`"))
+                break
+    for fname in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"):
+        _nonneg(out, f"spec.{fname}", spec.get(fname))
+    if old is not None:
+        old_spec = old.get("spec") or {}
+        if spec.get("selector") != old_spec.get("selector"):
+            out.append(immutable("spec.selector", spec.get("selector")))
+        if spec.get("template") != old_spec.get("template"):
+            out.append(immutable("spec.template", spec.get("template")))
+    return out
+
+
+def _validate_replicated(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    out: list[StatusCause] = []
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    _nonneg(out, "spec.replicas", spec.get("replicas"))
+    selector = spec.get("selector")
+    if not selector:
+        out.append(required("spec.selector"))
+    template = spec.get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if selector and isinstance(selector, dict):
+        for k, v in (selector.get("matchLabels") or {}).items():
+            if labels.get(k) != v:
+                out.append(invalid("spec.template.metadata.labels", labels,
+                                   "`selector` does not match template `labels`"))
+                break
+    out.extend(validate_pod_spec(template.get("spec"), "spec.template.spec"))
+    if old is not None and selector != (old.get("spec") or {}).get("selector"):
+        out.append(immutable("spec.selector", selector))
+    return out
+
+
+validate_deployment = _validate_replicated
+validate_replicaset = _validate_replicated
+
+SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
+
+
+def validate_service(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    out: list[StatusCause] = []
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    stype = spec.get("type")
+    if stype not in SERVICE_TYPES:
+        out.append(not_supported("spec.type", stype, SERVICE_TYPES))
+    ports = spec.get("ports") or []
+    headless = spec.get("clusterIP") == "None"
+    if not ports and not headless and stype != "ExternalName":
+        out.append(required("spec.ports"))
+    names: dict[str, None] = {}
+    for i, p in enumerate(ports):
+        if not isinstance(p, dict):
+            out.append(invalid(f"spec.ports[{i}]", p, "must be an object"))
+            continue
+        name = p.get("name", "")
+        if len(ports) > 1 and not name:
+            out.append(required(f"spec.ports[{i}].name"))
+        elif name:
+            if name in names:
+                out.append(duplicate(f"spec.ports[{i}].name", name))
+            names[name] = None
+        port = p.get("port")
+        if not isinstance(port, int) or not 1 <= port <= 65535:
+            out.append(invalid(f"spec.ports[{i}].port", port,
+                               "must be between 1 and 65535, inclusive"))
+        proto = p.get("protocol")
+        if proto not in PROTOCOLS:
+            out.append(not_supported(f"spec.ports[{i}].protocol", proto, PROTOCOLS))
+    if old is not None:
+        old_ip = (old.get("spec") or {}).get("clusterIP")
+        if old_ip and spec.get("clusterIP") != old_ip:
+            out.append(immutable("spec.clusterIP", spec.get("clusterIP")))
+    return out
+
+
+def validate_pvc(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    out: list[StatusCause] = []
+    if not spec.get("accessModes"):
+        out.append(required("spec.accessModes", "at least 1 access mode is required"))
+    return out
+
+
+def validate_lease(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    out: list[StatusCause] = []
+    spec = obj.get("spec") or {}
+    lds = spec.get("leaseDurationSeconds")
+    if lds is not None and (not isinstance(lds, int) or lds <= 0):
+        out.append(invalid("spec.leaseDurationSeconds", lds, "must be greater than 0"))
+    return out

@@ -1,0 +1,230 @@
+"""Watches: streams of changes, fanned out only to the watchers that can match.
+
+`WatchHub` indexes open watches by kind and namespace (``None`` = all namespaces), so a write
+costs time proportional to the watchers of its kind in its namespace, not to every watch. A
+`WatchStream` queues the raw `Change` records it accepted and decodes each one only when the
+consumer asks for it (each consumer gets its own fresh dict).
+
+Selector semantics follow kube's watch cache (``cacheWatcher.convertToWatchEvent``): an object
+that stops matching is delivered as DELETED, one that starts matching as ADDED. Bookmarks, when
+asked for, are sent after ``bookmark_interval`` virtual seconds without an event, from a loop
+timer armed only while the consumer waits (nothing polls).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+import orjson
+
+from .errors import Gone
+from .kinds import KindInfo
+from .selectors import FieldSelector, LabelSelector
+from .store import Change, Entry, Store, Table
+
+#: Seconds of silence before a watch that allows bookmarks gets one (kube sends about one a minute).
+BOOKMARK_INTERVAL = 60.0
+
+# A queued item: (type, serialized object or None, resourceVersion override or None)
+_Item = tuple[str, bytes | None, str | None]
+
+
+class WatchStream:
+    """One open watch. Async-iterate it for ``{"type": ..., "object": ...}`` events."""
+
+    def __init__(self, hub: WatchHub | None, info: KindInfo, namespace: str | None,
+                 labels: LabelSelector | None, fields: FieldSelector | None, *,
+                 bookmarks: bool = False, bookmark_interval: float = BOOKMARK_INTERVAL,
+                 timeout: float | None = None) -> None:
+        self._hub = hub
+        self.info = info
+        self.namespace = namespace
+        self._labels = labels if labels is not None and not labels.empty else None
+        self._fields = fields if fields is not None and not fields.empty else None
+        self._queue: deque[_Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._bookmarks = bookmarks
+        self._bookmark_interval = bookmark_interval
+        self._timeout = timeout
+        self._deadline: asyncio.TimerHandle | None = None
+        self._ending = False  # deliver what is queued, then stop (after an ERROR event)
+        self.closed = False
+        self.delivered = 0
+
+    # -- filling -----------------------------------------------------------------------------
+
+    def _passes(self, entry: Entry) -> bool:
+        if self._labels is not None and not self._labels.matches(entry.labels):
+            return False
+        return self._fields is None or self._fields.matches(entry.field_values())
+
+    def offer(self, change: Change) -> None:
+        """Queue ``change`` if it concerns this watch (called on every matching-kind write)."""
+        if self._labels is None and self._fields is None:
+            self._queue.append((change.type, change.entry.data, None))
+        else:
+            prev = change.prev
+            if change.type == "DELETED":
+                if prev is not None and self._passes(prev):
+                    self._queue.append(("DELETED", change.entry.data, None))
+                else:
+                    return
+            else:
+                cur = self._passes(change.entry)
+                old = prev is not None and self._passes(prev)
+                if cur and old:
+                    self._queue.append(("MODIFIED", change.entry.data, None))
+                elif cur:
+                    self._queue.append(("ADDED", change.entry.data, None))
+                elif old:
+                    assert prev is not None
+                    self._queue.append(("DELETED", prev.data, change.entry.rv))
+                else:
+                    return
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def add_initial(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            self._queue.append(("ADDED", entry.data, None))
+
+    def fail(self, status: dict[str, Any]) -> None:
+        """Queue an ERROR event carrying ``status``; the stream ends after it."""
+        self._queue.append(("ERROR", orjson.dumps(status), None))
+        self._ending = True
+
+    # -- consuming ---------------------------------------------------------------------------
+
+    def __aiter__(self) -> WatchStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        while not self._queue:
+            if self.closed or self._ending:
+                self.close()
+                raise StopAsyncIteration
+            loop = asyncio.get_running_loop()
+            if self._timeout is not None and self._deadline is None:
+                self._deadline = loop.call_later(self._timeout, self._expire)
+            waiter = self._waiter = loop.create_future()
+            timer = (loop.call_later(self._bookmark_interval, self._bookmark)
+                     if self._bookmarks else None)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+        if self.closed:
+            raise StopAsyncIteration
+        type_, data, rv = self._queue.popleft()
+        self.delivered += 1
+        if type_ == "BOOKMARK":
+            obj: dict[str, Any] = {"kind": self.info.kind, "apiVersion": self.info.api_version,
+                                   "metadata": {"resourceVersion": rv}}
+        else:
+            assert data is not None
+            obj = orjson.loads(data)
+            if rv is not None:
+                obj["metadata"]["resourceVersion"] = rv
+        return {"type": type_, "object": obj}
+
+    def _bookmark(self) -> None:
+        if self.closed or self._queue:
+            return
+        rev = self._hub.store.rev if self._hub is not None else 0
+        self._queue.append(("BOOKMARK", None, str(rev)))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _expire(self) -> None:
+        self._ending = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def close(self) -> None:
+        """End the stream: a pending or later ``__anext__`` raises StopAsyncIteration."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._hub is not None:
+            self._hub.remove(self)
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._queue.clear()
+        self._wake()
+
+    @property
+    def pending(self) -> int:
+        """Events queued but not yet consumed."""
+        return len(self._queue)
+
+
+class WatchHub:
+    """Open watches by kind and namespace; receives every committed change from the store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._by_kind: dict[tuple[str, str], dict[str | None, dict[int, WatchStream]]] = {}
+        store.listeners.append(self.publish)
+
+    def publish(self, change: Change) -> None:
+        by_ns = self._by_kind.get(change.table.gk)
+        if not by_ns:
+            return
+        scoped = by_ns.get(change.entry.ns)
+        if scoped:
+            for stream in list(scoped.values()):
+                stream.offer(change)
+        everywhere = by_ns.get(None)
+        if everywhere:
+            for stream in list(everywhere.values()):
+                stream.offer(change)
+
+    def open(self, table: Table, namespace: str | None, labels: LabelSelector | None,
+             fields: FieldSelector | None, resource_version: int | None, *,
+             bookmarks: bool = False, bookmark_interval: float = BOOKMARK_INTERVAL,
+             timeout: float | None = None) -> WatchStream:
+        """Start a watch. ``resource_version`` None (or 0) sends the current objects as ADDED
+        first; otherwise every change after it is replayed from the history, or an ERROR 410 is
+        sent when that history is compacted. Synchronous, so nothing can slip in between the
+        snapshot and the registration."""
+        stream = WatchStream(self, table.info, namespace, labels, fields, bookmarks=bookmarks,
+                             bookmark_interval=bookmark_interval, timeout=timeout)
+        store = self.store
+        if resource_version:
+            if resource_version < store.compacted:
+                stream.fail(Gone(f"too old resource version: {resource_version} "
+                                 f"({store.compacted})").status)
+                stream._hub = None
+                return stream
+            gk = table.gk
+            for change in store.since(resource_version):
+                if change.table.gk == gk and (namespace is None
+                                              or change.entry.ns == namespace):
+                    stream.offer(change)
+        else:
+            stream.add_initial(table.select(namespace, labels, fields))
+        self._by_kind.setdefault(table.gk, {}).setdefault(namespace, {})[id(stream)] = stream
+        return stream
+
+    def remove(self, stream: WatchStream) -> None:
+        by_ns = self._by_kind.get((stream.info.group, stream.info.kind))
+        if by_ns is None:
+            return
+        scoped = by_ns.get(stream.namespace)
+        if scoped is not None:
+            scoped.pop(id(stream), None)
+            if not scoped:
+                del by_ns[stream.namespace]
+
+    def count(self) -> int:
+        return sum(len(s) for by_ns in self._by_kind.values() for s in by_ns.values())
