@@ -89,6 +89,7 @@ class KindInfo:
     resource: str = attrs.field(init=False)
     list_kind: str = attrs.field(init=False)
     selectable: frozenset[str] = attrs.field(init=False)
+    extract_fields: Callable[[Obj], dict[str, str]] | None = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "api_version",
@@ -98,6 +99,7 @@ class KindInfo:
         object.__setattr__(self, "list_kind", f"{self.kind}List")
         object.__setattr__(self, "selectable", frozenset(
             ("metadata.name", "metadata.namespace", *self.field_getters)))
+        object.__setattr__(self, "extract_fields", _extractor(self.field_getters))
 
 
 def _not_found(message: str) -> ApiError:
@@ -111,6 +113,8 @@ class KindRegistry:
         self._by_gk: dict[tuple[str, str], KindInfo] = {}
         self._names: dict[str, list[KindInfo]] = {}
         self._cache: dict[tuple[str, str | None], KindInfo] = {}
+        #: bumped on every register, so callers may cache resolutions
+        self.generation = 0
 
     def register(self, info: KindInfo) -> KindInfo:
         """Add (or replace) a kind; it is served at once."""
@@ -123,6 +127,7 @@ class KindRegistry:
             elif info not in entries:
                 entries.append(info)
         self._cache.clear()
+        self.generation += 1
         return info
 
     def all(self) -> list[KindInfo]:
@@ -201,9 +206,40 @@ def _default_containers(items: Any) -> Any:
     return out
 
 
+_POD_SPEC_DEFAULTS = ("restartPolicy", "dnsPolicy", "schedulerName",
+                      "terminationGracePeriodSeconds", "securityContext")
+_CONTAINER_DEFAULTS = ("imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy")
+
+
+def _pod_spec_defaulted(spec: Obj) -> bool:
+    """Every default is already there (the common case on update): nothing to copy."""
+    for fname in _POD_SPEC_DEFAULTS:
+        if fname not in spec:
+            return False
+    for group in ("containers", "initContainers"):
+        items = spec.get(group)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return False
+        for c in items:
+            if not isinstance(c, dict):
+                return False
+            for fname in _CONTAINER_DEFAULTS:
+                if fname not in c:
+                    return False
+            ports = c.get("ports")
+            if ports and any(not isinstance(p, dict) or "protocol" not in p for p in ports):
+                return False
+    return True
+
+
 def default_pod_spec(parent: Obj, key: str = "spec") -> None:
     """``SetDefaults_PodSpec`` and ``SetDefaults_Container`` for the fields controllers read."""
-    if not isinstance(parent.get(key), dict):
+    cur = parent.get(key)
+    if not isinstance(cur, dict):
+        return
+    if _pod_spec_defaulted(cur):
         return
     spec = _own(parent, key)
     spec.setdefault("restartPolicy", "Always")
@@ -382,20 +418,67 @@ def default_secret(obj: Obj, old: Obj | None) -> None:
 # -- selectable fields -----------------------------------------------------------------------------
 
 
-def _path_getter(*path: str) -> Callable[[Obj], str]:
-    def get(obj: Obj) -> str:
+def _field_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class PathGetter:
+    """A selectable field read by its dotted path (``spec.nodeName``)."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, *path: str) -> None:
+        self.path = path
+
+    def __call__(self, obj: Obj) -> str:
         cur: Any = obj
-        for part in path:
+        for part in self.path:
             if not isinstance(cur, dict):
                 return ""
             cur = cur.get(part)
-        if cur is None:
-            return ""
-        if isinstance(cur, bool):
-            return "true" if cur else "false"
-        return str(cur)
+        return _field_text(cur)
 
-    return get
+
+def _path_getter(*path: str) -> Callable[[Obj], str]:
+    return PathGetter(*path)
+
+
+def _extractor(getters: Mapping[str, Callable[[Obj], str]]
+               ) -> Callable[[Obj], dict[str, str]] | None:
+    """One function computing every selectable field of an object on each write; two-segment
+    paths are grouped by their first segment so each top-level dict is looked up once."""
+    if not getters:
+        return None
+    simple = all(isinstance(g, PathGetter) and len(g.path) == 2 for g in getters.values())
+    if not simple:
+        items = list(getters.items())
+        return lambda obj: {name: g(obj) for name, g in items}
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for name, g in getters.items():
+        assert isinstance(g, PathGetter)
+        groups.setdefault(g.path[0], []).append((name, g.path[1]))
+    plan = list(groups.items())
+
+    def extract(obj: Obj) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for top, fields in plan:
+            sub = obj.get(top)
+            if isinstance(sub, dict):
+                for name, key in fields:
+                    value = sub.get(key)
+                    out[name] = value if isinstance(value, str) else _field_text(value)
+            else:
+                for name, _key in fields:
+                    out[name] = ""
+        return out
+
+    return extract
 
 
 def _fields(*names: str) -> dict[str, Callable[[Obj], str]]:

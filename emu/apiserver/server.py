@@ -63,6 +63,7 @@ ORPHAN = "orphan"
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata", "status"))
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                 "generation")
+_MISSING: Any = object()
 _loads = orjson.loads
 _dumps = orjson.dumps
 
@@ -100,6 +101,8 @@ class APIServer:
         self._trace = trace
         self.bookmark_interval = bookmark_interval
         self.kinds: KindRegistry = builtin_registry()
+        self._resolved: dict[tuple[Any, Any], tuple[KindInfo, Table]] = {}
+        self._resolved_gen = -1
         self.store = Store(history_window)
         self.watches = WatchHub(self.store)
         self._ip_seq = 0
@@ -132,10 +135,18 @@ class APIServer:
         return rfc3339(self._clock())
 
     def _resolve(self, kind: Any, api_version: str | None) -> tuple[KindInfo, Table]:
+        try:
+            if self._resolved_gen == self.kinds.generation:
+                return self._resolved[(kind, api_version)]
+            self._resolved.clear()
+            self._resolved_gen = self.kinds.generation
+        except (KeyError, TypeError):
+            pass
         if not isinstance(kind, str) or not kind:
             raise BadRequest(f"a kind is required, got {kind!r}")
         info = self.kinds.resolve(kind, api_version)
-        return info, self.store.table(info)
+        found = self._resolved[(kind, api_version)] = (info, self.store.table(info))
+        return found
 
     def _kind_of(self, obj: Any) -> tuple[KindInfo, Table]:
         if not isinstance(obj, dict):
@@ -176,8 +187,8 @@ class APIServer:
         labels = dict(meta["labels"]) if meta.get("labels") else {}
         refs = meta.get("ownerReferences")
         owners = tuple(r["uid"] for r in refs if r.get("uid")) if refs else ()
-        getters = info.field_getters
-        fields = {f: g(obj) for f, g in getters.items()} if getters else None
+        extract = info.extract_fields
+        fields = extract(obj) if extract is not None else None
         fin = meta.get("finalizers")
         return Entry(ns, name, data, rev, meta.get("uid", ""), labels, owners, fields,
                      tuple(fin) if fin else (), "deletionTimestamp" in meta)
@@ -227,10 +238,8 @@ class APIServer:
     def get(self, kind: str, name: str, namespace: str | None = None, *,
             api_version: str | None = None) -> Obj:
         """The object, as a fresh dict; 404 NotFound when it doesn't exist."""
-        info = self.kinds.resolve(kind, api_version)
-        table = self.store.tables.get((info.group, info.kind))
-        entry = table.objs.get(("" if not info.namespaced else namespace or "default", name)
-                               ) if table is not None else None
+        info, table = self._resolve(kind, api_version)
+        entry = table.objs.get(("" if not info.namespaced else namespace or "default", name))
         if entry is None:
             if not name:
                 raise BadRequest("resource name may not be empty")
@@ -390,9 +399,6 @@ class APIServer:
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             raise BadRequest("metadata.name is required for an update")
-        v.check_metadata_types(info.kind, info.api_version, meta)
-        if info.int_fields:
-            v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
         ns = self._scope(info, meta.get("namespace") or namespace)
         name: str = meta.get("name") or ""
         entry = self._lookup(info, table, ns, name)
@@ -406,6 +412,7 @@ class APIServer:
                 "metadata.resourceVersion")], info.group)
         old: Obj = _loads(entry.data)
         old_meta: Obj = old["metadata"]
+        spec_changed: bool | None = None
         if status_only:
             new = dict(old)
             nmeta: Obj = dict(old_meta)
@@ -417,6 +424,14 @@ class APIServer:
             if info.defaulter is not None:
                 info.defaulter(new, old)
         else:
+            meta_changed = (meta.get("labels") != old_meta.get("labels")
+                            or meta.get("annotations") != old_meta.get("annotations")
+                            or meta.get("finalizers") != old_meta.get("finalizers")
+                            or meta.get("ownerReferences") != old_meta.get("ownerReferences"))
+            if meta_changed:
+                v.check_metadata_types(info.kind, info.api_version, meta, old_meta)
+            if info.int_fields:
+                v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
             new = dict(obj)
             nmeta = dict(meta)
             new["metadata"] = nmeta
@@ -443,7 +458,7 @@ class APIServer:
                     new.pop("status", None)
             if info.defaulter is not None:
                 info.defaulter(new, old)
-            causes = self._check_meta_causes(info, nmeta, old_meta)
+            causes = self._check_meta_causes(info, nmeta, old_meta) if meta_changed else []
             if info.validator is not None:
                 causes.extend(info.validator(new, old))
             if entry.deleting:
@@ -454,11 +469,19 @@ class APIServer:
                         f"being deleted, found new finalizers {_go_strings(added)}"))
             if causes:
                 raise Invalid(info.kind, name, causes, info.group)
-            if info.has_generation and _spec_changed(new, old):
-                nmeta["generation"] = old_meta.get("generation", 0) + 1
+            if info.has_generation:
+                spec_changed = _spec_changed(new, old)
+                if spec_changed:
+                    nmeta["generation"] = old_meta.get("generation", 0) + 1
         nmeta["resourceVersion"] = entry.rv
-        if new == old:
-            return old  # kube skips writes that change nothing: no new revision, no event
+        # kube skips writes that change nothing: no new revision, no event.
+        if spec_changed is None:
+            same = new == old
+        else:
+            same = (not spec_changed and nmeta == old_meta
+                    and new.get("status", _MISSING) == old.get("status", _MISSING))
+        if same:
+            return old
         if entry.deleting and not nmeta.get("finalizers") and (
                 not info.graceful_delete or not nmeta.get("deletionGracePeriodSeconds")):
             if dry_run:

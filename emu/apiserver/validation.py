@@ -206,11 +206,13 @@ def decode_error(kind: str, api_version: str, detail: str) -> BadRequest:
     return BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}')
 
 
-def check_metadata_types(kind: str, api_version: str, meta: Mapping[str, Any]) -> None:
-    """What Go's JSON decoder would reject in ``metadata`` (labels must be string maps, ...)."""
+def check_metadata_types(kind: str, api_version: str, meta: Mapping[str, Any],
+                         old: Mapping[str, Any] | None = None) -> None:
+    """What Go's JSON decoder would reject in ``metadata`` (labels must be string maps, ...).
+    Fields equal to the stored object's (``old``) were checked when it was written."""
     for fname in ("labels", "annotations"):
         value = meta.get(fname)
-        if value is None:
+        if value is None or (old is not None and value == old.get(fname)):
             continue
         if not isinstance(value, dict):
             raise decode_error(kind, api_version, (
@@ -350,22 +352,21 @@ def _mask_images(new: list[Any], old: list[Any]) -> list[Any]:
 
 def validate_pod(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
     spec = obj.get("spec")
-    out = validate_pod_spec(spec, "spec")
-    if old is None or out:
-        return out
+    if old is None:
+        return validate_pod_spec(spec, "spec")
+    if not isinstance(spec, dict):
+        return [required("spec")]
     old_spec = old.get("spec") or {}
-    assert isinstance(spec, dict)
     if spec == old_spec:
-        return out
+        return []
     masked = dict(spec)
     for group in ("containers", "initContainers"):
         if group in masked and group in old_spec:
             masked[group] = _mask_images(masked[group], old_spec[group])
-    for fname in ("activeDeadlineSeconds",):
-        if fname in old_spec:
-            masked[fname] = old_spec[fname]
-        else:
-            masked.pop(fname, None)
+    if "activeDeadlineSeconds" in old_spec:
+        masked["activeDeadlineSeconds"] = old_spec["activeDeadlineSeconds"]
+    else:
+        masked.pop("activeDeadlineSeconds", None)
     old_tol = old_spec.get("tolerations") or []
     new_tol = spec.get("tolerations") or []
     if all(t in new_tol for t in old_tol):
@@ -380,7 +381,17 @@ def validate_pod(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Status
         if "nodeName" in old_spec:
             masked["nodeName"] = old_spec["nodeName"]
     if masked != old_spec:
-        out.append(forbidden("spec", POD_UPDATE_MSG))
+        return [forbidden("spec", POD_UPDATE_MSG)]
+    # Only mutable fields changed: check just those.
+    out: list[StatusCause] = []
+    for group in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(group) or []):
+            if isinstance(c, dict) and not c.get("image"):
+                out.append(required(f"spec.{group}[{i}].image"))
+    ads = spec.get("activeDeadlineSeconds")
+    if ads is not None and (not isinstance(ads, int) or ads <= 0):
+        out.append(invalid("spec.activeDeadlineSeconds", ads,
+                           "must be between 1 and 2147483647, inclusive"))
     return out
 
 

@@ -1,0 +1,229 @@
+"""API server benchmark: writes, reads, selector lists and watch fan-out, against a same-run baseline.
+
+Prints figures and ratios; asserts nothing (these machines are noisy, so the ratio to a baseline
+measured in the same run is the figure to compare across runs).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/apiserver.py [--quick]
+
+The raw baseline is what the store fundamentally does per update: a dict lookup, a
+resourceVersion check and an orjson snapshot (``raw``); ``raw+read`` also decodes the snapshot,
+since the server's update returns a fresh object every time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from emu.apiserver.server import APIServer
+from emu.kernel.loop import VirtualTimeLoop
+from emu.kernel.rng import SimRandom
+
+
+def server() -> APIServer:
+    return APIServer(clock=lambda: 0.0, rng=SimRandom(7))
+
+
+def pod(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {"app": "bench"},
+                     "annotations": {"ray.io/ft-enabled": "false"}},
+        "spec": {"containers": [{
+            "name": "ray-head", "image": "rayproject/ray:2.9.0",
+            "ports": [{"containerPort": 6379, "name": "gcs"}, {"containerPort": 8265,
+                                                               "name": "dashboard"}],
+            "env": [{"name": f"ENV_{i}", "value": f"value-{i}"} for i in range(8)],
+            "resources": {"limits": {"cpu": "1", "memory": "2Gi"},
+                          "requests": {"cpu": "1", "memory": "2Gi"}},
+        }]},
+    }
+
+
+def raycluster(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
+        "spec": {
+            "rayVersion": "2.9.0",
+            "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0"},
+                              "template": {"spec": {"containers": [
+                                  {"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}}},
+            "workerGroupSpecs": [{"groupName": "small", "replicas": 1, "minReplicas": 0,
+                                  "maxReplicas": 10, "rayStartParams": {},
+                                  "template": {"spec": {"containers": [
+                                      {"name": "ray-worker",
+                                       "image": "rayproject/ray:2.9.0"}]}}}],
+        },
+    }
+
+
+def rate(n: int, fn: Callable[[int], None], repeat: int = 3) -> float:
+    """Best-of-``repeat`` operations per second of ``fn(n)`` doing ``n`` operations."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(n)
+        best = min(best, time.perf_counter() - t0)
+    return n / best
+
+
+def bench_construct() -> float:
+    times = []
+    for _ in range(30):
+        t0 = time.perf_counter()
+        server()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def bench_updates(n: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+
+    def raw_loop(decode: bool, template: dict[str, Any]) -> Callable[[int], None]:
+        def run(count: int) -> None:
+            store: dict[tuple[str, str], tuple[int, bytes]] = {("default", "x"): (1, b"")}
+            rev = 1
+            obj = orjson.loads(orjson.dumps(template))
+            obj["metadata"]["resourceVersion"] = "1"
+            for i in range(count):
+                obj["spec"]["x"] = i
+                cur = store[("default", "x")]
+                if str(cur[0]) != obj["metadata"]["resourceVersion"]:
+                    raise RuntimeError("conflict")
+                rev += 1
+                obj["metadata"]["resourceVersion"] = str(rev)
+                data = orjson.dumps(obj)
+                store[("default", "x")] = (rev, data)
+                if decode:
+                    obj = orjson.loads(data)
+        return run
+
+    def server_loop(make: Callable[[str], dict[str, Any]], mutate: Callable[[dict[str, Any], int],
+                                                                             None]
+                    ) -> Callable[[int], None]:
+        def run(count: int) -> None:
+            srv = server()
+            obj = srv.create(make("x"))
+            update = srv.update
+            for i in range(count):
+                mutate(obj, i)
+                obj = update(obj)
+        return run
+
+    def cm(name: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
+                "data": {f"k{i}": f"v{i}" for i in range(10)}}
+
+    def set_data(obj: dict[str, Any], i: int) -> None:
+        obj["data"]["k0"] = str(i)
+
+    def set_ray(obj: dict[str, Any], i: int) -> None:
+        obj["spec"]["workerGroupSpecs"][0]["replicas"] = i
+
+    def set_image(obj: dict[str, Any], i: int) -> None:
+        obj["spec"]["containers"][0]["image"] = f"rayproject/ray:2.{i}"
+
+    out["raw (pod-sized)"] = rate(n, raw_loop(False, pod("x")))
+    out["raw+read (pod-sized)"] = rate(n, raw_loop(True, pod("x")))
+    out["update ConfigMap"] = rate(n, server_loop(cm, set_data))
+    out["update RayCluster (spec: generation bump)"] = rate(n, server_loop(raycluster, set_ray))
+    out["update Pod (image)"] = rate(n, server_loop(pod, set_image))
+
+    def status_loop(count: int) -> None:
+        srv = server()
+        obj = srv.create(pod("x"))
+        for i in range(count):
+            obj["status"]["phase"] = "Running" if i % 2 else "Pending"
+            obj = srv.update_status(obj)
+
+    out["update_status Pod"] = rate(n, status_loop)
+    return out
+
+
+def bench_gets(n: int) -> float:
+    srv = server()
+    for i in range(100):
+        srv.create(pod(f"p{i}"))
+    get = srv.get
+
+    def run(count: int) -> None:
+        for i in range(count):
+            get("Pod", f"p{i % 100}", "default")
+
+    return rate(n, run)
+
+
+def bench_list(objects: int) -> dict[str, float]:
+    srv = server()
+    for i in range(objects):
+        srv.create(pod(f"p{i:05d}", {"app": f"a{i % 100}", "tier": "web" if i % 2 else "db"}))
+    out = {}
+    for text in ("app=a7", "app=a7,tier=web", "tier=web", "app in (a1,a2,a3)", "app!=a7", ""):
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            result = srv.list("Pod", "default", label_selector=text)
+            times.append(time.perf_counter() - t0)
+        out[f"{text or '(all)'!s} -> {len(result['items'])} items"] = min(times) * 1000
+    return out
+
+
+def bench_watch(watchers: int, updates: int) -> float:
+    async def main() -> float:
+        srv = server()
+        obj = srv.create(pod("x"))
+        streams = [srv.watch("Pod", "default", resource_version=obj["metadata"]["resourceVersion"])
+                   for _ in range(watchers)]
+        t0 = time.perf_counter()
+        for i in range(updates):
+            obj["spec"]["containers"][0]["image"] = f"img:{i}"
+            obj = srv.update(obj)
+        delivered = 0
+        for stream in streams:
+            for _ in range(updates):
+                await stream.__anext__()
+                delivered += 1
+        dt = time.perf_counter() - t0
+        for stream in streams:
+            stream.close()
+        return delivered / dt
+
+    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        return runner.run(main())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller counts")
+    args = parser.parse_args()
+    n = 5_000 if args.quick else 30_000
+    objects = 2_000 if args.quick else 10_000
+
+    print(f"construct APIServer (all kinds, 4 namespaces): {bench_construct():.2f} ms (median)")
+    ups = bench_updates(n)
+    raw = ups["raw (pod-sized)"]
+    raw_read = ups["raw+read (pod-sized)"]
+    for label, value in ups.items():
+        print(f"{label:45s} {value:12,.0f} /s   x raw {value / raw:5.2f}   "
+              f"x raw+read {value / raw_read:5.2f}")
+    print(f"{'get Pod':45s} {bench_gets(n * 2):12,.0f} /s")
+    print(f"list Pods by label selector over {objects} objects (ms, best of 5):")
+    for label, ms in bench_list(objects).items():
+        print(f"  {label:40s} {ms:8.2f} ms")
+    print("watch fan-out (events delivered per second, including the writes):")
+    for watchers in (1, 10, 100):
+        updates = max(200, (n // 5) // watchers)
+        print(f"  {watchers:3d} watchers x {updates:5d} updates: "
+              f"{bench_watch(watchers, updates):12,.0f} events/s")
+
+
+if __name__ == "__main__":
+    main()
