@@ -195,8 +195,10 @@ def _default_containers(items: Any) -> Any:
             isinstance(p, dict) and "protocol" not in p for p in ports)
         if need or need_ports:
             c = dict(c)
-            if "imagePullPolicy" not in c and isinstance(c.get("image"), str):
-                c["imagePullPolicy"] = default_pull_policy(c["image"])
+            if "imagePullPolicy" not in c:
+                image = c.get("image")
+                c["imagePullPolicy"] = default_pull_policy(image if isinstance(image, str)
+                                                           else "")
             c.setdefault("terminationMessagePath", "/dev/termination-log")
             c.setdefault("terminationMessagePolicy", "File")
             if need_ports and isinstance(ports, list):
