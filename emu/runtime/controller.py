@@ -55,6 +55,9 @@ class ControllerOptions:
     cache_sync_timeout: float = 120.0
     #: Run only on the elected leader. Defaults to True.
     need_leader_election: bool = True
+    #: Trace ``reconcile_started``/``reconcile_finished`` for every reconcile (the two-leader
+    #: checker reads them). Defaults to True; errors and panics are traced either way.
+    trace_reconciles: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.max_concurrent_reconciles < 1:
@@ -205,8 +208,12 @@ class Controller:
         - ``requeue`` → re-add rate limited;
         - success → forget the backoff; wait for the next event.
         """
-        self.in_flight[req] = self.in_flight.get(req, 0) + 1
-        self._log("reconcile_started", controller=self.name, key=req.key, worker=worker)
+        traced = self.options.trace_reconciles
+        key = req.key
+        in_flight = self.in_flight
+        in_flight[req] = in_flight.get(req, 0) + 1
+        if traced:
+            self._log("reconcile_started", controller=self.name, key=key, worker=worker)
         outcome: Result | Exception
         try:
             outcome = await self.reconcile(req)
@@ -215,33 +222,40 @@ class Controller:
         except Exception as exc:
             outcome = exc
         finally:
-            self.in_flight[req] -= 1
-            if not self.in_flight[req]:
-                del self.in_flight[req]
+            left = in_flight[req] - 1
+            if left:
+                in_flight[req] = left
+            else:
+                del in_flight[req]
+        queue = self.queue
+        stats = self.stats
         match outcome:
             case TerminalError():
-                self.stats.terminal += 1
-                self._log("reconcile_finished", controller=self.name, key=req.key,
+                stats.terminal += 1
+                self._log("reconcile_finished", controller=self.name, key=key,
                           outcome="terminal_error", error=str(outcome))
             case Exception():
-                self.queue.add_rate_limited(req)
-                self.stats.error += 1
-                self._log("reconcile_finished", controller=self.name, key=req.key,
+                queue.add_rate_limited(req)
+                stats.error += 1
+                self._log("reconcile_finished", controller=self.name, key=key,
                           outcome="error", error=f"{type(outcome).__name__}: {outcome}",
-                          requeues=self.queue.num_requeues(req))
+                          requeues=queue.num_requeues(req))
             case Result(requeue_after=after) if after > 0:
-                self.queue.forget(req)
-                self.queue.add_after(req, after)
-                self.stats.requeue_after += 1
-                self._log("reconcile_finished", controller=self.name, key=req.key,
-                          outcome="requeue_after", after=after)
+                queue.forget(req)
+                queue.add_after(req, after)
+                stats.requeue_after += 1
+                if traced:
+                    self._log("reconcile_finished", controller=self.name, key=key,
+                              outcome="requeue_after", after=after)
             case Result(requeue=True):
-                self.queue.add_rate_limited(req)
-                self.stats.requeue += 1
-                self._log("reconcile_finished", controller=self.name, key=req.key,
-                          outcome="requeue")
+                queue.add_rate_limited(req)
+                stats.requeue += 1
+                if traced:
+                    self._log("reconcile_finished", controller=self.name, key=key,
+                              outcome="requeue")
             case _:
-                self.queue.forget(req)
-                self.stats.success += 1
-                self._log("reconcile_finished", controller=self.name, key=req.key,
-                          outcome="success")
+                queue.forget(req)
+                stats.success += 1
+                if traced:
+                    self._log("reconcile_finished", controller=self.name, key=key,
+                              outcome="success")

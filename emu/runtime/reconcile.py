@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)
 class Request:
     """The key of the object to reconcile: its namespace (empty when cluster-scoped) and name."""
 
