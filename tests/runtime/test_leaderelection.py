@@ -129,3 +129,37 @@ async def test_identities_are_decided_by_the_seed(sim):
     assert mgrs["op-0"].identity != first
     rng = sim.rng.fork("operator:op-0:1").fork("leader-identity:op-0:1")
     assert first == f"op-0_{rng.uid()}"
+
+
+async def test_a_leader_partitioned_from_the_apiserver_exits_after_its_renew_deadline(sim):
+    log, mgrs = [], {}
+    start_replicas(sim, ["op-0", "op-1"], log, mgrs)
+    await sim.sleep(5)
+    sim.faults.partition("op-0", "apiserver")
+    op0 = sim.processes.get("op-0")
+    assert await op0.wait_exited() == 1
+    # the window opened at t=6; each request times out after max(10/2, 1) = 5 s; the window's
+    # 10 s deadline ends it
+    assert [e.t for e in events(sim, "leader_lost", "op-0")] == [16.0]
+    failed = events(sim, "lease_update_failed", "op-0")
+    assert failed[0].t == 11.0
+    assert failed[0].fields["error"] == "update apiserver: i/o timeout after 5s"
+    await sim.wait_for("Lease", LOCK, lambda lease: lease["spec"]["holderIdentity"].startswith(
+        "op-1"), timeout=60)
+    assert events(sim, "leader_acquired", "op-1")[0].t >= 4.0 + 15.0
+
+
+def test_the_same_seed_gives_the_same_failover_history_byte_for_byte():
+    import emu
+
+    async def failover(sim):
+        log, mgrs = [], {}
+        await sim.client().create(configmap("a"))
+        start_replicas(sim, ["op-0", "op-1", "op-2"], log, mgrs)
+        await sim.sleep(7)
+        sim.faults.crash("op-0")
+        await sim.sleep(40)
+        return sim.trace.digest()
+
+    assert emu.run(failover, seed=3) == emu.run(failover, seed=3)
+    assert emu.run(failover, seed=3) != emu.run(failover, seed=4)
