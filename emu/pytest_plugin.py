@@ -53,8 +53,9 @@ class _SimPlaceholder:
 
 
 def _seed_for(item: pytest.Item) -> int:
-    if "_emu_seed" in getattr(item, "funcargs", {}):
-        return int(item.funcargs["_emu_seed"])  # type: ignore[attr-defined]
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "_emu_seed" in callspec.params:
+        return int(callspec.params["_emu_seed"])
     opt = item.config.getoption("--emu-seed")
     if opt is not None:
         return int(opt)

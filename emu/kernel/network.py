@@ -161,6 +161,8 @@ class _Stream:
             if self.broken:
                 raise ConnectionReset(self.broken, src=self.info.src, dst=self.info.dst) from None
             raise
+        if self.broken:  # cut while the item was in flight: it never arrives
+            raise ConnectionReset(self.broken, src=self.info.src, dst=self.info.dst)
         delay = self._net._latency_for(self.info, self.endpoint.owner)
         if delay:
             await asyncio.sleep(delay)
@@ -367,9 +369,9 @@ class Network:
         if src is not None and src.state is not ProcessState.RUNNING:
             await src.checkpoint()
         info = self._info(src, dst, verb, kind, name, namespace, caller)
+        await asyncio.sleep(0)  # in transit: faults applied meanwhile still catch the call
         ep = self._endpoints.get(dst)
         if not self._faulty:
-            await asyncio.sleep(0)
             if ep is None or ep.handler is None or not ep.up:
                 raise ConnectionRefused(f"dial {dst}: connection refused", src=info.src, dst=dst)
             result = await ep.handler(payload, info)
@@ -392,8 +394,6 @@ class Network:
         delay = self._latency_for(info, owner)
         if delay:
             await asyncio.sleep(delay)
-        else:
-            await asyncio.sleep(0)
         if src is not None and src.state is not ProcessState.RUNNING:
             await src.checkpoint()
         if mode == "refuse" or ep is None or ep.handler is None or not ep.up:
@@ -430,6 +430,7 @@ class Network:
         if src is not None and src.state is not ProcessState.RUNNING:
             await src.checkpoint()
         info = self._info(src, dst, verb, kind, name, namespace, caller)
+        await asyncio.sleep(0)  # in transit
         ep = self._endpoints.get(dst)
         if self._faulty:
             owner = ep.owner if ep else ""
@@ -443,7 +444,6 @@ class Network:
             rule = self._take_rule("fail", info, owner)
             if rule is not None and rule.error is not None:
                 raise rule.error(info)
-        await asyncio.sleep(0)
         if ep is None or ep.stream_handler is None or not ep.up:
             raise ConnectionRefused(f"dial {dst}: connection refused", src=info.src, dst=dst)
         if src is not None and not src.alive:

@@ -32,6 +32,9 @@ _current: contextvars.ContextVar[Process | None] = contextvars.ContextVar(
 
 MainFn = Callable[["Process"], Awaitable[Any]]
 
+#: The reason given to processes still running when a run ends.
+STOPPED_AT_END = "simulation ended"
+
 #: Exit code of a process killed abruptly (SIGKILL, as a container runtime reports it).
 EXIT_KILLED = 137
 
@@ -184,8 +187,11 @@ class Process:
         self.state = state
         self.exit_code = code
         self.exit_reason = reason
-        self.log("process_crashed" if state is ProcessState.CRASHED else "process_exited",
-                 code=code, reason=reason)
+        if reason == STOPPED_AT_END:
+            self.log("process_stopped")
+        else:
+            self.log("process_crashed" if state is ProcessState.CRASHED else "process_exited",
+                     code=code, reason=reason)
         me = asyncio.current_task()
         for task in list(self._tasks.values()):
             if task is not me:
@@ -287,4 +293,4 @@ class ProcessTable:
         """End every live process (in start order): used when a run finishes."""
         for proc in self.all():
             if proc.alive:
-                proc.crash("simulation ended")
+                proc.crash(STOPPED_AT_END)

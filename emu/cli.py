@@ -1,0 +1,122 @@
+"""The ``emu`` command: list and run scenarios, explore seeds, run benchmarks.
+
+``emu run SCENARIO --seed N`` prints the scenario's timeline (virtual time, process, event), each
+expectation with its result, the virtual duration and wall time, and last ``digest: <hex>``; it
+exits 1 when an expectation fails. Bad arguments get a message naming what was wrong (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from .kernel.trace import TraceEvent, render_timeline
+
+#: Trace events too frequent for the printed timeline (shown with ``--verbose``).
+QUIET_EVENTS = frozenset({"write", "process_stopped", "lease_renewed", "fact", "expect",
+                          "reconcile", "reconcile_done"})
+
+
+def _timeline_events(events: list[TraceEvent], verbose: bool) -> list[TraceEvent]:
+    if verbose:
+        return events
+    return [e for e in events if e.event not in QUIET_EVENTS and not e.event.startswith("api_")]
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import scenarios
+
+    table = Table(title="scenarios", show_lines=False)
+    table.add_column("name", style="bold")
+    table.add_column("what it shows")
+    for sc in scenarios.all_scenarios():
+        table.add_row(sc.name, sc.summary)
+    Console().print(table)
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from . import scenarios
+
+    try:
+        scenarios.get(args.scenario)
+    except KeyError as err:
+        print(f"emu run: {err.args[0]}", file=sys.stderr)
+        return 2
+    result = scenarios.run_scenario(args.scenario, args.seed)
+    events = result.sim.trace.events
+    if args.trace:
+        result.sim.trace.to_chrome(args.trace)
+    if args.html:
+        from .timeline import write_html
+
+        write_html(result, Path(args.html))
+    if args.json:
+        out = {
+            "scenario": result.scenario, "seed": result.seed, "ok": result.ok,
+            "expectations": [{"claim": e.claim, "ok": e.ok, "detail": e.detail, "t": e.t}
+                             for e in result.expectations],
+            "facts": result.facts, "virtual_seconds": result.virtual_seconds,
+            "wall_seconds": result.wall_seconds, "digest": result.digest,
+        }
+        sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
+        return 0 if result.ok else 1
+    print(f"scenario {result.scenario}  seed {result.seed}")
+    print(render_timeline(_timeline_events(events, args.verbose)))
+    print()
+    for exp in result.expectations:
+        mark = "PASS" if exp.ok else "FAIL"
+        detail = f"  ({exp.detail})" if exp.detail else ""
+        print(f"  [{mark}] {exp.claim}{detail}")
+    if not result.expectations:
+        print("  [FAIL] the scenario checked no expectation")
+    for name, value in result.facts.items():
+        print(f"  fact {name} = {value}")
+    ratio = result.virtual_seconds / result.wall_seconds if result.wall_seconds > 0 else 0.0
+    print(f"virtual {result.virtual_seconds:.3f}s in {result.wall_seconds:.3f}s wall "
+          f"({ratio:,.0f}x real time)")
+    if args.html:
+        print(f"html: {args.html}")
+    if args.trace:
+        print(f"trace: {args.trace}")
+    if not result.ok:
+        print(f"replay: emu run {result.scenario} --seed {result.seed}")
+    print(f"digest: {result.digest}")
+    return 0 if result.ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="emu", description="kuberay-emu: run KubeRay recovery scenarios on a virtual clock")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p_list = sub.add_parser("list", help="list the scenarios")
+    p_list.set_defaults(fn=_cmd_list)
+
+    p_run = sub.add_parser("run", help="run one scenario and print its timeline")
+    p_run.add_argument("scenario", help="a scenario name (see `emu list`)")
+    p_run.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
+    p_run.add_argument("--html", metavar="FILE", help="write a self-contained HTML timeline")
+    p_run.add_argument("--trace", metavar="FILE", help="write Chrome trace events (Perfetto)")
+    p_run.add_argument("--json", action="store_true", help="print machine-readable results")
+    p_run.add_argument("--verbose", "-v", action="store_true", help="print every trace event")
+    p_run.set_defaults(fn=_cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
