@@ -1,0 +1,61 @@
+"""`KubeConfig`: every knob of the emulated cluster, with the real default where there is one."""
+
+from __future__ import annotations
+
+import attrs
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if value < 0:
+        raise ValueError(f"KubeConfig.{attribute.name} can't be negative: {value}")
+
+
+@attrs.frozen
+class KubeConfig:
+    """How the built-ins behave. Times are virtual seconds."""
+
+    #: Number of worker Nodes (``node-1`` … ``node-N``). Defaults to 3.
+    nodes: int = attrs.field(default=3, validator=attrs.validators.ge(0))
+    #: Each Node's CPU capacity (allocatable). Defaults to ``"64"`` cores.
+    node_cpu: str = "64"
+    #: Each Node's memory capacity. Defaults to ``"256Gi"``.
+    node_memory: str = "256Gi"
+    #: Each Node's Pod capacity. Defaults to 110 (the kubelet's ``maxPods``).
+    node_pods: int = 110
+    #: Labels on every Node besides ``kubernetes.io/hostname``. Defaults to none.
+    node_labels: dict[str, str] = attrs.field(factory=dict)
+    #: Pulling an image the first time on a Node (again every start for ``imagePullPolicy:
+    #: Always``). Defaults to 1 s.
+    image_pull_delay: float = attrs.field(default=1.0, validator=_non_negative)
+    #: Creating and starting one container, including each restart. Defaults to 0.5 s.
+    container_start_delay: float = attrs.field(default=0.5, validator=_non_negative)
+    #: How long a container takes to exit after SIGTERM on Pod deletion (capped by the Pod's
+    #: grace period; 0 stops it at once). Defaults to 0 s.
+    container_stop_delay: float = attrs.field(default=0.0, validator=_non_negative)
+    #: CrashLoopBackOff: first back-off and cap (the kubelet's 10 s and 300 s).
+    crash_loop_backoff: float = 10.0
+    crash_loop_backoff_max: float = 300.0
+    #: Node Lease renew interval (``nodeLeaseDurationSeconds`` 40 x 0.25). Defaults to 10 s.
+    node_lease_renew_interval: float = 10.0
+    #: Node lifecycle controller: a Node whose Lease was not renewed for this long is marked
+    #: ``Ready=Unknown`` (``--node-monitor-grace-period``, 50 s since Kubernetes 1.32).
+    node_monitor_grace_period: float = 50.0
+    #: How long a Pod stays bound to an unreachable Node before it is evicted (deleted): the
+    #: ``tolerationSeconds`` the DefaultTolerationSeconds admission plugin adds. Defaults to 300 s.
+    pod_eviction_timeout: float = 300.0
+    #: How long PodGC waits after a Node object disappeared before it force-deletes the Pods bound
+    #: to it (``quarantineTime``). Defaults to 40 s.
+    pod_gc_quarantine: float = 40.0
+    #: Delay between a change to a Service's Pods and the EndpointSlice write (the controller's
+    #: batching plus watch propagation). Defaults to 1 s.
+    endpoint_propagation_delay: float = attrs.field(default=1.0, validator=_non_negative)
+    #: Reclaim policy of dynamically provisioned PersistentVolumes (a default StorageClass's).
+    #: Defaults to ``"Delete"``.
+    provisioned_reclaim_policy: str = attrs.field(
+        default="Delete", validator=attrs.validators.in_(("Delete", "Retain")))
+    #: Which built-ins `install` starts besides the kubelets (all by default). Leave one out to
+    #: observe the cluster without it. (Namespace termination is done by the API server.)
+    controllers: tuple[str, ...] = (
+        "scheduler", "node-lifecycle", "pod-gc", "garbage-collector", "job",
+        "deployment", "replicaset", "endpointslice", "kube-proxy", "persistentvolume",
+    )

@@ -1,0 +1,869 @@
+"""The kubelet: one process per Node that runs the Pods bound to it and reports their status.
+
+What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syncPod``,
+``kuberuntime_manager.go`` ``computePodActions``, ``kubelet_pods.go`` ``generateAPIPodStatus`` and
+``getPhase``, ``status/generate.go``):
+
+- registers its Node (capacity, addresses, ``Ready=True`` ``KubeletReady``) and renews its Lease in
+  ``kube-node-lease`` every `KubeConfig.node_lease_renew_interval`;
+- watches the Pods with ``spec.nodeName`` = its Node; for each, a pod worker creates the sandbox
+  (a deterministic IP ``10.244.<node>.<n>``), runs init containers one by one, then the
+  containers, each a process running the program its image names;
+- restarts exited containers by ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 300 s,
+  the first restart immediate, reset after ten stable minutes);
+- readiness: with a ``readinessProbe``, the program's readiness (`ContainerContext.set_ready`)
+  sampled by the probe's initial delay, period and thresholds; without one, the program's
+  readiness as it changes (a deliberate difference: real containers without a probe are ready as
+  soon as they run; here the program decides, and `idle_program` is ready at once);
+- writes ``status`` (phase, the PodReadyToStartContainers / Initialized / Ready / ContainersReady
+  conditions, container statuses with state, lastState, restartCount, started, ready) through the
+  API server, only when it changed, keeping conditions other components own;
+- on ``deletionTimestamp``: stops the containers (after `KubeConfig.container_stop_delay`, capped
+  by the grace period), writes the terminal status, then deletes the Pod with grace 0.
+
+Not emulated: liveness and startup probes, lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
+sidecar (restartable init) containers, resource limits (nothing is OOM-killed), image pull errors.
+This module is long because the pod worker and the status it reports are one state machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..apiserver.errors import ApiError, is_already_exists, is_conflict, is_not_found
+from ..client.client import Client
+from ..client.informer import FuncHandler, Informer
+from ..kernel import clock
+from ..kernel.network import NetworkError
+from ..kernel.process import Process
+from .common import Obj, milli, parse_quantity, set_condition
+from .containers import ContainerRecord, NodeRuntime, PodSandbox
+
+if TYPE_CHECKING:
+    from .cluster import KubeCluster
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+NODE_LEASE_DURATION = 40
+KUBELET_VERSION = "v1.33.0"
+#: Conditions the kubelet owns; any other condition on a Pod is kept as it is.
+KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+CONFIG_RETRY = 10.0
+STATUS_RETRY = 1.0
+
+
+def node_ip(index: int) -> str:
+    return f"10.0.{index >> 8 & 255}.{index & 255}"
+
+
+class Kubelet:
+    """The kubelet of one Node; `main` is its process's entry point."""
+
+    def __init__(self, cluster: KubeCluster, node: str, index: int) -> None:
+        self.cluster = cluster
+        self.config = cluster.config
+        self.node = node
+        self.index = index
+        self.ip = node_ip(index)
+        self.workers: dict[str, PodWorker] = {}
+        self.process: Process | None = None
+        self.client: Client | None = None
+        self.pods: Informer | None = None
+        self.runtime: NodeRuntime | None = None
+
+    async def main(self, process: Process) -> None:
+        self.process = process
+        self.client = Client(self.cluster.world.network, process=process)
+        self.runtime = self.cluster.runtime_for(self.node, self.index)
+        await self._retry(self.register_node)
+        process.spawn(self.lease_loop(), name=f"{process.name}:lease")
+        self.pods = Informer(self.client, "Pod", field_selector=f"spec.nodeName={self.node}")
+        self.pods.add_event_handler(FuncHandler(
+            on_add=self._pod_changed, on_update=lambda _old, new: self._pod_changed(new),
+            on_delete=lambda pod: self._pod_changed(pod, deleted=True)))
+        process.spawn(self._adopt_after_sync(), name=f"{process.name}:adopt")
+        await self.pods.run()
+
+    async def _retry(self, fn: Any) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await fn()
+                return
+            except (ApiError, NetworkError) as err:
+                assert self.process is not None
+                self.process.log("kubelet_retry", what=fn.__name__, error=str(err))
+                await self.process.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    # -- the Node --------------------------------------------------------------------------------
+
+    def node_object(self) -> Obj:
+        cfg = self.config
+        capacity = {"cpu": cfg.node_cpu, "memory": cfg.node_memory, "pods": str(cfg.node_pods),
+                    "ephemeral-storage": "100Gi"}
+        labels = {"kubernetes.io/hostname": self.node, "kubernetes.io/os": "linux",
+                  "kubernetes.io/arch": "amd64", **cfg.node_labels}
+        base = ((10 << 24) | (244 << 16)) + (self.index << 8)
+        cidr = ".".join(str(base >> s & 255) for s in (24, 16, 8, 0)) + "/24"
+        return {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": self.node, "labels": labels},
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+            "status": {
+                "capacity": capacity, "allocatable": dict(capacity),
+                "conditions": self.node_conditions(),
+                "addresses": [{"type": "InternalIP", "address": self.ip},
+                              {"type": "Hostname", "address": self.node}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "containerRuntimeVersion":
+                             "containerd://1.7.0", "operatingSystem": "linux",
+                             "architecture": "amd64"},
+                "phase": "Running",
+            },
+        }
+
+    def node_conditions(self) -> list[Obj]:
+        now = clock.rfc3339(clock.now())
+        out = []
+        for ctype, status, reason, message in (
+                ("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                 "kubelet has sufficient memory available"),
+                ("DiskPressure", "False", "KubeletHasNoDiskPressure",
+                 "kubelet has no disk pressure"),
+                ("PIDPressure", "False", "KubeletHasSufficientPID",
+                 "kubelet has sufficient PID available"),
+                ("Ready", "True", "KubeletReady", "kubelet is posting ready status")):
+            out.append({"type": ctype, "status": status, "reason": reason, "message": message,
+                        "lastHeartbeatTime": now, "lastTransitionTime": now})
+        return out
+
+    async def register_node(self) -> None:
+        """``registerWithAPIServer``: create the Node, or report it Ready again."""
+        assert self.client is not None
+        try:
+            await self.client.create(self.node_object())
+            return
+        except ApiError as err:
+            if not is_already_exists(err):
+                raise
+        existing = await self.client.get("Node", self.node)
+        conditions = list((existing.get("status") or {}).get("conditions") or [])
+        for cond in self.node_conditions():
+            conditions = set_condition(conditions, cond)
+        await self.client.patch("Node", self.node, {"status": {"conditions": conditions}},
+                                subresource="status")
+
+    async def lease_loop(self) -> None:
+        """Renew the Node's Lease (``nodelease`` controller); the heartbeat the node lifecycle
+        controller watches."""
+        assert self.client is not None and self.process is not None
+        lease: Obj | None = None
+        while True:
+            try:
+                lease = await self._renew(lease)
+            except (ApiError, NetworkError) as err:
+                lease = None
+                self.process.log("lease_renew_failed", error=str(err))
+            await self.process.sleep(self.config.node_lease_renew_interval)
+
+    async def _renew(self, lease: Obj | None) -> Obj:
+        assert self.client is not None
+        now = clock.rfc3339_micro(clock.now())
+        if lease is None:
+            try:
+                lease = await self.client.get("Lease", self.node, NODE_LEASE_NAMESPACE)
+            except ApiError as err:
+                if not is_not_found(err):
+                    raise
+                return await self.client.create({
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.node, "namespace": NODE_LEASE_NAMESPACE},
+                    "spec": {"holderIdentity": self.node,
+                             "leaseDurationSeconds": NODE_LEASE_DURATION, "renewTime": now}})
+        lease = dict(lease)
+        lease["spec"] = {**(lease.get("spec") or {}), "holderIdentity": self.node,
+                         "leaseDurationSeconds": NODE_LEASE_DURATION, "renewTime": now}
+        try:
+            return await self.client.update(lease)
+        except ApiError as err:
+            if is_conflict(err) or is_not_found(err):
+                return await self._renew(None)
+            raise
+
+    # -- pods ------------------------------------------------------------------------------------
+
+    def _pod_changed(self, pod: Obj, deleted: bool = False) -> None:
+        meta = pod.get("metadata") or {}
+        uid = meta.get("uid", "")
+        worker = self.workers.get(uid)
+        if worker is None:
+            if deleted:
+                return  # a deletion of a Pod this kubelet never ran
+            worker = PodWorker(self, pod)
+            self.workers[uid] = worker
+            assert self.process is not None
+            self.process.spawn(worker.run(), name=f"{self.process.name}:pod:{meta['name']}")
+        worker.wake()
+
+    async def _adopt_after_sync(self) -> None:
+        """After the first list: stop sandboxes whose Pod no longer exists (it was deleted while
+        this kubelet was down)."""
+        assert self.pods is not None and self.runtime is not None
+        await self.pods.wait_synced()
+        known = {(p.get("metadata") or {}).get("uid") for p in self.pods.peek_list()}
+        for uid in sorted(self.runtime.sandboxes):
+            if uid not in known:
+                self.runtime.remove_sandbox(uid)
+
+
+def _go_list(names: list[str]) -> str:
+    return "[" + " ".join(names) + "]"
+
+
+def _image_id(image: str) -> str:
+    repo = image.split("@", 1)[0]
+    if ":" in repo.rsplit("/", 1)[-1]:
+        repo = repo[: repo.rfind(":")]
+    if "/" not in repo:
+        repo = f"library/{repo}"
+    if "." not in repo.split("/", 1)[0]:
+        repo = f"docker.io/{repo}"
+    return f"{repo}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def qos_class(spec: Obj) -> str:
+    """``qos.GetPodQOS``, for cpu and memory."""
+    requests: dict[str, float] = {}
+    limits: dict[str, float] = {}
+    guaranteed = True
+    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        res = c.get("resources") or {}
+        req = {k: parse_quantity(v) for k, v in (res.get("requests") or {}).items()
+               if k in ("cpu", "memory")}
+        lim = {k: parse_quantity(v) for k, v in (res.get("limits") or {}).items()
+               if k in ("cpu", "memory")}
+        for k, val in req.items():
+            requests[k] = requests.get(k, 0.0) + val
+        for k, val in lim.items():
+            limits[k] = limits.get(k, 0.0) + val
+        if set(lim) != {"cpu", "memory"}:
+            guaranteed = False
+        for k in ("cpu", "memory"):
+            if k in req and k in lim and req[k] != lim[k]:
+                guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+class ConfigError(Exception):
+    """A container can't be created from its config yet (CreateContainerConfigError)."""
+
+
+class PodWorker:
+    """Runs one Pod on the Node until it is gone: ``syncPod`` / ``syncTerminatingPod``."""
+
+    def __init__(self, kubelet: Kubelet, pod: Obj) -> None:
+        meta = pod["metadata"]
+        self.kubelet = kubelet
+        self.config = kubelet.config
+        self.uid: str = meta["uid"]
+        self.name: str = meta["name"]
+        self.namespace: str = meta.get("namespace", "default")
+        self._wake = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
+        self._last_status: Obj | None = None
+        self._volumes: dict[str, Path] | None = None
+        self._config_errors: dict[str, str] = {}
+        self._backoff_msg: dict[str, str] = {}
+        self._lost: dict[str, Obj] = {}
+        self._probes: dict[str, asyncio.Task[Any]] = {}
+        self._stop_timer: asyncio.TimerHandle | None = None
+        self._terminal_phase: str | None = None
+
+    # -- scheduling the next sync ----------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def wake_at(self, when: float) -> None:
+        loop = asyncio.get_running_loop()
+        if self._timer is not None and not self._timer.cancelled():
+            if self._timer.when() <= when and self._timer.when() > loop.time():
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self.wake)
+
+    async def run(self) -> None:
+        try:
+            while True:
+                self._wake.clear()
+                try:
+                    if await self.sync():
+                        return
+                except (ApiError, NetworkError) as err:
+                    assert self.kubelet.process is not None
+                    self.kubelet.process.log("pod_sync_error", pod=f"{self.namespace}/{self.name}",
+                                             error=f"{type(err).__name__}: {err}")
+                    self.wake_at(clock.now() + STATUS_RETRY)
+                await self._wake.wait()
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+            for task in self._probes.values():
+                task.cancel()
+            if self.kubelet.workers.get(self.uid) is self:
+                del self.kubelet.workers[self.uid]
+
+    # -- the sync --------------------------------------------------------------------------------
+
+    @property
+    def runtime(self) -> NodeRuntime:
+        assert self.kubelet.runtime is not None
+        return self.kubelet.runtime
+
+    async def sync(self) -> bool:
+        """One pass; True when the Pod is gone and the worker can end."""
+        assert self.kubelet.pods is not None
+        pod = self.kubelet.pods.get(self.name, self.namespace)
+        if pod is None or pod["metadata"].get("uid") != self.uid:
+            self.runtime.remove_sandbox(self.uid)
+            self._remove_pod_dirs()
+            return True
+        if self.runtime.extra_delay:
+            assert self.kubelet.process is not None
+            await self.kubelet.process.sleep(self.runtime.extra_delay)
+        box = self.runtime.sandbox(pod)
+        box.listener = self.wake
+        if pod["metadata"].get("deletionTimestamp"):
+            return await self.terminate(pod, box)
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            self._terminal_phase = phase
+        if self._terminal_phase is None:
+            await self.start_containers(pod, box)
+        self._ensure_probes(pod, box)
+        status = self.generate_status(pod, box, terminal=False)
+        if status["phase"] in ("Succeeded", "Failed"):
+            self._terminal_phase = status["phase"]
+            for rec in box.containers.values():
+                if rec.state != "exited":
+                    self.runtime.kill(rec, "pod is terminal")
+        await self.write_status(pod, status)
+        return False
+
+    async def start_containers(self, pod: Obj, box: PodSandbox) -> None:
+        """``computePodActions``: the next init container, or every container that should run."""
+        spec = pod.get("spec") or {}
+        policy = spec.get("restartPolicy", "Always")
+        for c in spec.get("initContainers") or []:
+            rec = box.containers.get(c["name"])
+            if rec is None:
+                await self.start(pod, box, c, init=True)
+                return
+            if rec.state != "exited":
+                return
+            if rec.exit_code == 0:
+                continue
+            if policy == "Never":
+                return  # the Pod fails (getPhase)
+            await self.restart_with_backoff(pod, box, c, rec, init=True)
+            return
+        for c in spec.get("containers") or []:
+            rec = box.containers.get(c["name"])
+            if rec is None:
+                await self.start(pod, box, c, init=False)
+            elif rec.state == "exited" and (
+                    policy == "Always" or (policy == "OnFailure" and rec.exit_code != 0)):
+                await self.restart_with_backoff(pod, box, c, rec, init=False)
+
+    async def restart_with_backoff(self, pod: Obj, box: PodSandbox, c: Obj, rec: ContainerRecord,
+                             *, init: bool) -> None:
+        """``doBackOff``: restart now unless in back-off since the container finished."""
+        name = c["name"]
+        now = clock.now()
+        assert rec.finished_at is not None
+        cap = self.config.crash_loop_backoff_max
+        entry = box.backoff.get(name)
+        if entry is not None and not rec.finished_at - entry[1] > 2 * cap:
+            backoff = entry[0]
+            if now - rec.finished_at < backoff:
+                self._backoff_msg[name] = (
+                    f"back-off {_go_duration(backoff)} restarting failed container={name} "
+                    f"pod={self.name}_{self.namespace}({self.uid})")
+                self.wake_at(rec.finished_at + backoff)
+                return
+        if entry is None or rec.finished_at - entry[1] > 2 * cap:
+            backoff = self.config.crash_loop_backoff
+        else:
+            backoff = min(entry[0] * 2, cap)
+        box.backoff[name] = (backoff, now)
+        self._backoff_msg.pop(name, None)
+        await self.start(pod, box, c, init=init)
+
+    async def start(self, pod: Obj, box: PodSandbox, c: Obj, *, init: bool) -> None:
+        name = c["name"]
+        try:
+            if self._volumes is None:
+                self._volumes = await self.resolve_volumes(pod)
+            env = await self.resolve_env(pod, c, box)
+            mounts = self.mounts(c)
+        except ConfigError as err:
+            self._config_errors[name] = str(err)
+            self.wake_at(clock.now() + CONFIG_RETRY)
+            return
+        self._config_errors.pop(name, None)
+        if box.containers.get(name) is not None and box.containers[name].state != "exited":
+            return  # started meanwhile
+        prev = box.containers.get(name)
+        attempt = prev.attempt + 1 if prev is not None else self._lost_attempts(pod, name, init)
+        delay = self.runtime.start_delay(str(c.get("image", "")),
+                                         str(c.get("imagePullPolicy", "IfNotPresent")),
+                                         self.config.image_pull_delay,
+                                         self.config.container_start_delay)
+        self.runtime.create_container(box, c, init=init, attempt=attempt, delay=delay, pod=pod,
+                                      env=env, volumes=mounts)
+        self.wake()
+
+    def _lost_attempts(self, pod: Obj, name: str, init: bool) -> int:
+        """Restart count for a container the runtime does not know but the API status shows
+        (the Node rebooted): the count goes on, and lastState says the container was lost."""
+        key = "initContainerStatuses" if init else "containerStatuses"
+        for cs in (pod.get("status") or {}).get(key) or []:
+            if cs.get("name") != name:
+                continue
+            state = cs.get("state") or {}
+            if "running" in state or "terminated" in state or (
+                    cs.get("lastState") or {}).get("terminated"):
+                was = "Running" if "running" in state else "Terminated"
+                self._lost[name] = {
+                    "exitCode": 137, "reason": "ContainerStatusUnknown",
+                    "message": "The container could not be located when the pod was deleted."
+                               f"  The container used to be {was}",
+                    "startedAt": None, "finishedAt": None}
+                return int(cs.get("restartCount") or 0) + 1
+        return 0
+
+    # -- env and volumes -------------------------------------------------------------------------
+
+    async def _lookup(self, kind: str, name: str, optional: bool) -> Obj | None:
+        assert self.kubelet.client is not None
+        try:
+            return await self.kubelet.client.get(kind, name, self.namespace)
+        except ApiError as err:
+            if not is_not_found(err):
+                raise
+            if optional:
+                return None
+            raise ConfigError(f'{kind.lower()} "{name}" not found') from None
+
+    @staticmethod
+    def _data(obj: Obj) -> dict[str, str]:
+        if obj.get("kind") == "Secret":
+            out = {k: base64.b64decode(v).decode(errors="replace")
+                   for k, v in (obj.get("data") or {}).items()}
+            out.update(obj.get("stringData") or {})
+            return out
+        return dict(obj.get("data") or {})
+
+    async def resolve_env(self, pod: Obj, c: Obj, box: PodSandbox) -> dict[str, str]:
+        """Environment as the kubelet builds it: envFrom, then env with ``$(VAR)`` expansion
+        and fieldRef / configMapKeyRef / secretKeyRef / resourceFieldRef."""
+        env: dict[str, str] = {}
+        for src in c.get("envFrom") or []:
+            prefix = src.get("prefix", "")
+            for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+                ref = src.get(key)
+                if ref:
+                    obj = await self._lookup(kind, ref["name"], bool(ref.get("optional")))
+                    if obj is not None:
+                        for k, v in sorted(self._data(obj).items()):
+                            env[prefix + k] = v
+        for e in c.get("env") or []:
+            name = e["name"]
+            if "valueFrom" not in e:
+                env[name] = _VAR_REF.sub(lambda m: env.get(m.group(1), m.group(0)),
+                                         str(e.get("value", "")))
+                continue
+            vf = e["valueFrom"] or {}
+            if "fieldRef" in vf:
+                env[name] = self._field(pod, box, vf["fieldRef"].get("fieldPath", ""))
+            elif "resourceFieldRef" in vf:
+                env[name] = self._resource_field(c, vf["resourceFieldRef"])
+            else:
+                for kind, key in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+                    ref = vf.get(key)
+                    if not ref:
+                        continue
+                    optional = bool(ref.get("optional"))
+                    obj = await self._lookup(kind, ref["name"], optional)
+                    data = self._data(obj) if obj is not None else {}
+                    if ref.get("key") in data:
+                        env[name] = data[ref["key"]]
+                    elif not optional:
+                        raise ConfigError(f"couldn't find key {ref.get('key')} in {kind} "
+                                          f"{self.namespace}/{ref['name']}")
+        return env
+
+    def _field(self, pod: Obj, box: PodSandbox, path: str) -> str:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        m = re.fullmatch(r"metadata\.(labels|annotations)\['(.*)'\]", path)
+        if m:
+            return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
+        values = {
+            "metadata.name": meta.get("name", ""), "metadata.namespace": self.namespace,
+            "metadata.uid": self.uid, "spec.nodeName": self.kubelet.node,
+            "spec.serviceAccountName": spec.get("serviceAccountName", "default"),
+            "status.hostIP": self.kubelet.ip, "status.hostIPs": self.kubelet.ip,
+            "status.podIP": box.ip, "status.podIPs": box.ip,
+        }
+        return str(values.get(path, ""))
+
+    @staticmethod
+    def _resource_field(c: Obj, ref: Obj) -> str:
+        resource = str(ref.get("resource", ""))
+        group, _, rname = resource.partition(".")
+        value = ((c.get("resources") or {}).get(group) or {}).get(rname)
+        if value is None:
+            return "0"
+        divisor = parse_quantity(ref.get("divisor", "1") or "1")
+        if rname == "cpu":
+            return str(max(1, -(-milli(value) // max(1, int(divisor * 1000)))))
+        return str(int(-(-parse_quantity(value) // divisor)))
+
+    async def resolve_volumes(self, pod: Obj) -> dict[str, Path]:
+        """Volume name → host directory, for volumes a program can use as files."""
+        out: dict[str, Path] = {}
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            name = vol.get("name", "")
+            if "persistentVolumeClaim" in vol:
+                claim = vol["persistentVolumeClaim"].get("claimName", "")
+                pvc = await self._lookup("PersistentVolumeClaim", claim, False)
+                assert pvc is not None
+                pv_name = (pvc.get("spec") or {}).get("volumeName")
+                if not pv_name or (pvc.get("status") or {}).get("phase") != "Bound":
+                    raise ConfigError(f'persistentvolumeclaim "{claim}" is not bound')
+                assert self.kubelet.client is not None
+                pv = await self.kubelet.client.get("PersistentVolume", pv_name)
+                out[name] = self.kubelet.cluster.volume_dir(pv)
+            elif "emptyDir" in vol:
+                path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
+                path.mkdir(parents=True, exist_ok=True)
+                out[name] = path
+            elif "hostPath" in vol:
+                rel = str(vol["hostPath"].get("path", "")).lstrip("/")
+                path = self.kubelet.cluster.workdir / "nodes" / self.kubelet.node / rel
+                path.mkdir(parents=True, exist_ok=True)
+                out[name] = path
+            elif "configMap" in vol or "secret" in vol:
+                kind, key, ref_key = (("ConfigMap", "configMap", "name") if "configMap" in vol
+                                      else ("Secret", "secret", "secretName"))
+                src = vol[key]
+                obj = await self._lookup(kind, src.get(ref_key, ""), bool(src.get("optional")))
+                path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
+                path.mkdir(parents=True, exist_ok=True)
+                for k, v in sorted(self._data(obj or {}).items()):
+                    (path / k).write_text(v)
+                out[name] = path
+        return out
+
+    def mounts(self, c: Obj) -> dict[str, Path]:
+        out: dict[str, Path] = {}
+        for m in c.get("volumeMounts") or []:
+            base = (self._volumes or {}).get(m.get("name", ""))
+            if base is None:
+                continue
+            path = base / m["subPath"] if m.get("subPath") else base
+            path.mkdir(parents=True, exist_ok=True)
+            out[m["mountPath"]] = path
+        return out
+
+    def _remove_pod_dirs(self) -> None:
+        if self._volumes is None:
+            return
+        path = self.kubelet.cluster.workdir / "pods" / self.uid
+        shutil.rmtree(path, ignore_errors=True)
+
+    # -- readiness -------------------------------------------------------------------------------
+
+    def _ensure_probes(self, pod: Obj, box: PodSandbox) -> None:
+        specs = {c["name"]: c for c in (pod.get("spec") or {}).get("containers") or []}
+        for name, rec in box.containers.items():
+            probe = (specs.get(name) or {}).get("readinessProbe")
+            if rec.init or not probe or rec.state != "running":
+                continue
+            if rec.container_id in self._probes:
+                continue
+            assert self.kubelet.process is not None
+            self._probes[rec.container_id] = self.kubelet.process.spawn(
+                self._probe_loop(rec, probe))
+
+    async def _probe_loop(self, rec: ContainerRecord, probe: Obj) -> None:
+        """The readiness prober (``prober/worker.go``): the program's readiness sampled every
+        period after the initial delay; ``successThreshold`` / ``failureThreshold`` in a row
+        flip the result."""
+        initial = float(probe.get("initialDelaySeconds") or 0)
+        period = float(probe.get("periodSeconds") or 10)
+        succ_needed = int(probe.get("successThreshold") or 1)
+        fail_needed = int(probe.get("failureThreshold") or 3)
+        started = rec.started_at or clock.now()
+        if started + initial > clock.now():
+            await asyncio.sleep(started + initial - clock.now())
+        succ = fail = 0
+        while rec.state == "running":
+            if rec.program_ready:
+                succ, fail = succ + 1, 0
+                if succ >= succ_needed and rec.probe_ready is not True:
+                    rec.probe_ready = True
+                    self.wake()
+            else:
+                succ, fail = 0, fail + 1
+                if rec.probe_ready is None or (fail >= fail_needed and rec.probe_ready):
+                    rec.probe_ready = False
+                    self.wake()
+            await asyncio.sleep(period)
+
+    def container_ready(self, c: Obj, rec: ContainerRecord | None) -> bool:
+        if rec is None or rec.state != "running":
+            return False
+        if c.get("readinessProbe"):
+            return rec.probe_ready is True
+        return rec.program_ready
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def container_status(self, c: Obj, rec: ContainerRecord | None, box: PodSandbox,
+                         default_waiting: str) -> Obj:
+        name = c["name"]
+        image = str(c.get("image", ""))
+        status: Obj = {"name": name, "image": image, "imageID": "", "ready": False,
+                       "restartCount": 0, "started": False, "lastState": {},
+                       "state": {"waiting": {"reason": default_waiting}}}
+        lost = self._lost.get(name)
+        if lost is not None:
+            status["lastState"] = {"terminated": {k: v for k, v in lost.items()
+                                                  if v is not None}}
+        if name in self._config_errors and (rec is None or rec.state == "exited"):
+            status["state"] = {"waiting": {"reason": "CreateContainerConfigError",
+                                           "message": self._config_errors[name]}}
+        if rec is None:
+            return status
+        status["restartCount"] = rec.attempt
+        prev = box.previous.get(name)
+        if prev is not None and prev is not rec:
+            status["lastState"] = {"terminated": prev.terminated()}
+        if rec.state == "creating":
+            status["state"] = {"waiting": {"reason": "ContainerCreating"}}
+            return status
+        status["containerID"] = rec.container_id
+        status["imageID"] = _image_id(image)
+        if rec.state == "running":
+            status["state"] = {"running": {"startedAt": clock.rfc3339(rec.started_at or 0.0)}}
+            status["started"] = True
+            status["ready"] = self.container_ready(c, rec)
+        elif name in self._backoff_msg:
+            status["state"] = {"waiting": {"reason": "CrashLoopBackOff",
+                                           "message": self._backoff_msg[name]}}
+            status["lastState"] = {"terminated": rec.terminated()}
+        elif name in self._config_errors:
+            status["lastState"] = {"terminated": rec.terminated()}
+        else:
+            status["state"] = {"terminated": rec.terminated()}
+        return status
+
+    def generate_status(self, pod: Obj, box: PodSandbox, *, terminal: bool) -> Obj:
+        """``generateAPIPodStatus``: phase, conditions and container statuses."""
+        spec = pod.get("spec") or {}
+        old = pod.get("status") or {}
+        inits = spec.get("initContainers") or []
+        containers = spec.get("containers") or []
+        init_statuses = []
+        incomplete = []
+        for c in inits:
+            rec = box.containers.get(c["name"])
+            cs = self.container_status(c, rec, box, "PodInitializing")
+            init_statuses.append(cs)
+            if rec is None or rec.state != "exited" or rec.exit_code != 0:
+                incomplete.append(c["name"])
+        initialized = not incomplete
+        statuses = []
+        unready = []
+        for c in containers:
+            rec = box.containers.get(c["name"])
+            cs = self.container_status(
+                c, rec, box, "ContainerCreating" if initialized else "PodInitializing")
+            statuses.append(cs)
+            if not cs["ready"]:
+                unready.append(c["name"])
+        statuses.sort(key=lambda s: s["name"])
+        phase = self.get_phase(spec, init_statuses, statuses, terminal)
+        if self._terminal_phase is not None:
+            phase = self._terminal_phase
+        now = clock.rfc3339(clock.now())
+        conditions: list[Obj] = list(old.get("conditions") or [])
+
+        def cond(ctype: str, ok: bool, reason: str = "", message: str = "") -> None:
+            nonlocal conditions
+            new: Obj = {"type": ctype, "status": "True" if ok else "False",
+                        "lastTransitionTime": now}
+            if not ok and reason:
+                new["reason"] = reason
+                if message:
+                    new["message"] = message
+            conditions = set_condition(conditions, new)
+
+        cond("PodReadyToStartContainers", not terminal)
+        if phase == "Succeeded":
+            cond("Initialized", True, "PodCompleted")
+        else:
+            cond("Initialized", initialized, "ContainersNotInitialized",
+                 f"containers with incomplete status: {_go_list(incomplete)}")
+        if phase == "Succeeded":
+            cond("Ready", False, "PodCompleted")
+            cond("ContainersReady", False, "PodCompleted")
+        else:
+            msg = f"containers with unready status: {_go_list(unready)}"
+            cond("Ready", not unready, "ContainersNotReady", msg)
+            cond("ContainersReady", not unready, "ContainersNotReady", msg)
+        if not any(c.get("type") == "PodScheduled" for c in conditions):
+            cond("PodScheduled", True)
+        order = {t: i for i, t in enumerate((*KUBELET_CONDITIONS, "PodScheduled"))}
+        conditions.sort(key=lambda c: order.get(c.get("type", ""), len(order)))
+        status: Obj = {
+            "phase": phase, "conditions": conditions,
+            "hostIP": self.kubelet.ip, "hostIPs": [{"ip": self.kubelet.ip}],
+            "podIP": box.ip, "podIPs": [{"ip": box.ip}],
+            "startTime": old.get("startTime") or clock.rfc3339(box.created_at),
+            "qosClass": qos_class(spec), "containerStatuses": statuses,
+        }
+        if inits:
+            status["initContainerStatuses"] = init_statuses
+        return status
+
+    @staticmethod
+    def get_phase(spec: Obj, init_statuses: list[Obj], statuses: list[Obj],
+                  terminal: bool) -> str:
+        """Port of ``getPhase`` (kubelet_pods.go)."""
+        policy = spec.get("restartPolicy", "Always")
+        pending_init = failed_init = 0
+        for cs in init_statuses:
+            state = cs["state"]
+            if "running" in state:
+                pending_init += 1
+            elif "terminated" in state:
+                if state["terminated"]["exitCode"] != 0:
+                    failed_init += 1
+            elif (cs.get("lastState") or {}).get("terminated", {}).get("exitCode", 0) != 0:
+                failed_init += 1
+            else:
+                pending_init += 1
+        if failed_init and policy == "Never":
+            return "Failed"
+        if pending_init or failed_init:
+            return "Pending"
+        running = waiting = stopped = succeeded = 0
+        for cs in statuses:
+            state = cs["state"]
+            if "running" in state:
+                running += 1
+            elif "terminated" in state:
+                stopped += 1
+                if state["terminated"]["exitCode"] == 0:
+                    succeeded += 1
+            elif (cs.get("lastState") or {}).get("terminated"):
+                stopped += 1
+            else:
+                waiting += 1
+        if waiting:
+            return "Failed" if terminal else "Pending"
+        if running:
+            return "Running"
+        if stopped:
+            if terminal:
+                return "Succeeded" if stopped == succeeded else "Failed"
+            if policy == "Always":
+                return "Running"
+            if stopped == succeeded:
+                return "Succeeded"
+            if policy == "Never":
+                return "Failed"
+            return "Running"
+        return "Pending"
+
+    async def write_status(self, pod: Obj, status: Obj) -> None:
+        """The status manager: write only a change; keys dropped are set to null."""
+        if status == self._last_status:
+            return
+        old = pod.get("status") or {}
+        patch = dict(status)
+        for key in old:
+            if key not in patch and key in ("initContainerStatuses",):
+                patch[key] = None
+        comparable = {k: old.get(k) for k in status}
+        if comparable == status:
+            self._last_status = status
+            return
+        assert self.kubelet.client is not None
+        try:
+            await self.kubelet.client.patch("Pod", self.name, {"status": patch}, self.namespace,
+                                            subresource="status")
+        except ApiError as err:
+            if is_not_found(err):
+                return
+            raise
+        self._last_status = status
+
+    # -- termination -----------------------------------------------------------------------------
+
+    async def terminate(self, pod: Obj, box: PodSandbox) -> bool:
+        """``syncTerminatingPod``: stop containers, report the terminal status, then delete the
+        Pod with grace 0 (``syncTerminatedPod``)."""
+        meta = pod["metadata"]
+        grace = meta.get("deletionGracePeriodSeconds")
+        if grace is None:
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+        live = [r for r in box.containers.values() if r.state != "exited"]
+        if live:
+            if self._stop_timer is None:
+                delay = min(self.config.container_stop_delay, float(grace))
+                loop = asyncio.get_running_loop()
+                self._stop_timer = loop.call_later(delay, self._stop_all, box)
+            return False
+        self._terminal_phase = None
+        status = self.generate_status(pod, box, terminal=True)
+        await self.write_status(pod, status)
+        assert self.kubelet.client is not None
+        try:
+            await self.kubelet.client.delete("Pod", self.name, self.namespace,
+                                             grace_period_seconds=0,
+                                             preconditions={"uid": self.uid})
+        except ApiError as err:
+            if not (is_not_found(err) or is_conflict(err)):
+                raise
+        self.runtime.remove_sandbox(self.uid)
+        self._remove_pod_dirs()
+        return True
+
+    def _stop_all(self, box: PodSandbox) -> None:
+        for rec in list(box.containers.values()):
+            if rec.state != "exited":
+                self.runtime.kill(rec, "pod deleted")
+        self.wake()
+
+
+def _go_duration(seconds: float) -> str:
+    """Go's ``time.Duration`` text for whole seconds and minutes (``10s``, ``5m0s``)."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    return f"{s // 60}m{s % 60}s"

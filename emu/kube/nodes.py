@@ -1,0 +1,282 @@
+"""What happens to Nodes that stop answering, and to the Pods bound to them.
+
+`NodeLifecycle` (``pkg/controller/nodelifecycle``, ``monitorNodeHealth``, plus the taint eviction
+controller): a Node whose Lease in ``kube-node-lease`` has not been renewed for
+`KubeConfig.node_monitor_grace_period` — judged on the time this controller *observed* the last
+renewal — gets every condition set to ``Unknown`` (``NodeStatusUnknown``, "Kubelet stopped posting
+node status."), the ``node.kubernetes.io/unreachable`` taints (NoSchedule and NoExecute), and its
+Pods ``Ready=False`` (``MarkPodsNotReady``). Each Pod is then evicted (``DisruptionTarget`` condition,
+then a graceful delete) after its toleration of the NoExecute taint runs out:
+`KubeConfig.pod_eviction_timeout` (the 300 s DefaultTolerationSeconds adds) unless the Pod says
+otherwise. With the kubelet gone nobody finishes the deletion: the Pod stays Terminating, as in
+Kubernetes, until the Node comes back or its Node object is deleted. When the kubelet reports Ready
+again the taints are removed.
+
+`PodGC` (``pkg/controller/podgc``, ``gcOrphaned``): Pods bound to a Node that no longer exists
+are marked ``Failed`` with ``DisruptionTarget`` (``DeletionByPodGC``) and force-deleted after
+`KubeConfig.pod_gc_quarantine`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ..apiserver.errors import ApiError, is_not_found
+from ..client.client import Client
+from ..client.informer import FuncHandler, Informer
+from ..kernel import clock
+from ..kernel.process import Process
+from .common import KeyQueue, Obj, get_condition, pod_is_terminal, set_condition
+from .kubelet import NODE_LEASE_NAMESPACE
+
+if TYPE_CHECKING:
+    from .cluster import KubeCluster
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+
+
+def _taint_key(taint: Obj) -> tuple[str, str]:
+    return str(taint.get("key")), str(taint.get("effect"))
+
+
+def toleration_seconds(pod: Obj, taint: Obj, default: float) -> float | None:
+    """How long ``pod`` tolerates ``taint`` (None: forever; 0: not at all). A Pod with no
+    matching toleration gets the DefaultTolerationSeconds admission plugin's ``default``."""
+    matched = False
+    shortest: float | None = None
+    forever = False
+    for t in (pod.get("spec") or {}).get("tolerations") or []:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        if t.get("key") and t.get("key") != taint.get("key"):
+            continue
+        if t.get("operator", "Equal") != "Exists" and not t.get("key"):
+            continue
+        matched = True
+        if t.get("tolerationSeconds") is None:
+            forever = True
+        else:
+            secs = max(float(t["tolerationSeconds"]), 0.0)
+            shortest = secs if shortest is None else min(shortest, secs)
+    if not matched:
+        return default
+    if shortest is not None:
+        return shortest
+    return None if forever else default
+
+
+class NodeLifecycle:
+    """The node lifecycle controller with taint-based eviction."""
+
+    def __init__(self, cluster: KubeCluster) -> None:
+        self.cluster = cluster
+        self.config = cluster.config
+        self._observed: dict[str, float] = {}
+        self._renew_times: dict[str, str] = {}
+        self._heartbeats: dict[str, str] = {}
+        self.process: Process | None = None
+        self.client: Client | None = None
+        self.nodes: Informer | None = None
+        self.queue: KeyQueue | None = None
+
+    async def main(self, process: Process) -> None:
+        self.process = process
+        self.client = Client(self.cluster.world.network, process=process)
+        self.queue = KeyQueue(process, "node-lifecycle")
+        self.nodes = Informer(self.client, "Node")
+        leases = Informer(self.client, "Lease", namespace=NODE_LEASE_NAMESPACE)
+        self.nodes.add_event_handler(FuncHandler(
+            on_add=self._node_seen, on_update=lambda _o, n: self._node_seen(n)))
+        leases.add_event_handler(FuncHandler(
+            on_add=self._lease_seen, on_update=lambda _o, n: self._lease_seen(n)))
+        process.spawn(self.nodes.run())
+        process.spawn(leases.run())
+        await self.queue.run(self.sync)
+
+    def _node_seen(self, node: Obj) -> None:
+        """A new Node, or a changed heartbeat on its Ready condition, counts as a sign of life
+        (``tryUpdateNodeHealth``), as a renewed Lease does."""
+        name = node["metadata"]["name"]
+        beat = str((get_condition(node.get("status"), "Ready") or {}).get("lastHeartbeatTime"))
+        if name not in self._observed or self._heartbeats.get(name) != beat:
+            self._observed[name] = clock.now()
+        self._heartbeats[name] = beat
+        assert self.queue is not None
+        self.queue.add(name)
+
+    def _lease_seen(self, lease: Obj) -> None:
+        name = lease["metadata"]["name"]
+        renew = str((lease.get("spec") or {}).get("renewTime"))
+        if self._renew_times.get(name) != renew:
+            self._renew_times[name] = renew
+            self._observed[name] = clock.now()
+            assert self.queue is not None
+            self.queue.add(name)
+
+    async def sync(self, name: str) -> None:
+        """``monitorNodeHealth`` for one Node, then its taints and evictions."""
+        assert self.nodes is not None and self.client is not None and self.queue is not None
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        now = clock.now()
+        observed = self._observed.get(name, now)
+        grace = self.config.node_monitor_grace_period
+        ready = get_condition(node.get("status"), "Ready")
+        stale = now - observed >= grace
+        taints = list((node.get("spec") or {}).get("taints") or [])
+        tainted = any(_taint_key(t) == (UNREACHABLE, "NoExecute") for t in taints)
+        if stale:
+            if ready is None or ready.get("status") != "Unknown":
+                await self.mark_unknown(node)
+                return  # the informer's update brings us back for the taints
+            if not tainted:
+                await self.set_unreachable_taints(node, True)
+                await self.mark_pods_not_ready(name)
+                return
+            await self.evict_pods(node)
+            return
+        self.queue.add_after(name, observed + grace - now + 1e-6)
+        if tainted and ready is not None and ready.get("status") == "True":
+            await self.set_unreachable_taints(node, False)
+
+    async def mark_unknown(self, node: Obj) -> None:
+        assert self.client is not None and self.process is not None
+        now = clock.rfc3339(clock.now())
+        conditions = list((node.get("status") or {}).get("conditions") or [])
+        for ctype in NODE_CONDITIONS:
+            old = get_condition({"conditions": conditions}, ctype) or {}
+            conditions = set_condition(conditions, {
+                "type": ctype, "status": "Unknown", "reason": "NodeStatusUnknown",
+                "message": "Kubelet stopped posting node status.",
+                "lastHeartbeatTime": old.get("lastHeartbeatTime", now),
+                "lastTransitionTime": now})
+        self.process.log("node_status_unknown", node=node["metadata"]["name"])
+        await self.client.patch("Node", node["metadata"]["name"],
+                                {"status": {"conditions": conditions}}, subresource="status")
+
+    async def set_unreachable_taints(self, node: Obj, present: bool) -> None:
+        assert self.client is not None
+        taints = [t for t in (node.get("spec") or {}).get("taints") or []
+                  if t.get("key") != UNREACHABLE]
+        if present:
+            now = clock.rfc3339(clock.now())
+            taints += [{"key": UNREACHABLE, "effect": "NoSchedule", "timeAdded": now},
+                       {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": now}]
+        await self.client.patch("Node", node["metadata"]["name"],
+                                {"metadata": {"resourceVersion": node["metadata"]
+                                              ["resourceVersion"]},
+                                 "spec": {"taints": taints or None}})
+
+    async def _pods_on(self, node: str) -> list[Obj]:
+        assert self.client is not None
+        return list(await self.client.list("Pod", field_selector=f"spec.nodeName={node}"))
+
+    async def mark_pods_not_ready(self, node: str) -> None:
+        """``MarkPodsNotReady``: the Ready condition of every Pod on the Node becomes False."""
+        assert self.client is not None
+        now = clock.rfc3339(clock.now())
+        for pod in await self._pods_on(node):
+            if pod_is_terminal(pod):
+                continue
+            ready = get_condition(pod.get("status"), "Ready")
+            if ready is None or ready.get("status") == "False":
+                continue
+            conditions = set_condition(list(pod["status"].get("conditions") or []),
+                                       {**ready, "status": "False", "lastTransitionTime": now})
+            try:
+                await self.client.patch("Pod", pod["metadata"]["name"],
+                                        {"status": {"conditions": conditions}},
+                                        pod["metadata"]["namespace"], subresource="status")
+            except ApiError as err:
+                if not is_not_found(err):
+                    raise
+
+    async def evict_pods(self, node: Obj) -> None:
+        """The taint eviction controller: delete each Pod whose toleration of the NoExecute
+        unreachable taint has run out; come back when the next one does."""
+        assert self.client is not None and self.queue is not None and self.process is not None
+        name = node["metadata"]["name"]
+        taint = next(t for t in node["spec"]["taints"]
+                     if _taint_key(t) == (UNREACHABLE, "NoExecute"))
+        added = clock.parse_time(taint["timeAdded"]) if taint.get("timeAdded") else clock.now()
+        now = clock.now()
+        next_due: float | None = None
+        for pod in await self._pods_on(name):
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") or pod_is_terminal(pod):
+                continue
+            secs = toleration_seconds(pod, taint, self.config.pod_eviction_timeout)
+            if secs is None:
+                continue
+            due = added + secs
+            if due > now:
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            self.process.log("pod_evicted", pod=f"{meta['namespace']}/{meta['name']}", node=name)
+            conditions = set_condition(list((pod.get("status") or {}).get("conditions") or []), {
+                "type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+                "message": "Taint manager: deleting due to NoExecute taint",
+                "lastTransitionTime": clock.rfc3339(now)})
+            try:
+                await self.client.patch("Pod", meta["name"], {"status": {"conditions": conditions}},
+                                        meta["namespace"], subresource="status")
+                await self.client.delete("Pod", meta["name"], meta["namespace"],
+                                         preconditions={"uid": meta["uid"]})
+            except ApiError as err:
+                if not is_not_found(err):
+                    raise
+        if next_due is not None:
+            self.queue.add_after(name, next_due - now)
+
+
+class PodGC:
+    """Force-deletes Pods bound to Nodes that no longer exist (``gcOrphaned``)."""
+
+    def __init__(self, cluster: KubeCluster) -> None:
+        self.cluster = cluster
+        self.process: Process | None = None
+        self.client: Client | None = None
+        self.nodes: Informer | None = None
+        self.queue: KeyQueue | None = None
+
+    async def main(self, process: Process) -> None:
+        self.process = process
+        self.client = Client(self.cluster.world.network, process=process)
+        self.queue = KeyQueue(process, "pod-gc")
+        self.nodes = Informer(self.client, "Node")
+        quarantine = self.cluster.config.pod_gc_quarantine
+        self.nodes.add_event_handler(FuncHandler(
+            on_delete=lambda n: self.queue.add_after(n["metadata"]["name"], quarantine)))  # type: ignore[union-attr]
+        process.spawn(self.nodes.run())
+        await self.nodes.wait_synced()
+        await asyncio.sleep(0)
+        await self.queue.run(self.sync)
+
+    async def sync(self, node: str) -> None:
+        assert self.nodes is not None and self.client is not None and self.process is not None
+        if self.nodes.get(node) is not None:
+            return
+        now = clock.rfc3339(clock.now())
+        for pod in await self.client.list("Pod", field_selector=f"spec.nodeName={node}"):
+            meta = pod["metadata"]
+            self.process.log("pod_gc_orphaned", pod=f"{meta['namespace']}/{meta['name']}",
+                             node=node)
+            status = dict(pod.get("status") or {})
+            conditions = set_condition(list(status.get("conditions") or []), {
+                "type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+                "message": "PodGC: node no longer exists", "lastTransitionTime": now})
+            patch: Obj = {"conditions": conditions}
+            if not pod_is_terminal(pod):
+                patch["phase"] = "Failed"
+            try:
+                await self.client.patch("Pod", meta["name"], {"status": patch}, meta["namespace"],
+                                        subresource="status")
+                await self.client.delete("Pod", meta["name"], meta["namespace"],
+                                         grace_period_seconds=0,
+                                         preconditions={"uid": meta["uid"]})
+            except ApiError as err:
+                if not is_not_found(err):
+                    raise

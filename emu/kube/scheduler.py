@@ -1,0 +1,395 @@
+"""The scheduler: binds each Pending Pod to a Node that fits it.
+
+A reduced ``kube-scheduler`` with the default profile's effects that controllers observe:
+- filters (``NodeResourcesFit``, ``NodeName``, ``NodeUnschedulable``, ``NodeAffinity`` for
+  ``nodeSelector``, ``TaintToleration`` for NoSchedule/NoExecute taints, ``VolumeBinding`` for
+  unbound or missing PVCs), tried on Nodes in round-robin order from where the last Pod stopped,
+  until ``numFeasibleNodesToFind`` fit (``schedule_one.go``: 50% - nodes/125, at least 5%, at
+  least 100 Nodes);
+- score: ``NodeResourcesFit`` LeastAllocated (CPU and memory, equal weights); ties are broken by
+  the seeded random stream, as the real one samples among equal scores;
+- a bound Pod gets ``spec.nodeName`` (the binding) and ``PodScheduled=True``; a Pod that fits
+  nowhere gets ``PodScheduled=False`` reason ``Unschedulable`` with the real message
+  (``0/3 nodes are available: 3 Insufficient cpu.``) and is retried when a Node, a Pod or a PVC
+  changes (the scheduling queue's ``moveAllToActiveOrBackoffQueue`` on cluster events).
+
+Not emulated: affinity and anti-affinity, topology spread, preemption, priority, scheduling gates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING
+
+import attrs
+
+from ..apiserver.errors import ApiError, is_conflict, is_not_found
+from ..client.client import Client
+from ..client.informer import FuncHandler, Informer
+from ..kernel import clock
+from ..kernel.network import NetworkError
+from ..kernel.process import Process
+from .common import Obj, milli, pod_requests, set_condition, whole
+
+if TYPE_CHECKING:
+    from .cluster import KubeCluster
+
+SCHEDULER_NAME = "default-scheduler"
+MIN_FEASIBLE_NODES = 100
+MIN_FEASIBLE_PERCENT = 5
+
+
+@attrs.define(eq=False)
+class NodeInfo:
+    """What the scheduler caches per Node: allocatable and what bound Pods request."""
+
+    name: str
+    cpu: int
+    memory: int
+    pods: int
+    labels: dict[str, str]
+    taints: list[Obj]
+    unschedulable: bool
+    ready: bool
+    used_cpu: int = 0
+    used_memory: int = 0
+    used_pods: int = 0
+
+
+def num_feasible_nodes_to_find(total: int) -> int:
+    """``numFeasibleNodesToFind`` with the default ``percentageOfNodesToScore`` (0: adaptive)."""
+    if total < MIN_FEASIBLE_NODES:
+        return total
+    percent = max(50 - total // 125, MIN_FEASIBLE_PERCENT)
+    return max(total * percent // 100, MIN_FEASIBLE_NODES)
+
+
+def tolerates(tolerations: list[Obj], taint: Obj) -> bool:
+    """``v1helper.TolerationsTolerateTaint``."""
+    for t in tolerations:
+        effect = t.get("effect")
+        if effect and effect != taint.get("effect"):
+            continue
+        key = t.get("key")
+        if key and key != taint.get("key"):
+            continue
+        op = t.get("operator", "Equal")
+        if (op == "Exists" or (op == "Equal" and t.get("value", "") == taint.get("value", ""))) \
+                and (key or op == "Exists"):
+            return True
+    return False
+
+
+class Scheduler:
+    """The scheduler process: `main` is its entry point."""
+
+    def __init__(self, cluster: KubeCluster) -> None:
+        self.cluster = cluster
+        self.rng = cluster.world.rng.fork("scheduler")
+        self.nodes: dict[str, NodeInfo] = {}
+        self._node_order: list[str] = []
+        self._next_start = 0
+        #: Pods to schedule, in arrival order; unschedulable Pods wait in `_unschedulable`.
+        self._active: dict[str, None] = {}
+        self._unschedulable: dict[str, None] = {}
+        #: Pods this scheduler bound (assumed) but the cache has not seen bound yet.
+        self._assumed: dict[str, tuple[str, int, int]] = {}
+        self._bound_requests: dict[str, tuple[str, int, int]] = {}
+        self._wake = asyncio.Event()
+        self.process: Process | None = None
+        self.client: Client | None = None
+        self.pods: Informer | None = None
+        self.pvcs: Informer | None = None
+
+    async def main(self, process: Process) -> None:
+        self.process = process
+        self.client = Client(self.cluster.world.network, process=process)
+        node_informer = Informer(self.client, "Node")
+        node_informer.add_event_handler(FuncHandler(
+            on_add=self._node_changed, on_update=lambda _o, n: self._node_changed(n),
+            on_delete=self._node_deleted))
+        self.pods = Informer(self.client, "Pod")
+        self.pods.add_event_handler(FuncHandler(
+            on_add=self._pod_changed, on_update=lambda _o, n: self._pod_changed(n),
+            on_delete=self._pod_deleted))
+        self.pvcs = Informer(self.client, "PersistentVolumeClaim")
+        self.pvcs.add_event_handler(FuncHandler(
+            on_add=lambda _p: self._requeue_unschedulable(),
+            on_update=lambda _o, _n: self._requeue_unschedulable()))
+        for inf in (node_informer, self.pods, self.pvcs):
+            process.spawn(inf.run(), name=f"{process.name}:informer:{inf.kind}")
+        for inf in (node_informer, self.pods, self.pvcs):
+            await inf.wait_synced()
+        await self.schedule_loop()
+
+    # -- cache -----------------------------------------------------------------------------------
+
+    def _node_changed(self, node: Obj) -> None:
+        meta = node["metadata"]
+        status = node.get("status") or {}
+        alloc = status.get("allocatable") or status.get("capacity") or {}
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in status.get("conditions") or [])
+        name = meta["name"]
+        old = self.nodes.get(name)
+        info = NodeInfo(name=name, cpu=milli(alloc.get("cpu", "0")),
+                        memory=whole(alloc.get("memory", "0")), pods=whole(alloc.get("pods", "0")),
+                        labels=dict(meta.get("labels") or {}),
+                        taints=list((node.get("spec") or {}).get("taints") or []),
+                        unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
+                        ready=ready)
+        if old is not None:
+            info.used_cpu, info.used_memory, info.used_pods = (
+                old.used_cpu, old.used_memory, old.used_pods)
+        else:
+            self._node_order.append(name)
+        self.nodes[name] = info
+        self._requeue_unschedulable()
+
+    def _node_deleted(self, node: Obj) -> None:
+        name = node["metadata"]["name"]
+        self.nodes.pop(name, None)
+        if name in self._node_order:
+            self._node_order.remove(name)
+
+    def _charge(self, key: str, node: str, cpu: int, mem: int, sign: int) -> None:
+        info = self.nodes.get(node)
+        if info is None:
+            return
+        info.used_cpu += sign * cpu
+        info.used_memory += sign * mem
+        info.used_pods += sign
+
+    def _pod_changed(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        spec = pod.get("spec") or {}
+        node = spec.get("nodeName")
+        terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if node:
+            self._active.pop(key, None)
+            self._unschedulable.pop(key, None)
+            bound = self._bound_requests.get(key)
+            if terminal:
+                if bound is not None:
+                    self._charge(key, *bound, -1)
+                    del self._bound_requests[key]
+                    self._requeue_unschedulable()
+                self._assumed.pop(key, None)
+                return
+            if bound is None:
+                assumed = self._assumed.pop(key, None)
+                cpu, mem = pod_requests(pod)
+                if assumed is None or assumed[0] != node:
+                    if assumed is not None:
+                        self._charge(key, *assumed, -1)
+                    self._charge(key, node, cpu, mem, +1)
+                self._bound_requests[key] = (node, cpu, mem)
+            return
+        if meta.get("deletionTimestamp") or terminal:
+            return
+        if spec.get("schedulerName", SCHEDULER_NAME) != SCHEDULER_NAME:
+            return
+        if key not in self._unschedulable and key not in self._assumed:
+            self._active[key] = None
+            self._wake.set()
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        self._active.pop(key, None)
+        self._unschedulable.pop(key, None)
+        bound = self._bound_requests.pop(key, None)
+        if bound is not None:
+            self._charge(key, *bound, -1)
+        assumed = self._assumed.pop(key, None)
+        if assumed is not None:
+            self._charge(key, *assumed, -1)
+        if bound is not None or assumed is not None:
+            self._requeue_unschedulable()
+
+    def _requeue_unschedulable(self) -> None:
+        if self._unschedulable:
+            for key in self._unschedulable:
+                self._active[key] = None
+            self._unschedulable.clear()
+            self._wake.set()
+
+    # -- scheduling ------------------------------------------------------------------------------
+
+    async def schedule_loop(self) -> None:
+        while True:
+            while not self._active:
+                self._wake.clear()
+                await self._wake.wait()
+            key = next(iter(self._active))
+            del self._active[key]
+            assert self.pods is not None
+            ns, _, name = key.partition("/")
+            pod = self.pods.get(name, ns)
+            if pod is None or (pod.get("spec") or {}).get("nodeName"):
+                continue
+            self.schedule_one(key, pod)
+            await asyncio.sleep(0)
+
+    def schedule_one(self, key: str, pod: Obj) -> None:
+        """``ScheduleOne``: pick a Node and bind asynchronously, or record why none fits."""
+        node, reasons = self.find_node(pod)
+        assert self.process is not None
+        if node is None:
+            self._unschedulable[key] = None
+            total = len(self.nodes)
+            parts = sorted(f"{n} {r}" for r, n in reasons.items())
+            message = f"0/{total} nodes are available: {', '.join(parts)}." if parts else \
+                f"0/{total} nodes are available."
+            self.process.spawn(self._mark_unschedulable(pod, message))
+            return
+        cpu, mem = pod_requests(pod)
+        self._charge(key, node.name, cpu, mem, +1)
+        self._assumed[key] = (node.name, cpu, mem)
+        self.process.spawn(self._bind(key, pod, node.name))
+
+    def find_node(self, pod: Obj) -> tuple[NodeInfo | None, dict[str, int]]:
+        spec = pod.get("spec") or {}
+        cpu, mem = pod_requests(pod)
+        selector: dict[str, str] = spec.get("nodeSelector") or {}
+        tolerations: list[Obj] = spec.get("tolerations") or []
+        reasons: dict[str, int] = {}
+        volume_reason = self._volume_problem(pod)
+        order = self._node_order
+        total = len(order)
+        if total == 0:
+            return None, reasons
+        if volume_reason is not None:
+            return None, {volume_reason: total}
+        want = num_feasible_nodes_to_find(total)
+        wanted_node = spec.get("nodeName")
+        best: NodeInfo | None = None
+        best_score = -1.0
+        ties = 0
+        found = 0
+        start = self._next_start % total
+        checked = 0
+        for i in range(total):
+            info = self.nodes[order[(start + i) % total]]
+            checked += 1
+            reason = self._filter(info, cpu, mem, selector, tolerations, wanted_node)
+            if reason is not None:
+                reasons[reason] = reasons.get(reason, 0) + 1
+                continue
+            found += 1
+            score = self._score(info, cpu, mem)
+            if score > best_score:
+                best, best_score, ties = info, score, 1
+            elif score == best_score:
+                ties += 1
+                if self.rng.randrange(ties) == 0:
+                    best = info
+            if found >= want:
+                break
+        self._next_start = (start + checked) % total
+        return best, reasons
+
+    @staticmethod
+    def _filter(info: NodeInfo, cpu: int, mem: int, selector: dict[str, str],
+                tolerations: list[Obj], wanted: str | None) -> str | None:
+        if wanted and wanted != info.name:
+            return "node(s) didn't match the requested node name"
+        if info.unschedulable:
+            return "node(s) were unschedulable"
+        for key, value in selector.items():
+            if info.labels.get(key) != value:
+                return "node(s) didn't match Pod's node affinity/selector"
+        for taint in info.taints:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(
+                    tolerations, taint):
+                return (f"node(s) had untolerated taint {{{taint.get('key')}: "
+                        f"{taint.get('value', '')}}}")
+        if info.used_pods + 1 > info.pods:
+            return "Too many pods"
+        if cpu and info.used_cpu + cpu > info.cpu:
+            return "Insufficient cpu"
+        if mem and info.used_memory + mem > info.memory:
+            return "Insufficient memory"
+        return None
+
+    @staticmethod
+    def _score(info: NodeInfo, cpu: int, mem: int) -> float:
+        """LeastAllocated: the free fraction after placing the Pod, CPU and memory averaged."""
+        def free(used: int, req: int, cap: int) -> float:
+            if cap <= 0:
+                return 0.0
+            return max(cap - used - req, 0) * 100 / cap
+
+        return math.floor((free(info.used_cpu, cpu, info.cpu)
+                           + free(info.used_memory, mem, info.memory)) / 2)
+
+    def _volume_problem(self, pod: Obj) -> str | None:
+        assert self.pvcs is not None
+        ns = pod["metadata"].get("namespace")
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            if not claim:
+                continue
+            pvc = self.pvcs.get(claim, ns)
+            if pvc is None:
+                return f'persistentvolumeclaim "{claim}" not found'
+            if (pvc.get("metadata") or {}).get("deletionTimestamp"):
+                return f'persistentvolumeclaim "{claim}" is being deleted'
+            if (pvc.get("status") or {}).get("phase") != "Bound":
+                return "pod has unbound immediate PersistentVolumeClaims"
+        return None
+
+    async def _mark_unschedulable(self, pod: Obj, message: str) -> None:
+        assert self.client is not None and self.process is not None
+        meta = pod["metadata"]
+        conditions = list((pod.get("status") or {}).get("conditions") or [])
+        current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        if current is not None and current.get("status") == "False" and \
+                current.get("message") == message:
+            return
+        conditions = set_condition(conditions, {
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": message, "lastTransitionTime": clock.rfc3339(clock.now())})
+        self.process.log("pod_unschedulable", pod=f"{meta.get('namespace')}/{meta['name']}",
+                         message=message)
+        try:
+            await self.client.patch("Pod", meta["name"], {"status": {"conditions": conditions}},
+                                    meta.get("namespace"), subresource="status")
+        except (ApiError, NetworkError):
+            pass
+
+    async def _bind(self, key: str, pod: Obj, node: str) -> None:
+        """The binding: ``spec.nodeName`` then ``PodScheduled=True`` (one request in Kubernetes;
+        two here, in that order, so a kubelet never sees a Pod it can't run)."""
+        assert self.client is not None and self.process is not None
+        meta = pod["metadata"]
+        ns = meta.get("namespace")
+        try:
+            bound = await self.client.patch(
+                "Pod", meta["name"], {"metadata": {"resourceVersion": meta["resourceVersion"]},
+                                      "spec": {"nodeName": node}}, ns)
+            conditions = set_condition(list((bound.get("status") or {}).get("conditions") or []),
+                                       {"type": "PodScheduled", "status": "True",
+                                        "lastTransitionTime": clock.rfc3339(clock.now())})
+            await self.client.patch("Pod", meta["name"], {"status": {"conditions": conditions}},
+                                    ns, subresource="status")
+        except (ApiError, NetworkError) as err:
+            if isinstance(err, ApiError) and is_not_found(err):
+                self._forget(key)
+                return
+            self._forget(key)
+            if not (isinstance(err, ApiError) and is_conflict(err)):
+                self.process.log("bind_failed", pod=key, node=node, error=str(err))
+            await self.process.sleep(1.0)
+            assert self.pods is not None
+            ns_, _, name = key.partition("/")
+            if self.pods.get(name, ns_) is not None:
+                self._active[key] = None
+                self._wake.set()
+
+    def _forget(self, key: str) -> None:
+        assumed = self._assumed.pop(key, None)
+        if assumed is not None:
+            self._charge(key, *assumed, -1)
