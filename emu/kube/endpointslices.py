@@ -1,0 +1,240 @@
+"""The EndpointSlice controller: which Pods back each Service, and whether they are ready.
+
+Port of the parts of ``pkg/controller/endpointslice`` (``syncService``, ``reconcile``) that
+controllers and traffic observe. For each Service with a selector, the Pods it selects (with an
+IP, not Succeeded/Failed) are listed in EndpointSlices labelled
+``kubernetes.io/service-name=<service>``, owned by the Service, one slice per distinct port
+mapping. Each endpoint carries ``conditions.ready`` (PodReady and not terminating, or always with
+``publishNotReadyAddresses``), ``serving`` and ``terminating``, ``nodeName`` and a ``targetRef``.
+Named ``targetPort`` values are resolved per Pod from its container ports.
+
+Changes reach the slices after `KubeConfig.endpoint_propagation_delay` (the controller's batching
+and the watch hops to kube-proxy in one number; `DelayEndpoints` raises it for a while). The
+slice reflects the Pods as they are when it is written, not when the change happened.
+
+Not emulated: the 100-endpoint limit per slice, topology hints, dual stack.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..apiserver.errors import ApiError, is_not_found
+from ..apiserver.selectors import LabelSelector, selector_from_dict
+from ..client.client import Client
+from ..client.informer import FuncHandler, Informer
+from ..kernel import clock
+from ..kernel.process import Process
+from .common import KeyQueue, Obj, condition_true, owner_reference
+
+if TYPE_CHECKING:
+    from .cluster import KubeCluster
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+MANAGED_BY = "endpointslice-controller.k8s.io"
+
+
+def find_port(pod: Obj, target: Any, protocol: str) -> int | None:
+    """``podutil.FindPort``: a number as is, a name looked up in the Pod's container ports."""
+    if isinstance(target, int):
+        return target
+    if isinstance(target, str) and target.isdigit():
+        return int(target)
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for p in c.get("ports") or []:
+            if p.get("name") == target and p.get("protocol", "TCP") == protocol:
+                return int(p["containerPort"])
+    return None
+
+
+def endpoint_ports(service: Obj, pod: Obj) -> list[Obj]:
+    out = []
+    for sp in (service.get("spec") or {}).get("ports") or []:
+        protocol = sp.get("protocol", "TCP")
+        port = find_port(pod, sp.get("targetPort", sp.get("port")), protocol)
+        if port is None:
+            continue
+        out.append({"name": sp.get("name", ""), "port": port, "protocol": protocol})
+    return out
+
+
+def pod_endpoint(service: Obj, pod: Obj) -> Obj:
+    meta = pod["metadata"]
+    terminating = bool(meta.get("deletionTimestamp"))
+    ready_cond = condition_true(pod, "Ready")
+    publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
+    ready = publish or (ready_cond and not terminating)
+    ep: Obj = {"addresses": [pod["status"]["podIP"]],
+               "conditions": {"ready": ready, "serving": publish or ready_cond,
+                              "terminating": terminating},
+               "targetRef": {"kind": "Pod", "namespace": meta.get("namespace"),
+                             "name": meta["name"], "uid": meta["uid"]}}
+    node = (pod.get("spec") or {}).get("nodeName")
+    if node:
+        ep["nodeName"] = node
+    return ep
+
+
+class EndpointSliceController:
+    """The controller process: Services and Pods in, EndpointSlices out."""
+
+    def __init__(self, cluster: KubeCluster) -> None:
+        self.cluster = cluster
+        self.process: Process | None = None
+        self.client: Client | None = None
+        self.services: Informer | None = None
+        self.pods: Informer | None = None
+        self.slices: Informer | None = None
+        self.queue: KeyQueue | None = None
+        self._selectors: dict[str, tuple[str, LabelSelector]] = {}
+        #: What this controller last wrote per Service (slice name → resourceVersion): a sync
+        #: waits until the cache has caught up (the real controller's ``endpointSliceTracker``).
+        self._written: dict[str, dict[str, tuple[int, float]]] = {}
+
+    async def main(self, process: Process) -> None:
+        self.process = process
+        self.client = Client(self.cluster.world.network, process=process)
+        self.queue = KeyQueue(process, "endpointslice")
+        self.services = Informer(self.client, "Service")
+        self.pods = Informer(self.client, "Pod")
+        self.slices = Informer(self.client, "EndpointSlice",
+                               label_selector={MANAGED_BY_LABEL: MANAGED_BY})
+        self.services.add_event_handler(FuncHandler(
+            on_add=self._service_changed, on_update=lambda _o, n: self._service_changed(n),
+            on_delete=self._service_deleted))
+        self.pods.add_event_handler(FuncHandler(
+            on_add=self._pod_changed, on_update=lambda o, n: self._pod_changed(n, o),
+            on_delete=self._pod_changed))
+        for inf in (self.services, self.pods, self.slices):
+            process.spawn(inf.run())
+        for inf in (self.services, self.pods, self.slices):
+            await inf.wait_synced()
+        await self.queue.run(self.sync)
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def _enqueue(self, key: str) -> None:
+        assert self.queue is not None
+        self.queue.add_after(key, self.cluster.endpoint_propagation_delay)
+
+    def _service_changed(self, svc: Obj) -> None:
+        meta = svc["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        selector = (svc.get("spec") or {}).get("selector")
+        if selector:
+            self._selectors[key] = (meta["namespace"],
+                                    selector_from_dict({"matchLabels": selector}))
+        else:
+            self._selectors.pop(key, None)
+        self._enqueue(key)
+
+    def _service_deleted(self, svc: Obj) -> None:
+        meta = svc["metadata"]
+        self._selectors.pop(f"{meta['namespace']}/{meta['name']}", None)
+
+    def _pod_changed(self, pod: Obj, old: Obj | None = None) -> None:
+        ns = pod["metadata"].get("namespace")
+        labels = pod["metadata"].get("labels") or {}
+        old_labels = (old or {}).get("metadata", {}).get("labels") or {}
+        for key, (sns, selector) in self._selectors.items():
+            if sns == ns and (selector.matches(labels) or (old and selector.matches(old_labels))):
+                self._enqueue(key)
+
+    # -- sync ------------------------------------------------------------------------------------
+
+    def desired(self, svc: Obj) -> list[tuple[list[Obj], list[Obj]]]:
+        """(ports, endpoints) per distinct port mapping, in first-seen order."""
+        assert self.pods is not None
+        meta = svc["metadata"]
+        selector = (svc.get("spec") or {}).get("selector") or {}
+        groups: dict[str, tuple[list[Obj], list[Obj]]] = {}
+        for pod in self.pods.peek_list(meta["namespace"], selector):
+            status = pod.get("status") or {}
+            if not status.get("podIP") or status.get("phase") in ("Succeeded", "Failed"):
+                continue
+            ports = endpoint_ports(svc, pod)
+            gkey = repr(ports)
+            if gkey not in groups:
+                groups[gkey] = (ports, [])
+            groups[gkey][1].append(pod_endpoint(svc, pod))
+        return list(groups.values())
+
+    async def sync(self, key: str) -> None:
+        """``syncService``: make the Service's slices list what its selector selects now."""
+        assert self.services is not None and self.slices is not None
+        assert self.client is not None
+        ns, _, name = key.partition("/")
+        svc = self.services.get(name, ns)
+        if svc is None or svc["metadata"].get("deletionTimestamp"):
+            return  # the garbage collector removes the slices it owns
+        if not (svc.get("spec") or {}).get("selector"):
+            return
+        if self._stale(key, ns):
+            assert self.queue is not None
+            self.queue.add_after(key, 0.01)
+            return
+        written: dict[str, tuple[int, float]] = {}
+        self._written[key] = written
+        existing = self.slices.list(ns, {SERVICE_NAME_LABEL: name})
+        unused = {s["metadata"]["name"]: s for s in existing}
+        now = clock.rfc3339(clock.now())
+        labels = {**(svc["metadata"].get("labels") or {}), SERVICE_NAME_LABEL: name,
+                  MANAGED_BY_LABEL: MANAGED_BY}
+        for ports, endpoints in self.desired(svc):
+            match = next((s for s in unused.values() if (s.get("ports") or []) == ports), None)
+            if match is not None:
+                del unused[match["metadata"]["name"]]
+                if match.get("endpoints") == endpoints and \
+                        match["metadata"].get("labels") == labels:
+                    continue
+                match["endpoints"] = endpoints
+                match["metadata"]["labels"] = labels
+                match["metadata"].setdefault("annotations", {})[
+                    "endpoints.kubernetes.io/last-change-trigger-time"] = now
+                self._note(written, await self.client.update(match))
+                continue
+            self._note(written, await self.client.create({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"generateName": f"{name}-", "namespace": ns, "labels": labels,
+                             "annotations": {
+                                 "endpoints.kubernetes.io/last-change-trigger-time": now},
+                             "ownerReferences": [owner_reference(svc)]},
+                "addressType": "IPv4", "endpoints": endpoints, "ports": ports}))
+        if not self.desired(svc) and not existing:
+            # a Service with nothing selected still gets one empty slice
+            self._note(written, await self.client.create({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"generateName": f"{name}-", "namespace": ns, "labels": labels,
+                             "ownerReferences": [owner_reference(svc)]},
+                "addressType": "IPv4", "endpoints": [], "ports": []}))
+            return
+        keep_one_empty = not self.desired(svc)
+        for slice_name in sorted(unused):
+            stale = unused[slice_name]
+            if keep_one_empty:
+                keep_one_empty = False
+                if stale.get("endpoints"):
+                    stale["endpoints"] = []
+                    self._note(written, await self.client.update(stale))
+                continue
+            try:
+                await self.client.delete("EndpointSlice", slice_name, ns)
+            except ApiError as err:
+                if not is_not_found(err):
+                    raise
+
+    @staticmethod
+    def _note(written: dict[str, tuple[int, float]], obj: Obj) -> None:
+        written[obj["metadata"]["name"]] = (int(obj["metadata"]["resourceVersion"]), clock.now())
+
+    def _stale(self, key: str, ns: str) -> bool:
+        """Whether the cache still lacks a slice this controller wrote (for at most 5 s: a
+        slice someone else deleted meanwhile never shows up)."""
+        assert self.slices is not None
+        for slice_name, (rv, when) in (self._written.get(key) or {}).items():
+            seen = self.slices.get(slice_name, ns)
+            if (seen is None or int(seen["metadata"]["resourceVersion"]) < rv) and \
+                    clock.now() - when < 5.0:
+                return True
+        return False
