@@ -1,0 +1,174 @@
+"""What a test decides about the fake Ray: how long jobs and Serve apps take, how they end, which
+Redis addresses are real servers; and what the fake Ray records for the test to assert on.
+
+One `RayConfig` is shared by every Ray program registered with `register_ray_programs` (it is the
+"image": the same code in every Pod). A test keeps it to steer behaviour and to read
+``config.records`` (every job submission any dashboard received, the Redis servers running).
+
+Job entrypoints, in order (documented in `RayConfig.job_behaviour`): an exact key of
+``config.jobs``; else the first ``sleep N`` / ``time.sleep(N)`` in the text sets the duration and
+the first ``exit N`` / ``sys.exit(N)`` the exit code; else ``config.default_job`` (succeed after 5
+virtual seconds).
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+_SLEEP = re.compile(r"(?:\bsleep\s+|time\.sleep\(\s*)(\d+(?:\.\d+)?)")
+_EXIT = re.compile(r"(?:\bexit\s+|sys\.exit\(\s*)(\d+)")
+
+
+@attrs.define
+class JobBehaviour:
+    """What a job's entrypoint does once its driver runs.
+
+    ``duration``: virtual seconds until it ends; ``exit_code``: 0 → SUCCEEDED, else FAILED;
+    ``logs``: what it prints; ``start_delay``: PENDING time before the driver starts (runtime env
+    setup). With ``checkpoint_store``, progress is saved every ``checkpoint_every`` seconds under
+    ``checkpoint_key`` (default: the entrypoint), and a later run resumes from it.
+    """
+
+    duration: float = 5.0
+    exit_code: int = 0
+    logs: str = ""
+    start_delay: float = 0.0
+    checkpoint_store: str | None = None
+    checkpoint_every: float = 10.0
+    checkpoint_key: str | None = None
+
+
+@attrs.define
+class ServeAppBehaviour:
+    """What deploying a Serve application does (keyed by its ``import_path``).
+
+    ``build_seconds``: the build-app task (import, runtime_env) while the app is DEPLOYING;
+    ``fail_message``: the build fails, the app is DEPLOY_FAILED with this message;
+    ``replica_start_seconds``: a replica's constructor time; ``handler``: answers a request
+    (the request dict → a response dict or text; default: 200 with ``"<app>: <path>"``).
+    """
+
+    build_seconds: float = 2.0
+    replica_start_seconds: float = 3.0
+    fail_message: str | None = None
+    handler: Callable[[dict[str, Any]], Any] | None = None
+
+
+class CheckpointStore:
+    """Storage outside the cluster (an S3 bucket, a shared filesystem) for application checkpoints.
+
+    Values are copied in and out (pickled), so nothing a process holds survives its death except
+    what it saved here. With ``directory`` the checkpoints are also files there.
+    """
+
+    def __init__(self, name: str, directory: Path | None = None) -> None:
+        self.name = name
+        self.directory = directory
+        self._data: dict[str, bytes] = {}
+        #: How many saves and successful loads happened (for tests).
+        self.saves = 0
+        self.loads = 0
+
+    def save(self, key: str, state: Any) -> None:
+        blob = pickle.dumps(state)
+        self._data[key] = blob
+        self.saves += 1
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            (self.directory / _safe(key)).write_bytes(blob)
+
+    def load(self, key: str) -> Any | None:
+        blob = self._data.get(key)
+        if blob is None and self.directory is not None:
+            path = self.directory / _safe(key)
+            if path.exists():
+                blob = path.read_bytes()
+        if blob is None:
+            return None
+        self.loads += 1
+        return pickle.loads(blob)
+
+    def keys(self) -> list[str]:
+        return sorted(self._data)
+
+
+def _safe(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", key)
+
+
+@attrs.frozen
+class SubmissionRecord:
+    """One ``POST /api/jobs/`` a dashboard received, and what it answered."""
+
+    t: float
+    dashboard: str
+    submission_id: str
+    entrypoint: str
+    status: int
+
+
+@attrs.define
+class RayRecords:
+    """What happened, for tests: every job submission received, live Redis servers by name."""
+
+    submissions: list[SubmissionRecord] = attrs.field(factory=list)
+    redis_servers: dict[str, Any] = attrs.field(factory=dict)
+
+    def accepted(self, submission_id: str | None = None) -> list[SubmissionRecord]:
+        """Submissions answered 200 (for ``submission_id`` if given)."""
+        return [s for s in self.submissions if s.status == 200
+                and (submission_id is None or s.submission_id == submission_id)]
+
+
+@attrs.define
+class RayConfig:
+    """Behaviour of the Ray image and the records it keeps (see the module docstring)."""
+
+    ray_version: str = "2.46.0"
+    jobs: dict[str, JobBehaviour] = attrs.field(factory=dict)
+    default_job: JobBehaviour = attrs.field(factory=JobBehaviour)
+    serve_apps: dict[str, ServeAppBehaviour] = attrs.field(factory=dict)
+    default_serve_app: ServeAppBehaviour = attrs.field(factory=ServeAppBehaviour)
+    #: A Redis address as written in ``RAY_REDIS_ADDRESS`` → a real server's ``redis://`` URL.
+    redis_urls: dict[str, str] = attrs.field(factory=dict)
+    #: Actor classes by descriptor (``module:QualName``), for classes not importable by name.
+    actor_classes: dict[str, type] = attrs.field(factory=dict)
+    checkpoint_stores: dict[str, CheckpointStore] = attrs.field(factory=dict)
+    #: How often a raylet reports to the GCS (Ray's syncer); also how it notices a lost GCS.
+    heartbeat_period: float = 1.0
+    #: Current Ray: the head proxies job submission to the agent, so a duplicate id is a 500
+    #: wrapping the agent's 400; False gives older Ray's plain 400.
+    job_head_proxies_to_agent: bool = True
+    records: RayRecords = attrs.field(factory=RayRecords)
+
+    def job_behaviour(self, entrypoint: str) -> JobBehaviour:
+        """The behaviour for ``entrypoint``: exact key, else parsed ``sleep``/``exit``, else
+        the default."""
+        text = entrypoint.strip()
+        if text in self.jobs:
+            return self.jobs[text]
+        sleep = _SLEEP.search(text)
+        code = _EXIT.search(text)
+        if sleep is None and code is None:
+            return self.default_job
+        return attrs.evolve(
+            self.default_job,
+            duration=float(sleep.group(1)) if sleep else self.default_job.duration,
+            exit_code=int(code.group(1)) if code else self.default_job.exit_code,
+        )
+
+    def serve_behaviour(self, import_path: str) -> ServeAppBehaviour:
+        return self.serve_apps.get(import_path, self.default_serve_app)
+
+    def checkpoint_store(self, name: str, directory: Path | None = None) -> CheckpointStore:
+        """The store called ``name`` (created on first use)."""
+        store = self.checkpoint_stores.get(name)
+        if store is None:
+            store = self.checkpoint_stores[name] = CheckpointStore(name, directory)
+        return store
