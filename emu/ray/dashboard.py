@@ -1,0 +1,281 @@
+"""The dashboard on the head (port 8265): version and GCS health, the Jobs REST API and the Serve
+REST API, with the status codes and texts KubeRay's dashboard client sees (SPEC §5, FACTS §4 and §5).
+
+Requests and responses are the HTTP-shaped dicts of `emu.ray.net`. Notable answers:
+- ``POST /api/jobs/`` with a used submission id: 500 whose body is the head's traceback wrapping
+  the agent's 400 (current Ray, where the head proxies to the agent) and contains
+  "Please use a different submission_id"; with ``RayConfig.job_head_proxies_to_agent`` False, the
+  older 400 with the agent's traceback;
+- ``GET /api/jobs/<id>`` for an unknown id: 404 ``Job <id> does not exist``;
+- ``GET /api/serve/applications/`` with no Serve controller: 200 with the empty shape; the
+  controller unreachable: 503 "The GCS may be down, please retry later";
+- ``PUT /api/serve/applications/``: 200 with an empty body, 400 for an invalid config;
+- with the GCS unreachable, job endpoints answer 500 (submit: "No available agent to submit job,
+  please try again later.") and ``/api/gcs_healthz`` 503.
+
+Every submission received is appended to ``RayConfig.records.submissions``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from emu.kernel.network import NetworkError
+from emu.kernel.programs import ContainerContext
+
+from .config import RayConfig, SubmissionRecord
+from .jobs import TERMINAL, JobManager, duplicate_message
+from .net import HttpRequest, RpcError, json_response, response, serve_http
+from .serve import CONTROLLER_NAME, EMPTY_DETAILS, SERVE_NAMESPACE, validate_deploy_config
+from .workloads import RayClient, RayError
+
+DASHBOARD_PORT = 8265
+
+_HEAD_TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "ray/dashboard/modules/job/job_head.py", in submit_job\n'
+    "    resp = await job_agent_client.submit_job_internal(submit_request)\n"
+    '  File "ray/dashboard/modules/job/job_head.py", in submit_job_internal\n'
+    "    await self._raise_error(resp)\n"
+    '  File "ray/dashboard/modules/job/job_head.py", in _raise_error\n'
+    '    raise RuntimeError(f"Request failed with status code {status}: {error_text}.")\n'
+    "RuntimeError: Request failed with status code 400: {agent}.\n"
+)
+_AGENT_TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "ray/dashboard/modules/job/job_agent.py", in submit_job\n'
+    "    submission_id = await self.get_job_manager().submit_job(\n"
+    '  File "ray/dashboard/modules/job/job_manager.py", in submit_job\n'
+    "    raise ValueError(\n"
+    "ValueError: {message}\n"
+)
+
+
+def duplicate_submission_body(submission_id: str, through_head: bool = True) -> str:
+    """The body Ray answers for a reused submission id (500 through the head, 400 from the
+    agent)."""
+    agent = _AGENT_TRACE.replace("{message}", duplicate_message(submission_id))
+    return _HEAD_TRACE.replace("{agent}", agent) if through_head else agent
+
+
+def job_details(submission_id: str, info: dict[str, Any]) -> dict[str, Any]:
+    """``JobDetails`` of a submission job."""
+    driver = None
+    if info.get("driver_node_id"):
+        driver = {"id": info.get("job_id"), "node_ip_address": None, "pid": None}
+    return {
+        "type": "SUBMISSION", "job_id": info.get("job_id"), "submission_id": submission_id,
+        "driver_info": driver, "status": info["status"], "entrypoint": info["entrypoint"],
+        "message": info.get("message"), "error_type": info.get("error_type"),
+        "start_time": info.get("start_time"), "end_time": info.get("end_time"),
+        "metadata": info.get("metadata") or {}, "runtime_env": info.get("runtime_env") or {},
+        "driver_agent_http_address": info.get("driver_agent_http_address"),
+        "driver_node_id": info.get("driver_node_id"),
+        "driver_exit_code": info.get("driver_exit_code"),
+    }
+
+
+def driver_job_details(job: dict[str, Any]) -> dict[str, Any]:
+    """``JobDetails`` of a driver that was not submitted (``ray.init`` from a script)."""
+    return {
+        "type": "DRIVER", "job_id": job["job_id"], "submission_id": None,
+        "driver_info": {"id": job["job_id"], "node_ip_address": None, "pid": None},
+        "status": "SUCCEEDED" if job.get("is_dead") else "RUNNING",
+        "entrypoint": job.get("entrypoint") or "", "message": None, "error_type": None,
+        "start_time": job.get("start_time_ms"), "end_time": job.get("end_time_ms"),
+        "metadata": {}, "runtime_env": {}, "driver_agent_http_address": None,
+        "driver_node_id": job.get("driver_node_id"), "driver_exit_code": None,
+    }
+
+
+class Dashboard:
+    """The head's dashboard process: HTTP on 8265 over a GCS client and a job manager."""
+
+    def __init__(self, ctx: ContainerContext, config: RayConfig, *, gcs_address: str,
+                 session_name: str, port: int = DASHBOARD_PORT) -> None:
+        self.ctx = ctx
+        self.config = config
+        self.session_name = session_name
+        self.port = port
+        self.client = RayClient(ctx.network, gcs_address, process=ctx.process, rng=ctx.rng)
+        self.jobs = JobManager(self.client, ctx.env, ctx.rng, ctx.process.log)
+
+    @property
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def run(self) -> int:
+        serve_http(self.ctx, self.port, self.handle)
+        self.ctx.process.spawn(self.jobs.recover_running_jobs(), name="dashboard:recover")
+        await asyncio.Event().wait()
+        return 0
+
+    async def handle(self, req: HttpRequest) -> dict[str, Any]:
+        path = req.path.rstrip("/") or "/"
+        try:
+            if path == "/api/version" and req.method == "GET":
+                return json_response(200, {"version": "4", "ray_version": self.config.ray_version,
+                                           "ray_commit": "emu", "session_name": self.session_name})
+            if path == "/api/gcs_healthz" and req.method == "GET":
+                return await self._gcs_healthz()
+            if path == "/api/jobs":
+                if req.method == "POST":
+                    return await self._submit(req)
+                if req.method == "GET":
+                    return await self._list_jobs()
+            if path.startswith("/api/jobs/"):
+                return await self._job_route(req, path[len("/api/jobs/"):])
+            if path == "/api/serve/applications":
+                return await self._serve(req)
+        except NetworkError as err:
+            return response(500, f"Internal Server Error: the GCS is unreachable ({err})")
+        return response(404, f"404: Not Found ({req.method} {req.path})")
+
+    async def _gcs_healthz(self) -> dict[str, Any]:
+        try:
+            await self.client.gcs.check_alive()
+        except (NetworkError, RpcError) as err:
+            return response(503, f"Health check failed: {err}")
+        return response(200, "success")
+
+    # -- jobs ---------------------------------------------------------------------------------------
+
+    async def _submit(self, req: HttpRequest) -> dict[str, Any]:
+        try:
+            body = req.json()
+        except ValueError as err:
+            return self._record("", "", response(400, f"Invalid JSON in request body: {err}"))
+        if not isinstance(body, dict) or not isinstance(body.get("entrypoint"), str):
+            return self._record("", "", response(
+                400, "TypeError: JobSubmitRequest.__init__() missing 1 required positional "
+                     "argument: 'entrypoint'"))
+        sid = str(body.get("submission_id") or body.get("job_id") or "")
+        try:
+            submission_id = await self.jobs.submit(body)
+        except ValueError:
+            through_head = self.config.job_head_proxies_to_agent
+            text = duplicate_submission_body(sid, through_head)
+            return self._record(sid, body["entrypoint"], response(500 if through_head else 400,
+                                                                  text))
+        except NetworkError:
+            return self._record(sid, body["entrypoint"], response(
+                500, "No available agent to submit job, please try again later."))
+        return self._record(submission_id, body["entrypoint"], json_response(
+            200, {"job_id": submission_id, "submission_id": submission_id}))
+
+    def _record(self, sid: str, entrypoint: str, answer: dict[str, Any]) -> dict[str, Any]:
+        self.config.records.submissions.append(SubmissionRecord(
+            self.now, self.ctx.pod_name or self.ctx.process.name, sid, entrypoint,
+            int(answer["status"])))
+        self.ctx.process.log("job_submission_received", submission_id=sid,
+                             status=answer["status"])
+        return answer
+
+    async def _list_jobs(self) -> dict[str, Any]:
+        infos = await self.jobs.info.all()
+        out = [job_details(sid, info) for sid, info in infos.items()]
+        for job in await self.client.gcs.jobs():
+            if not job.get("submission_id"):
+                out.append(driver_job_details(job))
+        return json_response(200, out)
+
+    async def _job_route(self, req: HttpRequest, rest: str) -> dict[str, Any]:
+        parts = rest.split("/")
+        sid = parts[0]
+        action = "/".join(parts[1:])
+        info = await self.jobs.info.get(sid)
+        if info is None:
+            drivers = [j for j in await self.client.gcs.jobs() if j["job_id"] == sid]
+            if drivers and req.method == "GET" and not action:
+                return json_response(200, driver_job_details(drivers[0]))
+            return response(404, f"Job {sid} does not exist")
+        if req.method == "GET" and not action:
+            return json_response(200, job_details(sid, info))
+        if req.method == "POST" and action == "stop":
+            return json_response(200, {"stopped": await self.jobs.stop(sid)})
+        if req.method == "DELETE" and not action:
+            try:
+                deleted = await self.jobs.delete(sid)
+            except RuntimeError as err:
+                return response(500, f"Traceback (most recent call last):\nRuntimeError: {err}\n")
+            return json_response(200, {"deleted": deleted})
+        if req.method == "GET" and action == "logs":
+            return json_response(200, {"logs": await self._logs(sid, info)})
+        return response(404, f"404: Not Found ({req.method} {req.path})")
+
+    async def _logs(self, sid: str, info: dict[str, Any]) -> str:
+        """The driver's log, read from its node (empty while unknown or once the node is gone)."""
+        node_id = info.get("driver_node_id")
+        if not node_id:
+            return ""
+        nodes = {n["node_id"]: n for n in await self.client.gcs.nodes()}
+        node = nodes.get(node_id)
+        if node is None or node["state"] != "ALIVE":
+            return ""
+        try:
+            logs: str = await self.client.call(node["raylet_address"],
+                                               {"method": "GetJobLogs", "submission_id": sid},
+                                               verb="GetJobLogs", timeout=5.0)
+        except (NetworkError, RpcError):
+            return ""
+        return logs
+
+    # -- serve --------------------------------------------------------------------------------------
+
+    async def _controller(self) -> Any:
+        record = await self.client.gcs.named_actor(CONTROLLER_NAME, SERVE_NAMESPACE)
+        if record is None or record["state"] == "DEAD":
+            return None
+        from .workloads import ActorHandle
+
+        return ActorHandle(self.client, record)
+
+    async def _serve(self, req: HttpRequest) -> dict[str, Any]:
+        if req.method == "GET":
+            api_type = req.query.get("api_type")
+            if api_type not in (None, "declarative", "imperative"):
+                return response(400, f"Invalid 'api_type' value: {api_type!r}. Must be one of "
+                                     "'imperative' or 'declarative'.")
+            controller = await self._controller()
+            if controller is None:
+                return json_response(200, EMPTY_DETAILS)
+            try:
+                details = await controller.call("get_details", timeout=10.0)
+            except RayError:
+                return response(503, "Failed to get Serve details from the controller. The GCS "
+                                     "may be down, please retry later.")
+            return json_response(200, details)
+        if req.method == "PUT":
+            try:
+                config = validate_deploy_config(req.json())
+            except ValueError as err:
+                return response(400, str(err))
+            controller = await self._controller()
+            try:
+                if controller is None:
+                    controller = await self.client.create_actor(
+                        "emu.ray.serve:ServeController", name=CONTROLLER_NAME,
+                        namespace=SERVE_NAMESPACE, detached=True, max_restarts=-1,
+                        max_task_retries=-1, num_cpus=0.0, head=True, soft=True, timeout=60.0)
+                await controller.call("deploy_apps", config, timeout=60.0)
+            except RayError as err:
+                if "validation" in str(err) or "duplicate" in str(err):
+                    return response(400, str(err))
+                return response(500, f"Failed to deploy the Serve config: {err}")
+            except RpcError as err:
+                return response(500, f"Failed to deploy the Serve config: {err}")
+            return response(200, "")
+        if req.method == "DELETE":
+            controller = await self._controller()
+            if controller is not None:
+                try:
+                    await controller.call("shutdown", timeout=60.0)
+                    await self.client.kill(controller)
+                except (RayError, RpcError) as err:
+                    return response(500, f"Failed to shut down Serve: {err}")
+            return response(200, "")
+        return response(405, "Method Not Allowed")
+
+
+__all__ = ["DASHBOARD_PORT", "TERMINAL", "Dashboard", "duplicate_submission_body"]
