@@ -123,6 +123,7 @@ class Pause(Fault):
 
 @attrs.frozen
 class Resume(Fault):
+    """Resume a paused process: its in-flight work continues."""
     process: str = ""
 
     def apply(self, sim: Simulation) -> None:
@@ -146,6 +147,7 @@ class Partition(Fault):
 
 @attrs.frozen
 class Heal(Fault):
+    """End the partition between ``a`` and ``b`` (every partition when neither is given)."""
     a: str | None = None
     b: str | None = None
 
@@ -169,6 +171,7 @@ class Outage(Fault):
 
 @attrs.frozen
 class Restore(Fault):
+    """End an outage of ``endpoint``."""
     endpoint: str = "apiserver"
 
     def apply(self, sim: Simulation) -> None:

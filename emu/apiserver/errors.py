@@ -93,6 +93,8 @@ def _qualified(resource: str, group: str) -> str:
 
 
 class NotFound(ApiError):
+    """404: the object (or kind) does not exist."""
+
     code = 404
     reason = "NotFound"
 
@@ -102,6 +104,8 @@ class NotFound(ApiError):
 
 
 class AlreadyExists(ApiError):
+    """409: a create whose name is taken."""
+
     code = 409
     reason = "AlreadyExists"
 
@@ -111,6 +115,8 @@ class AlreadyExists(ApiError):
 
 
 class Conflict(ApiError):
+    """409: an update or delete precondition on a stale resourceVersion (or uid) failed."""
+
     code = 409
     reason = "Conflict"
 
@@ -124,6 +130,8 @@ class Conflict(ApiError):
 
 
 class Invalid(ApiError):
+    """422: the object failed validation; ``causes`` name each field."""
+
     code = 422
     reason = "Invalid"
 
@@ -140,6 +148,8 @@ class Invalid(ApiError):
 
 
 class Gone(ApiError):
+    """410: a watch from a resourceVersion older than the history window."""
+
     code = 410
     reason = "Expired"
 
@@ -148,6 +158,8 @@ class Gone(ApiError):
 
 
 class BadRequest(ApiError):
+    """400: a malformed request (not an object, wrong types, a bad selector)."""
+
     code = 400
     reason = "BadRequest"
 
@@ -156,6 +168,8 @@ class BadRequest(ApiError):
 
 
 class Forbidden(ApiError):
+    """403: the request is not allowed (e.g. a create in a terminating namespace)."""
+
     code = 403
     reason = "Forbidden"
 
@@ -164,6 +178,8 @@ class Forbidden(ApiError):
 
 
 class MethodNotAllowed(ApiError):
+    """405: the verb does not apply to this resource."""
+
     code = 405
     reason = "MethodNotAllowed"
 
@@ -172,6 +188,8 @@ class MethodNotAllowed(ApiError):
 
 
 class RequestEntityTooLarge(ApiError):
+    """413: the object is larger than the 1.5 MiB the store accepts."""
+
     code = 413
     reason = "RequestEntityTooLarge"
 
@@ -180,6 +198,8 @@ class RequestEntityTooLarge(ApiError):
 
 
 class UnsupportedMediaType(ApiError):
+    """415: a patch type the kind does not support."""
+
     code = 415
     reason = "UnsupportedMediaType"
 
@@ -188,6 +208,8 @@ class UnsupportedMediaType(ApiError):
 
 
 class TooManyRequests(ApiError):
+    """429: throttled."""
+
     code = 429
     reason = "TooManyRequests"
 
@@ -196,6 +218,8 @@ class TooManyRequests(ApiError):
 
 
 class InternalError(ApiError):
+    """500: the server failed."""
+
     code = 500
     reason = "InternalError"
 
@@ -204,6 +228,8 @@ class InternalError(ApiError):
 
 
 class ServiceUnavailable(ApiError):
+    """503: the server cannot serve now."""
+
     code = 503
     reason = "ServiceUnavailable"
 
@@ -212,6 +238,8 @@ class ServiceUnavailable(ApiError):
 
 
 class ServerTimeout(ApiError):
+    """504: the server gave up waiting; the request may still take effect."""
+
     code = 504
     reason = "Timeout"
 
