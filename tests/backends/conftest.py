@@ -31,6 +31,14 @@ REDIS_URL_ENV = "EMU_REDIS_URL"
 NO_REDIS_REASON = f"{REDIS_URL_ENV} not set: start one with scripts/redis-server.sh"
 
 
+def skip_without_real_redis() -> None:
+    """Skip a real-server test when no URL is given; in CI (``CI=true``) that is a failure, so a
+    missing server can never pass as green."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{REDIS_URL_ENV} is not set in CI: .ci/run must start a real redis-server")
+    pytest.skip(NO_REDIS_REASON)
+
+
 def run_virtual(body: Callable[[], Awaitable[T]]) -> T:
     """Run ``body()`` to completion on a fresh virtual-time loop."""
 
@@ -120,7 +128,7 @@ def make_backend(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> I
     elif name == "redis-server":
         url = os.environ.get(REDIS_URL_ENV)
         if not url:
-            pytest.skip(NO_REDIS_REASON)
+            skip_without_real_redis()
         prefix = _test_prefix(request)
         try:
             yield Backend(
@@ -165,5 +173,5 @@ def redis_url() -> str:
     """The real server's URL, or a skip with the reason how to start one."""
     url = os.environ.get(REDIS_URL_ENV)
     if not url:
-        pytest.skip(NO_REDIS_REASON)
+        skip_without_real_redis()
     return url
