@@ -672,7 +672,7 @@ class RayClusterReconciler:
                 self._event(instance, "Warning", C.FAILED_TO_DELETE_POD_COLLECTION,
                             C.DELETE_ACTION, f"Failed deleting Pods due to suspension for "
                             f"RayCluster {namespace}/{name}, {err}")
-                raise _join(C.ERR_FAILED_DELETE_ALL_PODS, err) from err
+                raise _join(C.ERR_FAILED_DELETE_ALL_PODS, err) from C.ERR_FAILED_DELETE_ALL_PODS
             self._event(instance, "Normal", C.DELETED_POD, C.DELETE_ACTION,
                         f"Deleted Pods for RayCluster {namespace}/{name} due to suspension")
             return
@@ -686,7 +686,7 @@ class RayClusterReconciler:
                 self._event(instance, "Warning", C.FAILED_TO_DELETE_POD_COLLECTION,
                             C.DELETE_ACTION, f"Failed deleting Pods due to spec change with "
                             f"Recreate upgradeStrategy for RayCluster {namespace}/{name}, {err}")
-                raise _join(C.ERR_FAILED_DELETE_ALL_PODS, err) from err
+                raise _join(C.ERR_FAILED_DELETE_ALL_PODS, err) from C.ERR_FAILED_DELETE_ALL_PODS
             self.ray_cluster_scale_expectation.delete(name, namespace)
             self._event(instance, "Normal", C.DELETED_POD, C.DELETE_ACTION,
                         f"Deleted all Pods for RayCluster {namespace}/{name} due to spec change "
@@ -710,7 +710,7 @@ class RayClusterReconciler:
                 except Exception as err:
                     self._event(instance, "Warning", C.FAILED_TO_DELETE_HEAD_POD, C.DELETE_ACTION,
                                 f"Failed deleting head Pod {pod_ns}/{pod_name}; {facts}, {err}")
-                    raise _join(C.ERR_FAILED_DELETE_HEAD_POD, err) from err
+                    raise _join(C.ERR_FAILED_DELETE_HEAD_POD, err) from C.ERR_FAILED_DELETE_HEAD_POD
                 self.ray_cluster_scale_expectation.expect_scale_pod(
                     pod_ns, name, exp.HEAD_GROUP, pod_name, exp.DELETE)
                 self._event(instance, "Normal", C.DELETED_HEAD_POD, C.DELETE_ACTION,
@@ -724,7 +724,7 @@ class RayClusterReconciler:
             try:
                 await self.create_head_pod(instance, cluster_hash)
             except Exception as err:
-                raise _join(C.ERR_FAILED_CREATE_HEAD_POD, err) from err
+                raise _join(C.ERR_FAILED_CREATE_HEAD_POD, err) from C.ERR_FAILED_CREATE_HEAD_POD
         else:
             names = [p["metadata"]["name"] for p in head_pods]
             raise RuntimeError(f"{len(head_pods)} head pods found {_go_list(names)}. "
@@ -751,7 +751,7 @@ class RayClusterReconciler:
                 self._event(instance, "Warning", C.FAILED_TO_DELETE_WORKER_POD_COLLECTION,
                             C.DELETE_ACTION, f"Failed deleting worker Pods for suspended group "
                             f"{group} in RayCluster {namespace}/{name}, {err}")
-                raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from err
+                raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from C.ERR_FAILED_DELETE_WORKER_POD
             self._event(instance, "Normal", C.DELETED_WORKER_POD, C.DELETE_ACTION,
                         f"Deleted all pods for suspended worker group {group} in RayCluster "
                         f"{namespace}/{name}")
@@ -774,7 +774,7 @@ class RayClusterReconciler:
             except Exception as err:
                 self._event(instance, "Warning", C.FAILED_TO_DELETE_WORKER_POD, C.DELETE_ACTION,
                             f"Failed deleting worker Pod {pod_ns}/{pod_name}; {facts}, {err}")
-                raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from err
+                raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from C.ERR_FAILED_DELETE_WORKER_POD
             self.ray_cluster_scale_expectation.expect_scale_pod(pod_ns, name, group, pod_name,
                                                                 exp.DELETE)
             self._event(instance, "Normal", C.DELETED_WORKER_POD, C.DELETE_ACTION,
@@ -791,7 +791,7 @@ class RayClusterReconciler:
                     self._event(instance, "Warning", C.FAILED_TO_DELETE_WORKER_POD,
                                 C.DELETE_ACTION,
                                 f"Failed deleting pod {namespace}/{pod_name}, {err}")
-                    raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from err
+                    raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from C.ERR_FAILED_DELETE_WORKER_POD
             else:
                 self.ray_cluster_scale_expectation.expect_scale_pod(namespace, name, group,
                                                                     pod_name, exp.DELETE)
@@ -819,13 +819,13 @@ class RayClusterReconciler:
                     try:
                         await self.create_worker_pod_with_index(instance, worker, "", index, 0)
                     except Exception as err:
-                        raise _join(C.ERR_FAILED_CREATE_WORKER_POD, err) from err
+                        raise _join(C.ERR_FAILED_CREATE_WORKER_POD, err) from C.ERR_FAILED_CREATE_WORKER_POD
             else:
                 for _ in range(diff):
                     try:
                         await self.create_worker_pod(instance, worker)
                     except Exception as err:
-                        raise _join(C.ERR_FAILED_CREATE_WORKER_POD, err) from err
+                        raise _join(C.ERR_FAILED_CREATE_WORKER_POD, err) from C.ERR_FAILED_CREATE_WORKER_POD
         elif diff < 0:
             autoscaling = util.is_autoscaling_enabled(instance["spec"])
             random_delete = autoscaling and \
@@ -841,7 +841,7 @@ class RayClusterReconciler:
                         self._event(instance, "Warning", C.FAILED_TO_DELETE_WORKER_POD,
                                     C.DELETE_ACTION,
                                     f"Failed deleting Pod {pod_ns}/{pod_name}, {err}")
-                        raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from err
+                        raise _join(C.ERR_FAILED_DELETE_WORKER_POD, err) from C.ERR_FAILED_DELETE_WORKER_POD
                 self.ray_cluster_scale_expectation.expect_scale_pod(pod_ns, name, group,
                                                                     pod_name, exp.DELETE)
                 self._event(instance, "Normal", C.DELETED_WORKER_POD, C.DELETE_ACTION,
