@@ -25,7 +25,7 @@ import asyncio
 import base64
 import copy
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from typing import Any, Protocol
@@ -128,10 +128,14 @@ class EventRecorder:
     a reconcile (client-go's broadcaster drops what it cannot write, and so does this)."""
 
     def __init__(self, client: Client, component: str, *,
-                 clock: Callable[[], float] = _loop_time) -> None:
+                 clock: Callable[[], float] = _loop_time,
+                 spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]] | None = None
+                 ) -> None:
         self.client = client
         self.component = component
         self._clock = clock
+        #: Starts the writer task; by default a task of the calling process.
+        self._spawn = spawn or asyncio.ensure_future
         self._queue: asyncio.Queue[Obj] | None = None
         self._task: asyncio.Task[None] | None = None
         self._seq = 0
@@ -162,7 +166,7 @@ class EventRecorder:
             self._queue = asyncio.Queue()
         self._queue.put_nowait(event)
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._sink(self._queue))
+            self._task = self._spawn(self._sink(self._queue))
 
     async def _sink(self, queue: asyncio.Queue[Obj]) -> None:
         while not queue.empty():

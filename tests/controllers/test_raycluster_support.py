@@ -8,11 +8,16 @@ the emulated API server: `raycluster` builds the CR, `start_kuberay` runs an ope
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
 from controllers.operator import Configuration, operator_config
-from controllers.raycluster import RayClusterReconciler, RayClusterReconcilerOptions
+from controllers.raycluster import (
+    EventRecorder,
+    RayClusterReconciler,
+    RayClusterReconcilerOptions,
+)
 from controllers.utils.features import FeatureGates
 from emu.runtime import start_operator
 
@@ -65,7 +70,17 @@ def reconciler(sim: Any, *, env: dict[str, str] | None = None,
     """A reconciler on a plain (uncached) client, for tests that call one function, as the Go
     unit tests call ``reconcilePods`` on a fake client."""
     options = RayClusterReconcilerOptions(env=env or {}, gates=gates or FeatureGates())
-    return RayClusterReconciler(sim.client("raycluster-controller"), options)
+    proc = sim.processes.find("raycluster-controller")
+    if proc is None or not proc.alive:
+        proc = sim.start_process("raycluster-controller", _idle)
+    client = sim.client(process=proc)
+    recorder = EventRecorder(client, "raycluster-controller", spawn=proc.spawn)
+    return RayClusterReconciler(client, options, recorder=recorder)
+
+
+async def _idle(process: Any) -> None:
+    """The process the direct-call reconciler's Event writes belong to (ended with the run)."""
+    await asyncio.Event().wait()
 
 
 async def pods(sim: Any, selector: str = "") -> list[dict[str, Any]]:
