@@ -339,6 +339,51 @@ def default_job(obj: Obj, old: Obj | None) -> None:
     _default_template(obj)
 
 
+def default_raycluster(obj: Obj, old: Obj | None) -> None:
+    """The RayCluster CRD's schema defaults (``+kubebuilder:default`` in raycluster_types.go):
+    each worker group's replicas 0, minReplicas 0, maxReplicas 2147483647, numOfHosts 1."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("workerGroupSpecs"), list):
+        return
+    spec = _own(obj, "spec")
+    groups = []
+    for group in spec["workerGroupSpecs"]:
+        if isinstance(group, dict):
+            group = dict(group)
+            group.setdefault("replicas", 0)
+            group.setdefault("minReplicas", 0)
+            group.setdefault("maxReplicas", 2147483647)
+            group.setdefault("numOfHosts", 1)
+        groups.append(group)
+    spec["workerGroupSpecs"] = groups
+
+
+def default_rayjob(obj: Obj, old: Obj | None) -> None:
+    """The RayJob CRD's schema defaults (rayjob_types.go): submissionMode K8sJobMode,
+    backoffLimit 0, and the embedded cluster spec's worker-group defaults."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec = _own(obj, "spec")
+    spec.setdefault("submissionMode", "K8sJobMode")
+    spec.setdefault("backoffLimit", 0)
+    if isinstance(spec.get("rayClusterSpec"), dict):
+        inner: Obj = {"spec": spec["rayClusterSpec"]}
+        default_raycluster(inner, None)
+        spec["rayClusterSpec"] = inner["spec"]
+
+
+def default_rayservice(obj: Obj, old: Obj | None) -> None:
+    """The RayService CRD's schema defaults: the embedded cluster spec's worker-group defaults."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("rayClusterConfig"), dict):
+        return
+    spec = _own(obj, "spec")
+    inner: Obj = {"spec": spec["rayClusterConfig"]}
+    default_raycluster(inner, None)
+    spec["rayClusterConfig"] = inner["spec"]
+
+
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
@@ -548,11 +593,13 @@ def builtin_kinds() -> list[KindInfo]:
                  field_getters=_fields("regarding.kind", "regarding.name",
                                        "regarding.namespace", "reason", "type")),
         KindInfo("ray.io", "v1", "RayCluster", "rayclusters", has_status=True,
-                 has_generation=True, allow_unconditional_update=False),
+                 has_generation=True, allow_unconditional_update=False,
+                 defaulter=default_raycluster),
         KindInfo("ray.io", "v1", "RayJob", "rayjobs", has_status=True, has_generation=True,
-                 allow_unconditional_update=False),
+                 allow_unconditional_update=False, defaulter=default_rayjob),
         KindInfo("ray.io", "v1", "RayService", "rayservices", has_status=True,
-                 has_generation=True, allow_unconditional_update=False),
+                 has_generation=True, allow_unconditional_update=False,
+                 defaulter=default_rayservice),
     ]
 
 
