@@ -396,7 +396,7 @@ class PodWorker:
         entry = box.backoff.get(name)
         if entry is not None and not rec.finished_at - entry[1] > 2 * cap:
             backoff = entry[0]
-            if now - rec.finished_at < backoff:
+            if now - rec.finished_at < backoff - 1e-9:  # float sums must not loop at the edge
                 self._backoff_msg[name] = (
                     f"back-off {_go_duration(backoff)} restarting failed container={name} "
                     f"pod={self.name}_{self.namespace}({self.uid})")
