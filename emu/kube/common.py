@@ -109,7 +109,8 @@ class KeyQueue:
                 self.forget(key)
             finally:
                 self._processing.pop(key, None)
-                if self._dirty.pop(key, None) is not None:
+                if key in self._dirty:
+                    del self._dirty[key]
                     self.add(key)
 
 

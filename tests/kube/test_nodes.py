@@ -1,0 +1,98 @@
+"""Node failure: the node lifecycle controller, taint eviction and PodGC."""
+
+from __future__ import annotations
+
+import emu.kube.cluster as kc
+from emu.kube.faults import FailNode, RecoverNode
+from kube_helpers import condition, is_true, pod, ready_after
+
+
+async def test_failed_node_is_unknown_after_the_grace_period_and_its_pods_not_ready(sim):
+    sim.programs.register("example/app", ready_after(0))
+    cluster = kc.install(sim, nodes=1, node_monitor_grace_period=50.0,
+                         node_lease_renew_interval=10.0)
+    await cluster.wait_ready()
+    await sim.apply(pod("p"))
+    await sim.wait_for("Pod", "p", is_true("Ready"))
+    proc = cluster.container_process("default", "p", "app")
+    t0 = sim.now
+    sim.faults.do(FailNode(node="node-1"))
+    assert not proc.alive
+    node = await sim.wait_for("Node", "node-1",
+                              lambda n: condition(n, "Ready")["status"] == "Unknown",
+                              namespace=None, timeout=120)
+    # the last renewal was observed at most one renew interval before the failure
+    assert 40.0 <= sim.now - t0 <= 50.0
+    ready = condition(node, "Ready")
+    assert (ready["reason"], ready["message"]) == ("NodeStatusUnknown",
+                                                   "Kubelet stopped posting node status.")
+    tainted = await sim.wait_for("Node", "node-1", lambda n: bool(n["spec"].get("taints")),
+                                 namespace=None)
+    assert sorted((t["key"], t["effect"]) for t in tainted["spec"]["taints"]) == [
+        ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("node.kubernetes.io/unreachable", "NoSchedule")]
+    p = await sim.wait_for("Pod", "p", lambda p: condition(p, "Ready")["status"] == "False")
+    assert p["status"]["phase"] == "Running"
+
+
+async def test_pods_on_a_lost_node_are_evicted_after_the_toleration_and_stay_terminating(sim):
+    sim.programs.register("example/app", ready_after(0))
+    cluster = kc.install(sim, nodes=1, pod_eviction_timeout=300.0)
+    await cluster.wait_ready()
+    await sim.apply(pod("p"))
+    await sim.wait_for("Pod", "p", is_true("Ready"))
+    sim.faults.do(FailNode(node="node-1"))
+    tainted = await sim.wait_for("Node", "node-1", lambda n: bool(n["spec"].get("taints")),
+                                 namespace=None, timeout=120)
+    t_taint = sim.now
+    evicted = await sim.wait_for("Pod", "p", lambda p: bool(p["metadata"].get(
+        "deletionTimestamp")), timeout=600)
+    assert round(sim.now - t_taint) == 300
+    assert condition(evicted, "DisruptionTarget")["reason"] == "DeletionByTaintManager"
+    await sim.sleep(600)
+    assert (await sim.get("Pod", "p"))["metadata"]["deletionTimestamp"], \
+        "nobody finishes the deletion while the kubelet is gone"
+    sim.faults.do(RecoverNode(node="node-1"))
+    await sim.sleep(5)
+    assert await sim.get("Pod", "p") is None
+    node = await sim.wait_for("Node", "node-1", lambda n: not n["spec"].get("taints"),
+                              namespace=None, timeout=30)
+    assert condition(node, "Ready")["status"] == "True"
+    assert tainted["metadata"]["uid"] == node["metadata"]["uid"]
+
+
+async def test_pods_bound_to_a_deleted_node_are_failed_and_force_deleted_by_pod_gc(sim):
+    sim.programs.register("example/app", ready_after(0))
+    cluster = kc.install(sim, nodes=2, pod_gc_quarantine=40.0)
+    await cluster.wait_ready()
+    await sim.apply(pod("p", nodeSelector={"kubernetes.io/hostname": "node-2"}))
+    await sim.wait_for("Pod", "p", is_true("Ready"))
+    watch = await sim.client().watch("Pod", "default")
+    sim.faults.do(FailNode(node="node-2", delete_node=True))
+    t0 = sim.now
+    seen = []
+    async for event in watch:
+        seen.append((event["type"], event["object"]["status"]["phase"],
+                     (condition(event["object"], "DisruptionTarget") or {}).get("reason")))
+        if event["type"] == "DELETED":
+            break
+    assert round(sim.now - t0) == 40
+    assert seen[-2:] == [("MODIFIED", "Failed", "DeletionByPodGC"),
+                         ("DELETED", "Failed", "DeletionByPodGC")]
+
+
+async def test_a_restarted_kubelet_adopts_running_containers(sim):
+    sim.programs.register("example/app", ready_after(0))
+    cluster = kc.install(sim, nodes=1)
+    await cluster.wait_ready()
+    await sim.apply(pod("p"))
+    await sim.wait_for("Pod", "p", is_true("Ready"))
+    proc = cluster.container_process("default", "p", "app")
+    sim.faults.crash("kubelet-node-1")
+    await sim.sleep(5)
+    cluster.restart("kubelet-node-1")
+    await sim.sleep(5)
+    assert proc.alive
+    p = await sim.get("Pod", "p")
+    assert p["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert condition(p, "Ready")["status"] == "True"
