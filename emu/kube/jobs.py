@@ -237,10 +237,16 @@ class JobController:
         status["ready"] = sum(1 for p in active_left if pod_is_ready(p))
         status["terminating"] = len(terminating)
         if newly:
-            status["uncountedTerminatedPods"] = uncounted
-            job = await self.write_status(job, status)
+            # Record the finished Pods first; the Job finishes only once they are counted.
+            interim = {**status, "uncountedTerminatedPods": uncounted, "conditions": [
+                c for c in conditions if c.get("type") not in ("Complete", "Failed")]}
+            interim.pop("completionTime", None)
+            job = await self.write_status(job, interim)
             await self.remove_finalizers(newly)
-            status = dict(job.get("status") or {})
+            completion_time = status.get("completionTime")
+            status = {**(job.get("status") or {}), "conditions": conditions}
+            if completion_time:
+                status["completionTime"] = completion_time
         status["succeeded"] = int(status.get("succeeded") or 0) + len(uncounted["succeeded"])
         status["failed"] = int(status.get("failed") or 0) + len(uncounted["failed"])
         status["uncountedTerminatedPods"] = {}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import emu.kube.cluster as kc
-from emu.apiserver.errors import NotFound
+import itertools
 
 from kube_helpers import condition, exits, is_true, phase_is, pod, ready_after
+
+import emu.kube.cluster as kc
+from emu.apiserver.errors import NotFound
 
 
 async def test_pod_is_scheduled_then_running_after_pull_and_start_then_ready_when_program_says(sim):
@@ -50,7 +52,7 @@ async def test_restart_policy_always_restarts_at_once_then_backs_off_10s_doublin
     await cluster.wait_ready()
     await sim.apply(pod("p"))
     await sim.wait_until(lambda: len(starts) == 5, timeout=200, every=0.1)
-    gaps = [round(b - a, 6) for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [round(b - a, 6) for a, b in itertools.pairwise(starts)]
     assert gaps == [0.5, 10.5, 20.5, 40.5]
     waiting = await sim.wait_for(
         "Pod", "p", lambda p: "waiting" in p["status"]["containerStatuses"][0]["state"])

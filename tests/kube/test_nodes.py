@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from kube_helpers import condition, is_true, pod, ready_after
+
 import emu.kube.cluster as kc
 from emu.kube.faults import FailNode, RecoverNode
-from kube_helpers import condition, is_true, pod, ready_after
 
 
 async def test_failed_node_is_unknown_after_the_grace_period_and_its_pods_not_ready(sim):
