@@ -9,8 +9,9 @@ mapping. Each endpoint carries ``conditions.ready`` (PodReady and not terminatin
 Named ``targetPort`` values are resolved per Pod from its container ports.
 
 Changes reach the slices after `KubeConfig.endpoint_propagation_delay` (the controller's batching
-and the watch hops to kube-proxy in one number; `DelayEndpoints` raises it for a while). The
-slice reflects the Pods as they are when it is written, not when the change happened.
+and the watch hops to kube-proxy in one number; `DelayEndpoints` raises it for a while): at each
+change the controller takes what the slices should say, and writes exactly that a delay later, so
+a slice always shows its Service's Pods as they were one delay ago.
 
 Not emulated: the 100-endpoint limit per slice, topology hints, dual stack.
 """
@@ -91,6 +92,11 @@ class EndpointSliceController:
         #: What this controller last wrote per Service (slice name → resourceVersion): a sync
         #: waits until the cache has caught up (the real controller's ``endpointSliceTracker``).
         self._written: dict[str, dict[str, tuple[int, float]]] = {}
+        #: The snapshot being written (kept until a write succeeds, for the retry).
+        self._target: dict[str, tuple[Obj | None, list[tuple[list[Obj], list[Obj]]]]] = {}
+        #: Per Service: (when to write, (service, desired slices)) in event order.
+        self._snapshots: dict[str, list[tuple[float, tuple[Obj | None,
+                                                           list[tuple[list[Obj], list[Obj]]]]]]] = {}
 
     async def main(self, process: Process) -> None:
         self.process = process
@@ -115,8 +121,14 @@ class EndpointSliceController:
     # -- events ----------------------------------------------------------------------------------
 
     def _enqueue(self, key: str) -> None:
-        assert self.queue is not None
-        self.queue.add_after(key, self.cluster.endpoint_propagation_delay)
+        """Take what the slices should say now, to be written after the propagation delay."""
+        assert self.queue is not None and self.services is not None
+        delay = self.cluster.endpoint_propagation_delay
+        ns, _, name = key.partition("/")
+        svc = self.services.get(name, ns)
+        snapshot = (svc, self.desired(svc) if svc is not None else [])
+        self._snapshots.setdefault(key, []).append((clock.now() + delay, snapshot))
+        self.queue.add_after(key, delay)
 
     def _service_changed(self, svc: Obj) -> None:
         meta = svc["metadata"]
@@ -164,16 +176,37 @@ class EndpointSliceController:
         """``syncService``: make the Service's slices list what its selector selects now."""
         assert self.services is not None and self.slices is not None
         assert self.client is not None
-        ns, _, name = key.partition("/")
-        svc = self.services.get(name, ns)
-        if svc is None or svc["metadata"].get("deletionTimestamp"):
-            return  # the garbage collector removes the slices it owns
-        if not (svc.get("spec") or {}).get("selector"):
-            return
+        ns, _, _name = key.partition("/")
         if self._stale(key, ns):
             assert self.queue is not None
             self.queue.add_after(key, 0.01)
             return
+        pending = self._snapshots.get(key) or []
+        due = [snap for when, snap in pending if when <= clock.now() + 1e-9]
+        later = [(when, snap) for when, snap in pending if when > clock.now() + 1e-9]
+        if later:
+            self._snapshots[key] = later
+            assert self.queue is not None
+            self.queue.add_after(key, later[0][0] - clock.now())
+        else:
+            self._snapshots.pop(key, None)
+        if due:
+            self._target[key] = due[-1]
+        target = self._target.get(key)
+        if target is None:
+            return
+        svc, desired = target
+        if svc is None or svc["metadata"].get("deletionTimestamp") or \
+                not (svc.get("spec") or {}).get("selector"):
+            del self._target[key]
+            return  # the garbage collector removes the slices it owns
+        await self.write_slices(key, svc, desired)
+        del self._target[key]
+
+    async def write_slices(self, key: str, svc: Obj,
+                           desired: list[tuple[list[Obj], list[Obj]]]) -> None:
+        assert self.slices is not None and self.client is not None
+        ns, _, name = key.partition("/")
         written: dict[str, tuple[int, float]] = {}
         self._written[key] = written
         existing = self.slices.list(ns, {SERVICE_NAME_LABEL: name})
@@ -181,7 +214,7 @@ class EndpointSliceController:
         now = clock.rfc3339(clock.now())
         labels = {**(svc["metadata"].get("labels") or {}), SERVICE_NAME_LABEL: name,
                   MANAGED_BY_LABEL: MANAGED_BY}
-        for ports, endpoints in self.desired(svc):
+        for ports, endpoints in desired:
             match = next((s for s in unused.values() if (s.get("ports") or []) == ports), None)
             if match is not None:
                 del unused[match["metadata"]["name"]]
@@ -201,7 +234,7 @@ class EndpointSliceController:
                                  "endpoints.kubernetes.io/last-change-trigger-time": now},
                              "ownerReferences": [owner_reference(svc)]},
                 "addressType": "IPv4", "endpoints": endpoints, "ports": ports}))
-        if not self.desired(svc) and not existing:
+        if not desired and not existing:
             # a Service with nothing selected still gets one empty slice
             self._note(written, await self.client.create({
                 "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
@@ -209,7 +242,7 @@ class EndpointSliceController:
                              "ownerReferences": [owner_reference(svc)]},
                 "addressType": "IPv4", "endpoints": [], "ports": []}))
             return
-        keep_one_empty = not self.desired(svc)
+        keep_one_empty = not desired
         for slice_name in sorted(unused):
             stale = unused[slice_name]
             if keep_one_empty:
