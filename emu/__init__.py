@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .kernel.network import Timeout as Timeout
     from .kernel.process import Process as Process
     from .simulation import Simulation as Simulation
+    from .simulation import VirtualTimeExceeded as VirtualTimeExceeded
     from .simulation import WaitTimeout as WaitTimeout
     from .simulation import run as run
 
@@ -86,6 +87,7 @@ _EXPORTS = {
     "Timeout": ".kernel.network",
     "Process": ".kernel.process",
     "Simulation": ".simulation",
+    "VirtualTimeExceeded": ".simulation",
     "WaitTimeout": ".simulation",
     "run": ".simulation",
 }
@@ -95,7 +97,7 @@ __all__ = [
     "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
     "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
-    "Simulation", "Timeout", "WaitTimeout", "run",
+    "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout", "run",
 ]
 
 

@@ -22,7 +22,7 @@ from .apiserver.request import ApiRequest
 from .apiserver.server import APIServer
 from .client.apply import apply as apply_manifest
 from .client.client import APISERVER, Client
-from .faults import Faults, FaultPlan
+from .faults import FaultPlan, Faults
 from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
 from .kernel.process import Process
@@ -35,8 +35,17 @@ Obj = dict[str, Any]
 DEFAULT_HISTORY_WINDOW = 10_000
 
 
+#: Default limit of a run's virtual time: a run still going after a virtual day has a loop that
+#: never ends (periodic timers keep time moving, so it is no `Deadlock`).
+DEFAULT_MAX_VIRTUAL_TIME = 24 * 3600.0
+
+
 class WaitTimeout(TimeoutError):
     """`Simulation.wait_for` gave up: the condition did not hold in time."""
+
+
+class VirtualTimeExceeded(RuntimeError):
+    """A run reached its virtual time limit (``max_virtual_time``) without finishing."""
 
 
 class Simulation(World):
@@ -185,11 +194,13 @@ def replay_line(main: Callable[..., Any], seed: int, plan: FaultPlan | None) -> 
 
 def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         faults: FaultPlan | list[Any] | None = None, wall_clock: bool = False,
-        **options: Any) -> T:
+        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, **options: Any) -> T:
     """Run ``main(sim)`` in a fresh world on a virtual clock and return its result.
 
     The same seed and fault plan give the same history. A failure carries a note with the line
-    that replays it (``emu.run(module.main, seed=7, faults=[Crash(at=12.0, ...)])``).
+    that replays it (``emu.run(module.main, seed=7, faults=[Crash(at=12.0, ...)])``). A run
+    still going after ``max_virtual_time`` virtual seconds (a day by default) is stopped with
+    `VirtualTimeExceeded` naming the tasks still waiting.
     """
     plan = faults if isinstance(faults, FaultPlan) or faults is None else FaultPlan(faults)
     sims: list[Simulation] = []
@@ -197,11 +208,31 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
     async def body() -> T:
         sim = Simulation(seed=seed, **options)
         sims.append(sim)
+        task = asyncio.current_task()
+        expired: list[str] = []
+
+        def expire() -> None:
+            assert isinstance(sim.loop, VirtualTimeLoop)
+            expired.extend(sim.loop._describe_waiting())
+            if task is not None:
+                task.cancel()
+
+        limit = sim.loop.call_at(max_virtual_time, expire) if sim.virtual else None
         try:
             if plan:
                 sim.faults.schedule(plan)
             return await main(sim)
+        except asyncio.CancelledError:
+            if expired:
+                shown = "\n  ".join(expired)
+                raise VirtualTimeExceeded(
+                    f"the run reached its virtual time limit of {max_virtual_time:g}s without "
+                    f"finishing (raise it with max_virtual_time=...); tasks still waiting:"
+                    f"\n  {shown}") from None
+            raise
         finally:
+            if limit is not None:
+                limit.cancel()
             sim.close()
 
     with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(wall_clock=wall_clock)) as runner:

@@ -80,3 +80,15 @@ def test_a_sync_test_asking_for_sim_is_told_to_be_async(pytester):
     """)
     result = pytester.runpytest("-p", "no:asyncio")
     result.stdout.fnmatch_lines(["*a test using the sim fixture must be 'async def'*"])
+
+
+def test_a_run_that_never_ends_is_stopped_at_its_virtual_time_limit():
+    async def main(sim):
+        while True:  # a periodic loop: time keeps moving, so this is no deadlock
+            await sim.sleep(10)
+
+    with pytest.raises(emu.VirtualTimeExceeded) as info:
+        emu.run(main, max_virtual_time=3600)
+    assert str(info.value).startswith(
+        "the run reached its virtual time limit of 3600s without finishing (raise it with "
+        "max_virtual_time=...); tasks still waiting:\n  Task-")
