@@ -1,0 +1,96 @@
+"""PersistentVolumeClaims: binding, a directory that outlives Pods, reclaim policies."""
+
+from __future__ import annotations
+
+from kube_helpers import phase_is, pod
+
+import emu.kube.cluster as kc
+
+
+def pvc(name: str, **spec) -> dict:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}, **spec}}
+
+
+def pod_with_claim(name: str, claim: str) -> dict:
+    manifest = pod(name, "example/store", restart_policy="Never")
+    manifest["spec"]["volumes"] = [{"name": "data",
+                                    "persistentVolumeClaim": {"claimName": claim}}]
+    manifest["spec"]["containers"][0]["volumeMounts"] = [{"name": "data",
+                                                          "mountPath": "/data/gcs"}]
+    return manifest
+
+
+async def store(ctx) -> int:
+    """Append this Pod's name to /data/gcs/log and exit."""
+    path = ctx.volumes["/data/gcs"] / "log"
+    previous = path.read_text() if path.exists() else ""
+    path.write_text(previous + ctx.pod_name + "\n")
+    return 0
+
+
+async def test_a_claims_directory_survives_pod_deletion_and_is_mounted_again(sim):
+    sim.programs.register("example/store", store)
+    cluster = kc.install(sim)
+    await cluster.wait_ready()
+    await sim.apply(pvc("data"))
+    bound = await sim.wait_for("PersistentVolumeClaim", "data", phase_is("Bound"))
+    volume = bound["spec"]["volumeName"]
+    assert volume == f"pvc-{bound['metadata']['uid']}"
+    assert bound["status"]["capacity"] == {"storage": "1Gi"}
+    await sim.apply(pod_with_claim("first", "data"))
+    await sim.wait_for("Pod", "first", phase_is("Succeeded"))
+    await sim.client().delete("Pod", "first", "default")
+    await sim.sleep(1)
+    assert await sim.get("Pod", "first") is None
+    await sim.apply(pod_with_claim("second", "data"))
+    await sim.wait_for("Pod", "second", phase_is("Succeeded"))
+    directory = cluster.workdir / "volumes" / volume
+    assert (directory / "log").read_text() == "first\nsecond\n"
+    pv = await sim.get("PersistentVolume", volume, namespace=None)
+    assert pv["status"]["phase"] == "Bound"
+    assert pv["spec"]["claimRef"]["name"] == "data"
+
+
+async def test_deleting_the_claim_deletes_a_delete_policy_volume_and_its_directory(sim):
+    sim.programs.register("example/store", store)
+    cluster = kc.install(sim, provisioned_reclaim_policy="Delete")
+    await cluster.wait_ready()
+    await sim.apply(pvc("data"))
+    await sim.apply(pod_with_claim("writer", "data"))
+    await sim.wait_for("Pod", "writer", phase_is("Succeeded"))
+    volume = (await sim.get("PersistentVolumeClaim", "data"))["spec"]["volumeName"]
+    directory = cluster.workdir / "volumes" / volume
+    assert directory.exists()
+    await sim.client().delete("PersistentVolumeClaim", "data", "default")
+    await sim.sleep(1)
+    assert await sim.get("PersistentVolume", volume, namespace=None) is None
+    assert not directory.exists()
+
+
+async def test_a_retained_volume_is_released_and_keeps_its_data(sim):
+    sim.programs.register("example/store", store)
+    cluster = kc.install(sim, provisioned_reclaim_policy="Retain")
+    await cluster.wait_ready()
+    await sim.apply(pvc("data"))
+    await sim.apply(pod_with_claim("writer", "data"))
+    await sim.wait_for("Pod", "writer", phase_is("Succeeded"))
+    volume = (await sim.get("PersistentVolumeClaim", "data"))["spec"]["volumeName"]
+    await sim.client().delete("PersistentVolumeClaim", "data", "default")
+    released = await sim.wait_for("PersistentVolume", volume, phase_is("Released"),
+                                  namespace=None)
+    assert released["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert (cluster.workdir / "volumes" / volume / "log").read_text() == "writer\n"
+
+
+async def test_a_pod_with_a_missing_claim_is_unschedulable(sim):
+    cluster = kc.install(sim)
+    await cluster.wait_ready()
+    await sim.apply(pod_with_claim("p", "nope"))
+    p = await sim.wait_for("Pod", "p", lambda p: any(
+        c["type"] == "PodScheduled" for c in p["status"].get("conditions") or []))
+    [cond] = [c for c in p["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert cond["message"] == ('0/3 nodes are available: 3 persistentvolumeclaim "nope" '
+                               'not found.')
