@@ -16,6 +16,8 @@ from .handler import EnqueueRequestForObject as EnqueueRequestForObject
 from .handler import EnqueueRequestForOwner as EnqueueRequestForOwner
 from .handler import EnqueueRequestsFromMapFunc as EnqueueRequestsFromMapFunc
 from .handler import EventHandler as EventHandler
+from .http import HttpClient as HttpClient
+from .http import HttpResponse as HttpResponse
 from .leaderelection import LeaderElector as LeaderElector
 from .manager import LeaderElectionLost as LeaderElectionLost
 from .manager import Manager as Manager
@@ -31,9 +33,30 @@ from .reconcile import TerminalError as TerminalError
 from .workqueue import RateLimitingQueue as RateLimitingQueue
 
 __all__ = [
-    "Builder", "Cache", "CacheOptions", "CachedClient", "Controller", "ControllerOptions",
-    "EnqueueRequestForObject", "EnqueueRequestForOwner", "EnqueueRequestsFromMapFunc",
-    "EventHandler", "LeaderElectionLost", "LeaderElector", "Manager", "ManagerOptions",
-    "OperatorConfig", "RateLimitingQueue", "Reconciler", "Request", "Result", "RunnableFunc",
-    "TerminalError", "new_controller_managed_by", "operator_main", "start_operator",
+    "Builder",
+    "Cache",
+    "CacheOptions",
+    "CachedClient",
+    "Controller",
+    "ControllerOptions",
+    "EnqueueRequestForObject",
+    "EnqueueRequestForOwner",
+    "EnqueueRequestsFromMapFunc",
+    "EventHandler",
+    "HttpClient",
+    "HttpResponse",
+    "LeaderElectionLost",
+    "LeaderElector",
+    "Manager",
+    "ManagerOptions",
+    "OperatorConfig",
+    "RateLimitingQueue",
+    "Reconciler",
+    "Request",
+    "Result",
+    "RunnableFunc",
+    "TerminalError",
+    "new_controller_managed_by",
+    "operator_main",
+    "start_operator",
 ]

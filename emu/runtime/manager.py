@@ -31,6 +31,7 @@ from ..kernel.process import Process
 from ..kernel.rng import SimRandom
 from .builder import Builder
 from .cache import Cache, CachedClient, CacheOptions
+from .http import HttpClient
 from .leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
@@ -172,6 +173,10 @@ class Manager:
     def get_client(self) -> CachedClient:
         """Reads from the cache, writes to the API server."""
         return self.cached_client
+
+    def get_http_client(self) -> HttpClient:
+        """HTTP from this process over the emulated network (for Ray dashboard calls)."""
+        return HttpClient(self.client.network, self.process)
 
     def get_api_reader(self) -> Client:
         """Port of ``GetAPIReader``: uncached reads straight from the API server."""
