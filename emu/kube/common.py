@@ -186,9 +186,6 @@ def split_key(key: str) -> tuple[str | None, str]:
     return (ns or None), name
 
 
-def now_ts() -> str:
-    return clock.rfc3339(clock.now())
-
 
 def controller_ref(obj: Obj) -> Obj | None:
     """The ownerReference with ``controller: true``, if any (``metav1.GetControllerOf``)."""
@@ -312,3 +309,18 @@ class Expectations:
 
     def clear(self, key: str) -> None:
         self._items.pop(key, None)
+
+
+_TS_CACHE: dict[int, str] = {}
+
+
+def rfc3339(seconds: float) -> str:
+    """`emu.kernel.clock.rfc3339`, memoised per whole second (the format has no fraction, and
+    status writes ask for the same second thousands of times)."""
+    key = math.floor(seconds)
+    text = _TS_CACHE.get(key)
+    if text is None:
+        if len(_TS_CACHE) > 4096:
+            _TS_CACHE.clear()
+        text = _TS_CACHE[key] = clock.rfc3339(key)
+    return text

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 from ..kernel import clock
 from ..kernel.process import EXIT_KILLED, Process
@@ -176,6 +177,7 @@ class NodeRuntime:
                               container_id=f"containerd://{digest}", image=image,
                               created_at=self.world.loop.time())
         box.containers[name] = rec
+        pod = orjson.loads(orjson.dumps(pod))  # the program's own copy, as of its start
         rec.timer = self.world.loop.call_later(
             delay, self._run, box, rec, spec, pod, env, volumes)
         return rec

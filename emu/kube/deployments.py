@@ -38,6 +38,7 @@ from .common import (
     int_or_percent,
     owner_reference,
     pod_is_ready,
+    rfc3339,
     set_condition,
     template_hash,
 )
@@ -436,7 +437,7 @@ class DeploymentController:
         available = total("availableReplicas")
         strategy = (spec.get("strategy") or {}).get("type", "RollingUpdate")
         unavailable_ok = 0 if strategy == "Recreate" else self.max_surge_unavailable(d)[1]
-        now = clock.rfc3339(clock.now())
+        now = rfc3339(clock.now())
         old_status = d.get("status") or {}
         conditions = list(old_status.get("conditions") or [])
         if available >= replicas - unavailable_ok:

@@ -26,7 +26,7 @@ from ..client.client import Client
 from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.process import Process
-from .common import KeyQueue, Obj, condition_true, owner_reference
+from .common import KeyQueue, Obj, condition_true, owner_reference, rfc3339
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
@@ -211,7 +211,7 @@ class EndpointSliceController:
         self._written[key] = written
         existing = self.slices.list(ns, {SERVICE_NAME_LABEL: name})
         unused = {s["metadata"]["name"]: s for s in existing}
-        now = clock.rfc3339(clock.now())
+        now = rfc3339(clock.now())
         labels = {**(svc["metadata"].get("labels") or {}), SERVICE_NAME_LABEL: name,
                   MANAGED_BY_LABEL: MANAGED_BY}
         for ports, endpoints in desired:

@@ -41,6 +41,7 @@ from .common import (
     get_condition,
     owner_reference,
     pod_is_ready,
+    rfc3339,
 )
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def pod_failed(pod: Obj) -> bool:
 
 
 def _condition(ctype: str, reason: str, message: str) -> Obj:
-    now = clock.rfc3339(clock.now())
+    now = rfc3339(clock.now())
     return {"type": ctype, "status": "True", "lastProbeTime": now, "lastTransitionTime": now,
             "reason": reason, "message": message}
 
@@ -163,7 +164,7 @@ class JobController:
         now = clock.now()
         suspended = bool(spec.get("suspend"))
         if not status.get("startTime") and not suspended:
-            status["startTime"] = clock.rfc3339(now)
+            status["startTime"] = rfc3339(now)
         uncounted = {k: list(v) for k, v in (status.get("uncountedTerminatedPods") or {}).items()}
         uncounted.setdefault("succeeded", [])
         uncounted.setdefault("failed", [])
@@ -219,7 +220,7 @@ class JobController:
             if not active and not terminating:
                 conditions.append(_condition("Complete", "CompletionsReached",
                                              COMPLETIONS_MESSAGE))
-                status["completionTime"] = clock.rfc3339(now)
+                status["completionTime"] = rfc3339(now)
         elif suspended:
             await self.delete_pods(key, active)
             if get_condition(status, "Suspended") is None:

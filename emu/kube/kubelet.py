@@ -42,7 +42,7 @@ from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.network import NetworkError
 from ..kernel.process import Process
-from .common import Obj, milli, parse_quantity, set_condition
+from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ class Kubelet:
         self.index = index
         self.ip = node_ip(index)
         self.workers: dict[str, PodWorker] = {}
+        #: The informer's current object per Pod uid (shared with the cache: never mutated).
+        self.latest: dict[str, Obj] = {}
         self.process: Process | None = None
         self.client: Client | None = None
         self.pods: Informer | None = None
@@ -129,7 +131,7 @@ class Kubelet:
         }
 
     def node_conditions(self) -> list[Obj]:
-        now = clock.rfc3339(clock.now())
+        now = rfc3339(clock.now())
         out = []
         for ctype, status, reason, message in (
                 ("MemoryPressure", "False", "KubeletHasSufficientMemory",
@@ -201,6 +203,10 @@ class Kubelet:
     def _pod_changed(self, pod: Obj, deleted: bool = False) -> None:
         meta = pod.get("metadata") or {}
         uid = meta.get("uid", "")
+        if deleted:
+            self.latest.pop(uid, None)
+        else:
+            self.latest[uid] = pod
         worker = self.workers.get(uid)
         if worker is None:
             if deleted:
@@ -289,6 +295,7 @@ class PodWorker:
         self._probes: dict[str, asyncio.Task[Any]] = {}
         self._stop_timer: asyncio.TimerHandle | None = None
         self._terminal_phase: str | None = None
+        self._qos_class: str | None = None
 
     # -- scheduling the next sync ----------------------------------------------------------------
 
@@ -333,9 +340,8 @@ class PodWorker:
 
     async def sync(self) -> bool:
         """One pass; True when the Pod is gone and the worker can end."""
-        assert self.kubelet.pods is not None
-        pod = self.kubelet.pods.get(self.name, self.namespace)
-        if pod is None or pod["metadata"].get("uid") != self.uid:
+        pod = self.kubelet.latest.get(self.uid)
+        if pod is None:
             self.runtime.remove_sandbox(self.uid)
             self._remove_pod_dirs()
             return True
@@ -668,7 +674,7 @@ class PodWorker:
         status["containerID"] = rec.container_id
         status["imageID"] = _image_id(image)
         if rec.state == "running":
-            status["state"] = {"running": {"startedAt": clock.rfc3339(rec.started_at or 0.0)}}
+            status["state"] = {"running": {"startedAt": rfc3339(rec.started_at or 0.0)}}
             status["started"] = True
             status["ready"] = self.container_ready(c, rec)
         elif name in self._backoff_msg:
@@ -709,7 +715,7 @@ class PodWorker:
         phase = self.get_phase(spec, init_statuses, statuses, terminal)
         if self._terminal_phase is not None:
             phase = self._terminal_phase
-        now = clock.rfc3339(clock.now())
+        now = rfc3339(clock.now())
         conditions: list[Obj] = list(old.get("conditions") or [])
 
         def cond(ctype: str, ok: bool, reason: str = "", message: str = "") -> None:
@@ -743,12 +749,17 @@ class PodWorker:
             "phase": phase, "conditions": conditions,
             "hostIP": self.kubelet.ip, "hostIPs": [{"ip": self.kubelet.ip}],
             "podIP": box.ip, "podIPs": [{"ip": box.ip}],
-            "startTime": old.get("startTime") or clock.rfc3339(box.created_at),
-            "qosClass": qos_class(spec), "containerStatuses": statuses,
+            "startTime": old.get("startTime") or rfc3339(box.created_at),
+            "qosClass": self._qos(spec), "containerStatuses": statuses,
         }
         if inits:
             status["initContainerStatuses"] = init_statuses
         return status
+
+    def _qos(self, spec: Obj) -> str:
+        if self._qos_class is None:
+            self._qos_class = qos_class(spec)
+        return self._qos_class
 
     @staticmethod
     def get_phase(spec: Obj, init_statuses: list[Obj], statuses: list[Obj],

@@ -27,7 +27,7 @@ from ..client.client import Client
 from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.process import Process
-from .common import KeyQueue, Obj, get_condition, pod_is_terminal, set_condition
+from .common import KeyQueue, Obj, get_condition, pod_is_terminal, rfc3339, set_condition
 from .kubelet import NODE_LEASE_NAMESPACE
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ class NodeLifecycle:
 
     async def mark_unknown(self, node: Obj) -> None:
         assert self.client is not None and self.process is not None
-        now = clock.rfc3339(clock.now())
+        now = rfc3339(clock.now())
         conditions = list((node.get("status") or {}).get("conditions") or [])
         for ctype in NODE_CONDITIONS:
             old = get_condition({"conditions": conditions}, ctype) or {}
@@ -162,7 +162,7 @@ class NodeLifecycle:
         taints = [t for t in (node.get("spec") or {}).get("taints") or []
                   if t.get("key") != UNREACHABLE]
         if present:
-            now = clock.rfc3339(clock.now())
+            now = rfc3339(clock.now())
             taints += [{"key": UNREACHABLE, "effect": "NoSchedule", "timeAdded": now},
                        {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": now}]
         await self.client.patch("Node", node["metadata"]["name"],
@@ -177,7 +177,7 @@ class NodeLifecycle:
     async def mark_pods_not_ready(self, node: str) -> None:
         """``MarkPodsNotReady``: the Ready condition of every Pod on the Node becomes False."""
         assert self.client is not None
-        now = clock.rfc3339(clock.now())
+        now = rfc3339(clock.now())
         for pod in await self._pods_on(node):
             if pod_is_terminal(pod):
                 continue
@@ -219,7 +219,7 @@ class NodeLifecycle:
             conditions = set_condition(list((pod.get("status") or {}).get("conditions") or []), {
                 "type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
                 "message": "Taint manager: deleting due to NoExecute taint",
-                "lastTransitionTime": clock.rfc3339(now)})
+                "lastTransitionTime": rfc3339(now)})
             try:
                 await self.client.patch("Pod", meta["name"], {"status": {"conditions": conditions}},
                                         meta["namespace"], subresource="status")
@@ -259,7 +259,7 @@ class PodGC:
         assert self.nodes is not None and self.client is not None and self.process is not None
         if self.nodes.get(node) is not None:
             return
-        now = clock.rfc3339(clock.now())
+        now = rfc3339(clock.now())
         for pod in await self.client.list("Pod", field_selector=f"spec.nodeName={node}"):
             meta = pod["metadata"]
             self.process.log("pod_gc_orphaned", pod=f"{meta['namespace']}/{meta['name']}",
