@@ -168,15 +168,42 @@ class WatchStream:
         return len(self._queue)
 
 
+#: Fields whose ``=`` value also indexes watches: kube's watch-cache trigger functions
+#: (``pod.NodeNameTriggerFunc``), so a write to a Pod reaches only the kubelet of its Node
+#: instead of being offered to every kubelet's watch.
+TRIGGER_FIELD = "spec.nodeName"
+
+
 class WatchHub:
     """Open watches by kind and namespace; receives every committed change from the store."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._by_kind: dict[tuple[str, str], dict[str | None, dict[int, WatchStream]]] = {}
+        #: Watches with a ``spec.nodeName=<value>`` field selector, by kind, namespace, value.
+        self._by_trigger: dict[tuple[str, str],
+                               dict[tuple[str | None, str], dict[int, WatchStream]]] = {}
+        self._trigger_of: dict[int, tuple[str | None, str]] = {}
         store.listeners.append(self.publish)
 
+    def _publish_triggered(self, change: Change) -> None:
+        by_value = self._by_trigger.get(change.table.gk)
+        if not by_value:
+            return
+        values = [(change.entry.fields or {}).get(TRIGGER_FIELD, "")]
+        if change.prev is not None:
+            old = (change.prev.fields or {}).get(TRIGGER_FIELD, "")
+            if old != values[0]:
+                values.append(old)
+        for ns in (change.entry.ns, None):
+            for value in values:
+                streams = by_value.get((ns, value))
+                if streams:
+                    for stream in list(streams.values()):
+                        stream.offer(change)
+
     def publish(self, change: Change) -> None:
+        self._publish_triggered(change)
         by_ns = self._by_kind.get(change.table.gk)
         if not by_ns:
             return
@@ -213,10 +240,25 @@ class WatchHub:
                     stream.offer(change)
         else:
             stream.add_initial(table.select(namespace, labels, fields))
+        trigger = fields.value_for(TRIGGER_FIELD) if fields is not None else None
+        if trigger is not None:
+            self._trigger_of[id(stream)] = (namespace, trigger)
+            self._by_trigger.setdefault(table.gk, {}).setdefault(
+                (namespace, trigger), {})[id(stream)] = stream
+            return stream
         self._by_kind.setdefault(table.gk, {}).setdefault(namespace, {})[id(stream)] = stream
         return stream
 
     def remove(self, stream: WatchStream) -> None:
+        trigger = self._trigger_of.pop(id(stream), None)
+        if trigger is not None:
+            by_value = self._by_trigger.get((stream.info.group, stream.info.kind)) or {}
+            streams = by_value.get(trigger)
+            if streams is not None:
+                streams.pop(id(stream), None)
+                if not streams:
+                    del by_value[trigger]
+            return
         by_ns = self._by_kind.get((stream.info.group, stream.info.kind))
         if by_ns is None:
             return
@@ -227,4 +269,5 @@ class WatchHub:
                 del by_ns[stream.namespace]
 
     def count(self) -> int:
-        return sum(len(s) for by_ns in self._by_kind.values() for s in by_ns.values())
+        return sum(len(s) for by_ns in self._by_kind.values() for s in by_ns.values()) + len(
+            self._trigger_of)
