@@ -92,6 +92,71 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _explore_one(job: tuple[str, int]) -> dict[str, object]:
+    """Run one seed in a worker process; a plain dict crosses the process boundary."""
+    from . import scenarios
+
+    name, seed = job
+    try:
+        result = scenarios.run_scenario(name, seed)
+    except Exception as exc:  # a crash is a failure of that seed, with its message
+        return {"seed": seed, "ok": False, "digest": "", "wall": 0.0,
+                "failed": [f"raised {type(exc).__name__}: {exc}"]}
+    return {"seed": seed, "ok": result.ok, "digest": result.digest, "wall": result.wall_seconds,
+            "failed": [e.claim for e in result.expectations if not e.ok]
+            or ([] if result.expectations else ["the scenario checked no expectation"])}
+
+
+def _cmd_explore(args: argparse.Namespace) -> int:
+    import multiprocessing
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from . import scenarios
+
+    try:
+        scenarios.get(args.scenario)
+    except KeyError as err:
+        print(f"emu explore: {err.args[0]}", file=sys.stderr)
+        return 2
+    if args.seeds < 1:
+        print(f"emu explore: --seeds must be at least 1, not {args.seeds}", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print(f"emu explore: --jobs must be at least 1, not {args.jobs}", file=sys.stderr)
+        return 2
+    seeds = range(args.start, args.start + args.seeds)
+    jobs = [(args.scenario, seed) for seed in seeds]
+    console = Console(stderr=True)
+    results: list[dict[str, object]] = []
+    start = time.perf_counter()
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(f"exploring {args.scenario}", total=len(jobs))
+        if args.jobs == 1:
+            for job in jobs:
+                results.append(_explore_one(job))
+                progress.advance(task)
+        else:
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
+                for item in pool.map(_explore_one, jobs):
+                    results.append(item)
+                    progress.advance(task)
+    wall = time.perf_counter() - start
+    failed = [r for r in results if not r["ok"]]
+    for r in failed:
+        claims = "; ".join(str(c) for c in r["failed"])  # type: ignore[attr-defined]
+        print(f"seed {r['seed']} FAILED: {claims}")
+        print(f"  replay: emu run {args.scenario} --seed {r['seed']}")
+    print(f"{len(results) - len(failed)}/{len(results)} seeds passed in {wall:.2f}s wall "
+          f"({len(results) / wall:.1f} seeds/s with {args.jobs} process(es))")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="emu", description="kuberay-emu: run KubeRay recovery scenarios on a virtual clock")
@@ -109,6 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--json", action="store_true", help="print machine-readable results")
     p_run.add_argument("--verbose", "-v", action="store_true", help="print every trace event")
     p_run.set_defaults(fn=_cmd_run)
+
+    p_explore = sub.add_parser("explore", help="run a scenario under many seeds in parallel")
+    p_explore.add_argument("scenario", help="a scenario name (see `emu list`)")
+    p_explore.add_argument("--seeds", type=int, default=20, help="how many seeds (default 20)")
+    p_explore.add_argument("--start", type=int, default=0, help="the first seed (default 0)")
+    p_explore.add_argument("--jobs", "-j", type=int, default=2,
+                           help="worker processes (default 2)")
+    p_explore.set_defaults(fn=_cmd_explore)
     return parser
 
 

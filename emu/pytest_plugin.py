@@ -6,7 +6,8 @@ failing test ends with the line that replays it::
 
     reproduce: pytest tests/test_x.py::test_x --emu-seed=3
 
-``emu`` is imported only inside hooks, so loading the plugin costs nothing for other tests.
+``--emu-html DIR`` writes each failing run's timeline page into DIR. ``emu`` is imported only
+inside hooks, so loading the plugin costs nothing for other tests.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 _SEED_KEY = pytest.StashKey[int]()
+_HTML_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,6 +27,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="seed for tests that use the sim fixture (default 0, or the emu mark's)")
     group.addoption("--emu-seeds", type=int, default=None,
                     help="run every sim test under seeds 0..N-1")
+    group.addoption("--emu-html", metavar="DIR", default=None,
+                    help="write the HTML timeline of every failing sim test into DIR")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -82,15 +86,37 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     options = {k: v for k, v in (mark.kwargs.items() if mark else ()) if k != "seed"}
     names = pyfuncitem._fixtureinfo.argnames
 
+    holder: list[Any] = []
+
     async def main(s: Any) -> Any:
+        holder.append(s)
         kwargs = {name: funcargs[name] for name in names if name in funcargs}
         kwargs["sim"] = s
         return await func(**kwargs)
 
     main.__qualname__ = func.__qualname__
     main.__module__ = func.__module__
-    emu.run(main, seed=seed, **options)
+    try:
+        emu.run(main, seed=seed, **options)
+    except BaseException:
+        html_dir = pyfuncitem.config.getoption("--emu-html")
+        if html_dir and holder:
+            pyfuncitem.stash[_HTML_KEY] = _write_failure_html(pyfuncitem, holder[0], seed, html_dir)
+        raise
     return True
+
+
+def _write_failure_html(item: pytest.Item, sim: Any, seed: int, directory: str) -> str:
+    from pathlib import Path
+
+    from emu.timeline import render_html
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in item.nodeid)
+    path = Path(directory) / f"{safe}-seed{seed}.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(f"{item.nodeid} (seed {seed}, failed)", sim.trace.events, [], {},
+                                sim.trace.digest()))
+    return str(path)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -100,8 +126,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     if report.when == "call" and report.failed and _SEED_KEY in item.stash:
         seed = item.stash[_SEED_KEY]
         nodeid = item.nodeid.split("[seed")[0]
-        report.sections.append(
-            ("emu", f"reproduce: pytest {nodeid} --emu-seed={seed}"))
+        text = f"reproduce: pytest {nodeid} --emu-seed={seed}"
+        if _HTML_KEY in item.stash:
+            text += f"\ntimeline: {item.stash[_HTML_KEY]}"
+        report.sections.append(("emu", text))
         add = getattr(report.longrepr, "addsection", None)
         if add is not None:
-            add("emu", f"reproduce: pytest {nodeid} --emu-seed={seed}")
+            add("emu", text)

@@ -92,3 +92,19 @@ def test_a_run_that_never_ends_is_stopped_at_its_virtual_time_limit():
     assert str(info.value).startswith(
         "the run reached its virtual time limit of 3600s without finishing (raise it with "
         "max_virtual_time=...); tasks still waiting:\n  Task-")
+
+
+def test_the_plugin_writes_a_failing_runs_timeline_with_emu_html(pytester):
+    pytester.makepyfile(test_demo="""
+        async def test_fails(sim):
+            await sim.sleep(3)
+            sim.log("about_to_fail", why="demo")
+            assert False
+    """)
+    out = pytester.path / "timelines"
+    result = pytester.runpytest(f"--emu-html={out}", "-p", "no:asyncio")
+    result.assert_outcomes(failed=1)
+    [page] = sorted(out.iterdir())
+    assert page.name == "test_demo.py__test_fails-seed0.html"
+    assert "about_to_fail" in page.read_text()
+    result.stdout.fnmatch_lines([f"*timeline: {page}*"])
