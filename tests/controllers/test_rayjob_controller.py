@@ -380,3 +380,104 @@ async def test_http_mode_resubmission_clears_the_failure_timer(sim):
         "jobStatusCheckFailureStartTime") is None, timeout=10)
     await consistently_status(sim, "rayjob-recover-timer-http", "Running")
     assert set(fake.submitted) == {rj["status"]["jobId"]}
+
+
+# -- Beyond the Go file: deletion finalizer, validation, clusterSelector, timers on failover -----
+
+
+async def test_deleting_a_running_rayjob_stops_the_ray_job_then_drops_the_finalizer(sim):
+    """SPEC §3.1: a non-terminal RayJob being deleted gets a best-effort StopJob for its id; the
+    finalizer goes whatever the answer."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rayjob-delete-running"))
+    rj = await to_running(sim, "rayjob-delete-running")
+    await sim.client().delete("RayJob", "rayjob-delete-running", NS)
+    await sim.sleep(5)
+    assert await get_or_none(sim, "RayJob", "rayjob-delete-running") is None
+    assert fake.stopped == [rj["status"]["jobId"]]
+
+
+async def test_deleting_a_finished_rayjob_does_not_stop_anything(sim):
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rayjob-delete-done", shutdownAfterJobFinishes=False))
+    await to_running(sim, "rayjob-delete-done")
+    fake.get_job_info_mock = job_info("SUCCEEDED", sim)
+    await update_k8s_job_to_complete(sim, "rayjob-delete-done")
+    await wait_status(sim, "rayjob-delete-done", "Complete", timeout=5)
+    await sim.client().delete("RayJob", "rayjob-delete-done", NS)
+    await sim.sleep(5)
+    assert await get_or_none(sim, "RayJob", "rayjob-delete-done") is None
+    assert fake.stopped == []
+
+
+async def test_invalid_rayjob_is_validation_failed_and_stays_so_when_fixed(sim):
+    """SPEC §3.5: validation failure → ValidationFailed with the message and an
+    InvalidRayJobSpec event, no requeue; fixing the spec later hits the switch's default branch,
+    which only requeues (**quirk**)."""
+    start_kuberay(sim, FakeRayDashboardClient())
+    await sim.client().create(rayjob("rayjob-invalid-spec", suspend=True,
+                                     shutdownAfterJobFinishes=False))
+    rj = await wait_status(sim, "rayjob-invalid-spec", "ValidationFailed", timeout=3)
+    message = ("The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false "
+               "is not allowed to be suspended")
+    assert (rj["status"]["reason"], rj["status"]["message"]) == ("ValidationFailed", message)
+    assert [(e["type"], e["reason"], e["message"]) for e in await events(
+        sim, "rayjob-invalid-spec")] == [
+        ("Warning", "InvalidRayJobSpec", f"default/rayjob-invalid-spec: {message}")]
+    rj["spec"]["suspend"] = False
+    await sim.client().update(rj)
+    await sim.sleep(10)
+    assert (await get_rayjob(sim, "rayjob-invalid-spec"))["status"]["jobDeploymentStatus"] == \
+        "ValidationFailed"
+    assert list(await sim.client().list("RayCluster", NS)) == []
+
+
+async def test_cluster_selector_uses_the_named_cluster_and_never_deletes_it(sim):
+    """SPEC §3.4/§3.10: a missing selected cluster is an error with a RayClusterNotFound event;
+    once it exists the RayJob runs on it (no head Service of its own) and, finished, leaves it."""
+    from test_raycluster_support import raycluster
+
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    spec = {"clusterSelector": {"ray.io/cluster": "shared"}, "shutdownAfterJobFinishes": False}
+    body = rayjob("rayjob-selector", **spec)
+    del body["spec"]["rayClusterSpec"]
+    await sim.client().create(body)
+    rj = await wait_status(sim, "rayjob-selector", "Initializing", timeout=3)
+    assert rj["status"]["rayClusterName"] == "shared"
+    await sim.sleep(3)
+    assert any(e["reason"] == "RayClusterNotFound" and e["message"] ==
+               "RayCluster default/shared set in the clusterSelector is not found. It must be "
+               "created manually" for e in await events(sim, "rayjob-selector"))
+    await sim.client().create(raycluster("shared", replicas=1))
+    await make_cluster_ready(sim, "shared")
+    await wait_status(sim, "rayjob-selector", "Running", timeout=10)
+    assert await get_or_none(sim, "Service", "rayjob-selector-head-svc") is None
+    fake.get_job_info_mock = job_info("SUCCEEDED", sim)
+    await update_k8s_job_to_complete(sim, "rayjob-selector")
+    await wait_status(sim, "rayjob-selector", "Complete", timeout=5)
+    await sim.sleep(10)
+    assert await get_or_none(sim, "RayCluster", "shared") is not None
+
+
+async def test_status_check_timeout_counts_from_the_persisted_start_across_an_operator_restart(
+        sim):
+    """SPEC §3.7/§7.4: the failure timer is a persisted timestamp, so an operator restarted in
+    the middle of a dashboard outage fails the RayJob 300 s after the first failure, not 300 s
+    after it came back."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake, name="op-a")
+    await sim.client().create(rayjob("rayjob-timer-failover"))
+    await to_running(sim, "rayjob-timer-failover")
+    fake.get_job_info_mock = _refused
+    rj = await sim.wait_for("RayJob", "rayjob-timer-failover", lambda o: o["status"].get(
+        "jobStatusCheckFailureStartTime") is not None, timeout=10)
+    started = _seconds(rj["status"]["jobStatusCheckFailureStartTime"])
+    await sim.sleep(200)
+    sim.faults.crash("op-a")
+    start_kuberay(sim, fake, name="op-b")
+    rj = await wait_status(sim, "rayjob-timer-failover", "Failed", timeout=200)
+    assert rj["status"]["reason"] == "JobStatusCheckTimeoutExceeded"
+    assert started + 300 <= sim.now <= started + 304
