@@ -295,7 +295,8 @@ class GcsServer:
             else:
                 try:
                     await self.ctx.call(self.nodes[node_id]["raylet_address"],
-                                        {"method": "HealthCheck"}, verb="HealthCheck",
+                                        {"method": "HealthCheck", "node_id": node_id},
+                                        verb="HealthCheck",
                                         timeout=HEALTH_CHECK_TIMEOUT_S)
                     remaining = HEALTH_CHECK_FAILURE_THRESHOLD
                 except (NetworkError, RpcError):

@@ -6,7 +6,7 @@ shared `RayConfig`. A Ray container's role comes from `emu.ray.cli.classify`:
 
 - **head** (``ray start --head``): like ``ray start --block``, it starts child processes on the
   Pod's host — ``<container>/gcs_server`` (GCS on ``--port``, 6379), then ``<container>/dashboard``
-  (8265) and ``<container>/raylet`` (8076, agent 52365) — and exits 1 a second after any of them
+  (8265) and ``<container>/raylet`` (a random port, agent 52365) — and exits 1 a second after any of them
   ends with a code other than 0/15/143 (killing the rest), as Ray's ``--block`` loop does. A GCS
   stopped with SIGTERM (``pkill gcs_server``) is therefore not noticed until the head raylet gives
   up on it after its reconnect timeout.
@@ -55,7 +55,7 @@ from .config import RayConfig
 from .dashboard import Dashboard
 from .gcs import GcsServer
 from .gcs_client import DEFAULT_RECONNECT_TIMEOUT_S
-from .raylet import RAYLET_PORT, Raylet
+from .raylet import Raylet
 from .redis_server import NetworkRedis, parse_redis_address, redis_program, resolve_in_volumes
 
 RAY_IMAGES = ("rayproject/ray", "rayproject/ray-ml", "rayproject/ray-llm", "ray")
@@ -301,7 +301,7 @@ class RayNode:
                            reconnect: float) -> int:
         raylet = Raylet(ctx, self.config, gcs_address=gcs_address, is_head=self.head,
                         resources=self._resources(), labels=self.opts.labels,
-                        port=self.opts.node_manager_port or RAYLET_PORT,
+                        port=self.opts.node_manager_port,
                         reconnect_timeout=reconnect)
         self.raylet = raylet
         ctx.process.on_exit(lambda _p: self.readiness.set("raylet", False))

@@ -35,8 +35,9 @@ from .net import HttpRequest, RpcError, response, run_in, serve_http, serve_rpc
 from .serve import NodeServe
 from .workloads import ActorRuntime, maybe_await, resolve_class
 
-#: The raylet's RPC port (``--node-manager-port``; Ray picks one, KubeRay doesn't set it).
-RAYLET_PORT = 8076
+#: Where Ray picks a raylet's RPC port when ``--node-manager-port`` is not given (KubeRay doesn't
+#: give it): a new raylet in a restarted container listens somewhere else than its predecessor.
+RAYLET_PORT_RANGE = (10002, 59999)
 #: The dashboard agent's HTTP port (KubeRay's ``--dashboard-agent-listen-port=52365``).
 AGENT_PORT = 52365
 
@@ -57,18 +58,18 @@ class Raylet:
 
     def __init__(self, ctx: ContainerContext, config: RayConfig, *, gcs_address: str,
                  is_head: bool, resources: dict[str, float], labels: dict[str, str] | None = None,
-                 port: int = RAYLET_PORT, reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT_S,
+                 port: int | None = None, reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT_S,
                  node_name: str = "") -> None:
         self.ctx = ctx
         self.config = config
         self.is_head = is_head
         self.resources = dict(resources)
         self.labels = dict(labels or {})
-        self.port = port
         self.reconnect_timeout = reconnect_timeout
         self.node_id = hex_id(ctx.rng, 28)
+        self.port = port if port is not None else ctx.rng.randint(*RAYLET_PORT_RANGE)
         self.node_name = node_name or ctx.pod_name or ctx.process.name
-        self.address = f"{ctx.ip}:{port}"
+        self.address = f"{ctx.ip}:{self.port}"
         self.gcs = GcsClient(ctx.call, gcs_address)
         self.cluster_id: str | None = None
         self.registered = asyncio.Event()
@@ -187,6 +188,9 @@ class Raylet:
     # -- RPCs -------------------------------------------------------------------------------------
 
     async def rpc_health_check(self, req: dict[str, Any]) -> dict[str, Any]:
+        if req.get("node_id") not in (None, self.node_id):
+            raise RpcError("NOT_FOUND", f"this raylet is node {self.node_id}, not "
+                                        f"{req.get('node_id')}")
         return {"status": "SERVING"}
 
     async def rpc_notify_gcs_restart(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +218,7 @@ class Raylet:
         except (ImportError, AttributeError, TypeError) as err:
             raise RpcError("CREATION_FAILED", f"cannot load actor class {spec['cls']}: "
                                               f"{err}") from None
-        name = f"{self.ctx.process.name}.worker-{actor_id[:12]}"
+        name = f"{self.ctx.process.name}.worker-{actor_id}"
         process = self.ctx.process.table.start(name, _worker_main, host=self.ctx.process.host)
         worker = ActorWorker(actor_id, record, process)
         self.workers[actor_id] = worker
