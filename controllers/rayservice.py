@@ -27,6 +27,7 @@ so that strategy runs the blue/green path (it still counts as zero-downtime); se
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import random
 from collections import OrderedDict
@@ -65,6 +66,8 @@ SERVICE_DEFAULT_REQUEUE_DURATION = 2.0
 RAY_CLUSTER_DELETION_DELAY_DURATION = 60.0
 #: The operator's environment variable that turns zero-downtime upgrades off.
 ENABLE_ZERO_DOWNTIME = "ENABLE_ZERO_DOWNTIME"
+#: KubeRay's dashboard and proxy clients: ``http.Client{Timeout: 2 * time.Second}``.
+HTTP_CLIENT_TIMEOUT = float(C.RAY_HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS)
 #: ``RayServeProxyHealthPath``.
 RAY_SERVE_PROXY_HEALTH_PATH = "/" + C.RAY_SERVE_PROXY_HEALTH_PATH
 
@@ -115,6 +118,16 @@ DashboardClientFunc = Callable[[Obj, str], RayDashboardClient]
 ProxyHealthFunc = Callable[[str, str, str, int], Awaitable[None]]
 
 
+async def _with_client_timeout(call: Awaitable[Any]) -> Any:
+    """``http.Client{Timeout: 2 * time.Second}``: the whole exchange, a slow server included (the
+    emulated network times out only lost packets, so the client bounds the wait itself)."""
+    try:
+        return await asyncio.wait_for(call, HTTP_CLIENT_TIMEOUT)
+    except TimeoutError:
+        raise TimeoutError(f"context deadline exceeded (Client.Timeout exceeded while awaiting "
+                           f"headers) after {HTTP_CLIENT_TIMEOUT:g}s") from None
+
+
 def make_dashboard_client_func(http: HttpRequester) -> DashboardClientFunc:
     """``GetDashboardClient``: a `RayDashboardClient` whose transport sends to ``url`` (the head
     Service's ``host:port``) with ``http``. Network errors propagate, as ``client.Do``'s do."""
@@ -122,7 +135,7 @@ def make_dashboard_client_func(http: HttpRequester) -> DashboardClientFunc:
     def dashboard_client_func(_cluster: Obj, url: str) -> RayDashboardClient:
         async def send(method: str, path: str, body: dict[str, Any] | None
                        ) -> tuple[int, Any]:
-            resp = await http.request(url, method, path, body)
+            resp = await _with_client_timeout(http.request(url, method, path, body))
             try:
                 parsed = resp.json()
             except ValueError:
@@ -139,7 +152,8 @@ def make_proxy_health_func(http: HttpRequester) -> ProxyHealthFunc:
     ``http://<podIP>:<port>/-/healthz``; anything but 200 is an error."""
 
     async def check_proxy_actor_health(pod_ip: str, _namespace: str, _pod: str, port: int) -> None:
-        resp = await http.request(f"{pod_ip}:{port}", "GET", RAY_SERVE_PROXY_HEALTH_PATH)
+        resp = await _with_client_timeout(
+            http.request(f"{pod_ip}:{port}", "GET", RAY_SERVE_PROXY_HEALTH_PATH))
         if int(resp.status) != 200:
             raise RuntimeError(f"CheckProxyActorHealth fails. status code: {resp.status}, "
                                f"body: {str(resp.body)[:4096]}")
