@@ -24,6 +24,11 @@ class KubeConfig:
     node_pods: int = 110
     #: Labels on every Node besides ``kubernetes.io/hostname``. Defaults to none.
     node_labels: dict[str, str] = attrs.field(factory=dict)
+    #: The scheduler's ``percentageOfNodesToScore``: how many feasible Nodes it looks for before
+    #: picking the best (never fewer than 100). Defaults to 0, Kubernetes' adaptive value
+    #: (50% - Nodes/125, at least 5%: 42% of 1,000 Nodes).
+    scheduler_percentage_of_nodes_to_score: int = attrs.field(
+        default=0, validator=[attrs.validators.ge(0), attrs.validators.le(100)])
     #: Pulling an image the first time on a Node (again every start for ``imagePullPolicy:
     #: Always``). Defaults to 1 s.
     image_pull_delay: float = attrs.field(default=1.0, validator=_non_negative)

@@ -54,13 +54,15 @@ class NodeInfo:
     used_cpu: int = 0
     used_memory: int = 0
     used_pods: int = 0
+    #: Where it last was in the scheduler's Node list.
+    index_hint: int = 0
 
 
-def num_feasible_nodes_to_find(total: int) -> int:
-    """``numFeasibleNodesToFind`` with the default ``percentageOfNodesToScore`` (0: adaptive)."""
-    if total < MIN_FEASIBLE_NODES:
+def num_feasible_nodes_to_find(total: int, percentage: int = 0) -> int:
+    """``numFeasibleNodesToFind``; ``percentage`` 0 is the adaptive default."""
+    if total < MIN_FEASIBLE_NODES or percentage >= 100:
         return total
-    percent = max(50 - total // 125, MIN_FEASIBLE_PERCENT)
+    percent = percentage or max(50 - total // 125, MIN_FEASIBLE_PERCENT)
     return max(total * percent // 100, MIN_FEASIBLE_NODES)
 
 
@@ -88,6 +90,10 @@ class Scheduler:
         self.rng = cluster.world.rng.fork("scheduler")
         self.nodes: dict[str, NodeInfo] = {}
         self._node_order: list[str] = []
+        self._node_list: list[NodeInfo] = []
+        #: Per request shape (millicores, bytes): each Node's score for a Pod without
+        #: selectors, or -1 where it does not fit; kept current as Nodes change.
+        self._scores: dict[tuple[int, int], list[int]] = {}
         self._next_start = 0
         #: Pods to schedule, in arrival order; unschedulable Pods wait in `_unschedulable`.
         self._active: dict[str, None] = {}
@@ -131,26 +137,31 @@ class Scheduler:
         ready = any(c.get("type") == "Ready" and c.get("status") == "True"
                     for c in status.get("conditions") or [])
         name = meta["name"]
-        old = self.nodes.get(name)
-        info = NodeInfo(name=name, cpu=milli(alloc.get("cpu", "0")),
-                        memory=whole(alloc.get("memory", "0")), pods=whole(alloc.get("pods", "0")),
-                        labels=dict(meta.get("labels") or {}),
-                        taints=list((node.get("spec") or {}).get("taints") or []),
-                        unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
-                        ready=ready)
-        if old is not None:
-            info.used_cpu, info.used_memory, info.used_pods = (
-                old.used_cpu, old.used_memory, old.used_pods)
-        else:
+        info = self.nodes.get(name)
+        if info is None:
+            info = NodeInfo(name=name, cpu=0, memory=0, pods=0, labels={}, taints=[],
+                            unschedulable=False, ready=False)
+            self.nodes[name] = info
             self._node_order.append(name)
-        self.nodes[name] = info
+            self._node_list.append(info)
+        info.cpu = milli(alloc.get("cpu", "0"))
+        info.memory = whole(alloc.get("memory", "0"))
+        info.pods = whole(alloc.get("pods", "0"))
+        info.labels = dict(meta.get("labels") or {})
+        info.taints = list((node.get("spec") or {}).get("taints") or [])
+        info.unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
+        info.ready = ready
+        self._refresh_scores(info)
         self._requeue_unschedulable()
 
     def _node_deleted(self, node: Obj) -> None:
         name = node["metadata"]["name"]
-        self.nodes.pop(name, None)
+        info = self.nodes.pop(name, None)
         if name in self._node_order:
             self._node_order.remove(name)
+        if info is not None:
+            self._node_list.remove(info)
+            self._scores.clear()
 
     def _charge(self, key: str, node: str, cpu: int, mem: int, sign: int) -> None:
         info = self.nodes.get(node)
@@ -159,6 +170,7 @@ class Scheduler:
         info.used_cpu += sign * cpu
         info.used_memory += sign * mem
         info.used_pods += sign
+        self._refresh_scores(info)
 
     def _pod_changed(self, pod: Obj) -> None:
         meta = pod["metadata"]
@@ -249,6 +261,52 @@ class Scheduler:
         self._assumed[key] = (node.name, cpu, mem)
         self.process.spawn(self._bind(key, pod, node.name))
 
+    @staticmethod
+    def _simple_score(info: NodeInfo, cpu: int, mem: int) -> int:
+        """The score of a Node for a Pod without selectors or tolerations; -1 if it can't run
+        it."""
+        free_cpu = info.cpu - info.used_cpu - cpu
+        free_mem = info.memory - info.used_memory - mem
+        if free_cpu < 0 or free_mem < 0 or info.used_pods >= info.pods or info.taints or \
+                info.unschedulable:
+            return -1
+        return ((free_cpu * 100 // info.cpu if info.cpu > 0 else 0)
+                + (free_mem * 100 // info.memory if info.memory > 0 else 0)) // 2
+
+    def _refresh_scores(self, info: NodeInfo) -> None:
+        if not self._scores:
+            return
+        index = self._node_list.index(info) if self._node_list[info.index_hint:
+                                                                info.index_hint + 1] != [info] \
+            else info.index_hint
+        info.index_hint = index
+        for (cpu, mem), scores in self._scores.items():
+            scores[index] = self._simple_score(info, cpu, mem)
+
+    def _fast_pick(self, cpu: int, mem: int, want: int) -> NodeInfo | None:
+        """`find_node` for a Pod without selectors when every Node of the window fits: the
+        same window, the same best score and the same random pick among ties, without
+        walking the Nodes one by one."""
+        scores = self._scores.get((cpu, mem))
+        nodes = self._node_list
+        if scores is None:
+            if len(self._scores) >= 8:
+                self._scores.clear()
+            for i, info in enumerate(nodes):
+                info.index_hint = i
+            scores = self._scores[(cpu, mem)] = [self._simple_score(n, cpu, mem) for n in nodes]
+        total = len(nodes)
+        start = self._next_start % total
+        end = start + want
+        window = scores[start:end] if end <= total else scores[start:] + scores[:end - total]
+        if -1 in window:
+            return None
+        top = max(window)
+        ties = [i for i, s in enumerate(window) if s == top]
+        pick = ties[self.rng.randrange(len(ties))] if len(ties) > 1 else ties[0]
+        self._next_start = end % total
+        return nodes[(start + pick) % total]
+
     def find_node(self, pod: Obj) -> tuple[NodeInfo | None, dict[str, int]]:
         spec = pod.get("spec") or {}
         cpu, mem = pod_requests(pod)
@@ -262,17 +320,20 @@ class Scheduler:
             return None, reasons
         if volume_reason is not None:
             return None, {volume_reason: total}
-        want = num_feasible_nodes_to_find(total)
+        want = num_feasible_nodes_to_find(
+            total, self.cluster.config.scheduler_percentage_of_nodes_to_score)
         wanted_node = spec.get("nodeName")
         simple = not selector and not wanted_node
+        if simple and want <= total:
+            fast = self._fast_pick(cpu, mem, want)
+            if fast is not None:
+                return fast, reasons
         best: list[NodeInfo] = []
         best_score = -1
         found = 0
         start = self._next_start % total
         checked = 0
-        nodes = self.nodes
-        for i in range(total):
-            info = nodes[order[(start + i) % total]]
+        for info in self._node_list[start:] + self._node_list[:start]:
             checked += 1
             # the common case inline (no selector, no taints, resources fit), score included:
             # this loop runs for hundreds of Nodes per Pod
