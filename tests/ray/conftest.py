@@ -58,6 +58,7 @@ class Pod:
 
     def start(self) -> None:
         self.restarts += 1
+        self.ctx = None
         program = self.rw.world.programs.lookup(self.container["image"])
         pod_obj = {"metadata": {"name": self.name, "namespace": "default",
                                 "labels": dict(self.labels)}}

@@ -1,0 +1,126 @@
+"""The GCS's storage as a workload: Redis Pods (password, layout, durability, cleanup, outage)
+and RocksDB's single writer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.exceptions import AuthenticationError
+
+from emu.ray.faults import flush_redis, redis_down
+
+HEAD = "raycluster-head-0"
+PASSWORD = "5241590000000000"
+CLEANUP = ("python -c \"from ray._private.gcs_utils import cleanup_redis_storage; "
+           "import os, sys; sys.exit(1) if not cleanup_redis_storage(host=..., port=..., "
+           "password=os.getenv('REDIS_PASSWORD', ''), use_ssl=False, "
+           "storage_namespace=os.getenv('RAY_external_storage_namespace')) else None\"")
+
+
+def redis_env(namespace: str) -> dict[str, str]:
+    return {"RAY_REDIS_ADDRESS": "redis:6379", "REDIS_PASSWORD": PASSWORD,
+            "RAY_external_storage_namespace": namespace}
+
+
+async def keys(rw) -> list[str]:
+    client = rw.redis_client(password=PASSWORD)
+    return sorted(k.decode() for k in await client.keys("*"))
+
+
+async def test_redis_pod_refuses_commands_without_its_requirepass(ray_world):
+    rw = ray_world
+    await rw.redis(password=PASSWORD).wait_ready()
+    with pytest.raises(AuthenticationError) as missing:
+        await rw.redis_client().ping()
+    with pytest.raises(AuthenticationError) as wrong:
+        await rw.redis_client(password="nope").ping()
+    assert str(missing.value) == "NOAUTH Authentication required."
+    assert str(wrong.value) == "WRONGPASS invalid username-password pair or user is disabled."
+    assert await rw.redis_client(password=PASSWORD).ping() is True
+
+
+async def test_gcs_writes_rays_key_layout_into_the_redis_pod(ray_world):
+    rw = ray_world
+    await rw.redis(password=PASSWORD).wait_ready()
+    await rw.head(HEAD, env=redis_env("uid-1")).wait_ready()
+    await rw.driver().connect()
+    assert await keys(rw) == ["RAYuid-1@JOB", "RAYuid-1@JobCounter", "RAYuid-1@KV",
+                              "RAYuid-1@NODE"]
+    client = rw.redis_client(password=PASSWORD)
+    assert await client.hexists("RAYuid-1@KV", "@namespace_cluster:ray_cluster_id")
+
+
+async def test_cleanup_job_deletes_only_its_own_namespace(ray_world):
+    rw = ray_world
+    await rw.redis(password=PASSWORD).wait_ready()
+    first = rw.head("head-a", env=redis_env("a"))
+    await first.wait_ready()
+    first.crash()
+    second = rw.head("head-ab", env=redis_env("ab"))
+    await second.wait_ready()
+    cleanup = rw.pod("cleanup-a", command=["/bin/bash", "-lc", "--"], args=[CLEANUP],
+                     env=redis_env("a"))
+    assert await cleanup.wait_exit(60) == 0
+    assert await keys(rw) == ["RAYab@KV", "RAYab@NODE"]
+
+
+@pytest.mark.parametrize("with_volume", [False, True])
+async def test_redis_data_survives_a_restart_only_on_a_volume(ray_world, tmp_path, with_volume):
+    rw = ray_world
+    volumes = {"/data": tmp_path / "redis-pvc"} if with_volume else {}
+    redis = rw.redis(password=PASSWORD, volumes=volumes)
+    await redis.wait_ready()
+    await rw.redis_client(password=PASSWORD).set("k", "v")
+    await rw.sleep(2)  # past the once-a-second snapshot
+    redis.restart()
+    await redis.wait_ready()
+    expected = b"v" if with_volume else None
+    assert await rw.redis_client(password=PASSWORD).get("k") == expected
+
+
+async def test_gcs_exits_as_soon_as_its_redis_stops_answering(ray_world):
+    rw = ray_world
+    await rw.redis(password=PASSWORD).wait_ready()
+    head = rw.head(HEAD, env=redis_env("uid-1"))
+    await head.wait_ready()
+    gcs = head.child("gcs_server")
+    down_at = rw.now
+    redis_down(rw.world, "redis:6379")
+    await asyncio.wait_for(gcs.wait_exited(), 1.0)
+    assert rw.now - down_at <= 0.2, "it PINGs every 100 ms"
+    assert gcs.exit_code == 134
+    assert gcs.exit_reason.startswith("Redis connection failed unexpectedly: GCS storage: "
+                                      "Redis at redis:6379 is unreachable")
+    assert await head.wait_exit(5) == 1
+
+
+async def test_flushed_redis_makes_the_next_gcs_start_a_new_cluster(ray_world):
+    rw = ray_world
+    await rw.redis(password=PASSWORD).wait_ready()
+    head = rw.head(HEAD, env=redis_env("uid-1"))
+    await head.wait_ready()
+    driver = rw.driver()
+    before = (await driver.gcs.check_alive())["cluster_id"]
+    await flush_redis(rw.world, "redis:6379", PASSWORD)
+    head.restart()
+    await head.wait_ready()
+    assert (await driver.gcs.check_alive())["cluster_id"] != before
+
+
+async def test_second_rocksdb_writer_on_one_volume_is_refused_naming_path_and_holder(
+        ray_world, tmp_path):
+    rw = ray_world
+    env = {"RAY_gcs_storage": "rocksdb", "RAY_gcs_storage_path": "/data/gcs"}
+    volumes = {"/data/gcs": tmp_path / "pvc"}
+    first = rw.head("head-a", env=env, volumes=volumes)
+    await first.wait_ready()
+    second = rw.head("head-b", env=env, volumes=volumes)
+    assert await second.wait_exit(10) == 1
+    reasons = [e.fields["reason"] for e in rw.world.trace._events
+               if e.event == "gcs_fatal" and e.process.startswith("head-b/")]
+    assert reasons == [
+        f"RocksDB GCS storage at {tmp_path / 'pvc'} is locked: the GCS of Pod default/head-a "
+        "holds it; a RocksDB directory has one writer at a time, so the GCS of Pod "
+        "default/head-b cannot open it"]
+    assert first.alive and first.ready
