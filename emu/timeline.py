@@ -137,6 +137,8 @@ for (const c of document.querySelectorAll('circle.ev')) {{
   const show = () => {{ document.getElementById('info').textContent = c.dataset.info; }};
   c.addEventListener('mouseenter', show); c.addEventListener('click', show);
 }}
+document.body.dataset.lanes = document.querySelectorAll('g.lane').length;
+document.body.dataset.ready = 'yes';
 </script>
 </body></html>
 """

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite, with a real redis-server for the Redis backend
 # tests (installed from Debian's packages when missing, started on a free loopback port, stopped
-# at the end). Extra arguments go to pytest.
+# at the end) and Debian's chromium for the HTML timeline's browser test. Extra arguments go to
+# pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,4 +13,5 @@ if url="$(bash scripts/redis-server.sh start "$state")"; then
 else
     echo "test.sh: could not start a real redis-server; its tests will say so" >&2
 fi
+bash scripts/ensure-chromium.sh || echo "test.sh: no chromium; the browser test will say so" >&2
 .venv/bin/python -m pytest -q "$@"
