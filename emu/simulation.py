@@ -169,6 +169,18 @@ class Simulation(World):
                 raise WaitTimeout(f"{what}: not met within {timeout:g}s (virtual)")
             await asyncio.sleep(min(every, max(deadline - self.now, 0.0)) or every)
 
+    async def install_kuberay(self, replicas: int = 1, *, leader_election: bool = True,
+                              **values: Any) -> Any:
+        """``helm install kuberay-operator``: the operator as a Deployment (one replica and
+        leader election on, the chart's defaults), or as plain processes when the world runs no
+        Deployments. Returns a ``KubeRayInstall`` (``.leader()``, ``.replicas()``,
+        ``.wait_for_leader()``); keyword arguments are the chart's values
+        (see `controllers.operator.install_kuberay`)."""
+        from controllers.operator import install_kuberay
+
+        return await install_kuberay(self, replicas=replicas, leader_election=leader_election,
+                                     **values)
+
     # -- end of run ------------------------------------------------------------------------------
 
     def close(self) -> None:
