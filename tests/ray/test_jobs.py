@@ -1,0 +1,203 @@
+"""The dashboard's Jobs API: statuses, Ray's exact errors, head loss, and KubeRay's submitter."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import HEAD_SVC
+from emu.ray.faults import fail_job
+
+HEAD = "raycluster-head-0"
+DASH = f"{HEAD_SVC}:8265"
+
+DUPLICATE_BODY = (
+    "Traceback (most recent call last):\n"
+    '  File "ray/dashboard/modules/job/job_head.py", in submit_job\n'
+    "    resp = await job_agent_client.submit_job_internal(submit_request)\n"
+    '  File "ray/dashboard/modules/job/job_head.py", in submit_job_internal\n'
+    "    await self._raise_error(resp)\n"
+    '  File "ray/dashboard/modules/job/job_head.py", in _raise_error\n'
+    '    raise RuntimeError(f"Request failed with status code {status}: {error_text}.")\n'
+    "RuntimeError: Request failed with status code 400: Traceback (most recent call last):\n"
+    '  File "ray/dashboard/modules/job/job_agent.py", in submit_job\n'
+    "    submission_id = await self.get_job_manager().submit_job(\n"
+    '  File "ray/dashboard/modules/job/job_manager.py", in submit_job\n'
+    "    raise ValueError(\n"
+    "ValueError: Job with submission_id rayjob-1 already exists. Please use a different "
+    "submission_id.\n.\n"
+)
+
+
+async def cluster(rw, env=None, volumes=None):
+    head = rw.head(HEAD, env=env, volumes=volumes)
+    await head.wait_ready()
+    return head
+
+
+async def submit(rw, entrypoint, sid=None, **extra):
+    body = {"entrypoint": entrypoint, **extra}
+    if sid:
+        body["submission_id"] = sid
+    return await rw.http(DASH, "POST", "/api/jobs/", body)
+
+
+async def status(rw, sid):
+    answer = await rw.http(DASH, "GET", f"/api/jobs/{sid}")
+    assert answer.status == 200, answer.body
+    return answer.json()
+
+
+async def test_job_goes_pending_running_succeeded_with_rays_messages(ray_world):
+    rw = ray_world
+    await cluster(rw)
+    answer = await submit(rw, "python -c 'import time; time.sleep(30)'", "rayjob-1",
+                          metadata={"owner": "test"})
+    assert (answer.status, answer.json()) == (200, {"job_id": "rayjob-1",
+                                                    "submission_id": "rayjob-1"})
+    await rw.sleep(1)
+    running = await status(rw, "rayjob-1")
+    assert (running["status"], running["message"]) == ("RUNNING", "Job is currently running.")
+    assert running["metadata"] == {"owner": "test"}
+    assert running["type"] == "SUBMISSION"
+    await rw.sleep(30)
+    done = await status(rw, "rayjob-1")
+    assert (done["status"], done["message"]) == ("SUCCEEDED", "Job finished successfully.")
+    assert done["end_time"] - done["start_time"] == 30_000
+    assert done["job_id"] == "01000000"
+
+
+async def test_duplicate_submission_id_is_500_with_rays_exact_text(ray_world):
+    rw = ray_world
+    await cluster(rw)
+    assert (await submit(rw, "python a.py", "rayjob-1")).status == 200
+    again = await submit(rw, "python a.py", "rayjob-1")
+    assert (again.status, again.body) == (500, DUPLICATE_BODY)
+    assert "Please use a different submission_id" in again.body
+    assert [r.status for r in rw.config.records.submissions] == [200, 500]
+    assert len(rw.config.records.accepted("rayjob-1")) == 1
+
+
+async def test_duplicate_submission_id_is_400_on_older_ray(ray_world):
+    rw = ray_world
+    rw.config.job_head_proxies_to_agent = False
+    await cluster(rw)
+    await submit(rw, "python a.py", "rayjob-1")
+    again = await submit(rw, "python a.py", "rayjob-1")
+    assert again.status == 400
+    assert again.body.endswith("ValueError: Job with submission_id rayjob-1 already exists. "
+                               "Please use a different submission_id.\n")
+
+
+async def test_unknown_job_is_404_does_not_exist(ray_world):
+    rw = ray_world
+    await cluster(rw)
+    answer = await rw.http(DASH, "GET", "/api/jobs/nope")
+    assert (answer.status, answer.body) == (404, "Job nope does not exist")
+
+
+async def test_failing_entrypoint_makes_the_job_failed_with_its_exit_code(ray_world):
+    rw = ray_world
+    fail_job(rw.config, "python train.py", exit_code=3, after=10, logs="boom")
+    await cluster(rw)
+    await submit(rw, "python train.py", "rayjob-1")
+    await rw.sleep(11)
+    done = await status(rw, "rayjob-1")
+    assert done["status"] == "FAILED"
+    assert done["driver_exit_code"] == 3
+    assert done["error_type"] == "JOB_ENTRYPOINT_COMMAND_ERROR"
+    assert done["message"] == (
+        "Job entrypoint command failed with exit code 3, last available logs (truncated to "
+        "20,000 chars):\nRunning entrypoint for job rayjob-1: python train.py\nboom")
+
+
+async def test_stop_ends_a_running_job_as_stopped_and_delete_needs_a_terminal_job(ray_world):
+    rw = ray_world
+    await cluster(rw)
+    await submit(rw, "sleep 100", "rayjob-1")
+    await rw.sleep(1)
+    refused = await rw.http(DASH, "DELETE", "/api/jobs/rayjob-1")
+    assert refused.status == 500
+    assert refused.body.endswith("RuntimeError: Attempted to delete job with id 'rayjob-1', "
+                                 "but it is in a non-terminal state RUNNING.\n")
+    stop = await rw.http(DASH, "POST", "/api/jobs/rayjob-1/stop")
+    assert stop.json() == {"stopped": True}
+    await rw.sleep(1)
+    stopped = await status(rw, "rayjob-1")
+    assert (stopped["status"], stopped["message"]) == ("STOPPED", "Job was intentionally stopped.")
+    again = await rw.http(DASH, "POST", "/api/jobs/rayjob-1/stop")
+    assert again.json() == {"stopped": False}
+    deleted = await rw.http(DASH, "DELETE", "/api/jobs/rayjob-1")
+    assert deleted.json() == {"deleted": True}
+    assert (await rw.http(DASH, "GET", "/api/jobs/rayjob-1")).status == 404
+
+
+async def test_logs_come_from_the_driver_node(ray_world):
+    rw = ray_world
+    rw.config.jobs["python hello.py"] = rw.config.default_job.__class__(duration=1, logs="hello")
+    await cluster(rw)
+    await submit(rw, "python hello.py", "rayjob-1")
+    await rw.sleep(2)
+    logs = await rw.http(DASH, "GET", "/api/jobs/rayjob-1/logs")
+    assert logs.json() == {"logs": "Running entrypoint for job rayjob-1: python hello.py\nhello"}
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+async def test_job_whose_driver_ran_on_a_lost_head_is_failed_with_ft_and_unknown_without(
+        ray_world, backend):
+    rw = ray_world
+    env = {}
+    if backend == "redis":
+        await rw.redis().wait_ready()
+        env = {"RAY_REDIS_ADDRESS": "redis:6379", "RAY_external_storage_namespace": "uid-1"}
+    head = await cluster(rw, env)
+    await submit(rw, "sleep 1000", "rayjob-1")
+    await rw.sleep(2)
+    old_head_id = (await status(rw, "rayjob-1"))["driver_node_id"]
+    head.crash()
+    await rw.sleep(10)
+    await head.replace(HEAD + "-b").wait_ready()
+    await rw.sleep(30)  # the old head node fails its health checks (~17 s)
+    answer = await rw.http(DASH, "GET", "/api/jobs/rayjob-1")
+    if backend == "memory":
+        assert (answer.status, answer.body) == (404, "Job rayjob-1 does not exist")
+        return
+    job = answer.json()
+    assert job["status"] == "FAILED"
+    assert job["message"] == ("Job supervisor actor died: The actor died because its node has "
+                              f"died. Node Id: {old_head_id}")
+    assert job["error_type"] == "JOB_SUPERVISOR_ACTOR_DIED"
+    drivers = await rw.driver().gcs.jobs()
+    assert [(j["job_id"], j["is_dead"]) for j in drivers] == [("01000000", True)]
+
+
+def submitter_command(sid: str, entrypoint: str) -> str:
+    """KubeRay's K8sJobMode submitter (``BuildJobSubmitCommand``), as the Job's bash runs it."""
+    address = f"http://{DASH}"
+    return (
+        f"until python3 -c \"import urllib.request; urllib.request.urlopen('{address}/api/"
+        f"gcs_healthz', timeout=2)\" >/dev/null 2>&1 ; do echo \"Waiting for Ray Dashboard "
+        f"GCS to become healthy at {address} ...\" ; sleep 2 ; done ; "
+        f"if ! ray job status --address {address} {sid} >/dev/null 2>&1 ; then "
+        f"ray job submit --address {address} --no-wait --metadata-json "
+        f"\"{{\\\"team\\\":\\\"a\\\"}}\" --submission-id {sid} -- {entrypoint} ; fi ; "
+        f"ray job logs --address {address} --follow {sid}")
+
+
+async def test_kuberay_submitter_submits_once_and_a_retried_submitter_reattaches(ray_world):
+    rw = ray_world
+    script = submitter_command("rayjob-1", "python sample_code.py --sleep 60")
+    first = rw.pod("rayjob-submitter-1", command=["/bin/bash", "-ce", "--"], args=[script],
+                   env={"RAY_DASHBOARD_ADDRESS": DASH, "RAY_JOB_SUBMISSION_ID": "rayjob-1"})
+    await rw.sleep(7)  # the head isn't there yet: the submitter waits for gcs_healthz
+    assert rw.config.records.submissions == []
+    await cluster(rw)
+    await rw.sleep(10)
+    first.crash()  # the submitter Pod is lost while following the logs
+    retry = rw.pod("rayjob-submitter-2", command=["/bin/bash", "-ce", "--"], args=[script],
+                   env={"RAY_DASHBOARD_ADDRESS": DASH, "RAY_JOB_SUBMISSION_ID": "rayjob-1"})
+    assert await retry.wait_exit(120) == 0
+    assert [(s.submission_id, s.status) for s in rw.config.records.submissions] == [
+        ("rayjob-1", 200)]
+    done = await status(rw, "rayjob-1")
+    assert (done["status"], done["metadata"]) == ("SUCCEEDED", {"team": "a"})
+    assert done["entrypoint"] == "python sample_code.py --sleep 60"
