@@ -200,6 +200,7 @@ class Raylet:
 
     async def rpc_execute_task(self, req: dict[str, Any]) -> dict[str, Any]:
         self.tasks_run += 1
+        self.ctx.process.log("task_started", task_id=req.get("task_id"))
         try:
             value = await maybe_await(req["fn"](*req.get("args", ()), **req.get("kwargs", {})))
         except Exception as exc:

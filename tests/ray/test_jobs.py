@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import HEAD_SVC
+
 from emu.ray.faults import fail_job
 
 HEAD = "raycluster-head-0"
