@@ -94,7 +94,10 @@ class ContainerContext:
                stream_handler: StreamHandler | None = None) -> str:
         """Serve on ``port`` at the Pod's address until the container ends; the address."""
         address = f"{self.ip}:{port}"
-        aliases = (f"{self.hostname}:{port}",) if self.hostname else ()
+        alias = f"{self.hostname}:{port}"
+        taken = self.network.endpoint(alias)
+        # A hostname is unique only within a namespace: never take over another Pod's alias.
+        aliases = (alias,) if self.hostname and (taken is None or not taken.up) else ()
         self.network.register(address, handler, stream_handler=stream_handler,
                               process=self.process, aliases=aliases)
         return address
