@@ -49,10 +49,17 @@ class VirtualTimeExceeded(RuntimeError):
 
 
 class Simulation(World):
-    """One emulated world. Create it with `emu.run`, or inside a running virtual-time loop."""
+    """One emulated world. Create it with `emu.run`, or inside a running virtual-time loop.
+
+    ``cluster=True`` (or a ``emu.kube.config.KubeConfig``) starts the Kubernetes built-ins —
+    kubelets, scheduler, Jobs, Deployments, EndpointSlices, garbage collector — so Pods run; the
+    default is the bare API server. ``ray`` registers the Ray and Redis images' programs (on by
+    default; a ``emu.ray.config.RayConfig`` sets their timings).
+    """
 
     def __init__(self, *, seed: int = 0, history_window: int = DEFAULT_HISTORY_WINDOW,
-                 workdir: str | Path | None = None,
+                 workdir: str | Path | None = None, cluster: bool | Any = False,
+                 ray: bool | Any = True,
                  loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(seed=seed, loop=loop)
         self.faults = Faults(self)
@@ -66,6 +73,19 @@ class Simulation(World):
                               aliases=("kubernetes.default.svc",
                                        "kubernetes.default.svc.cluster.local"))
         self._closed = False
+        #: The Ray and Redis images' shared settings (``emu.ray.config.RayConfig``), or None.
+        self.ray_config: Any = None
+        if ray:
+            from .ray.images import register_ray_programs
+
+            self.ray_config = register_ray_programs(self.programs,
+                                                    None if ray is True else ray)
+        #: The Kubernetes built-ins (``emu.kube.cluster.KubeCluster``) when ``cluster`` is set.
+        self.cluster: Any = None
+        if cluster:
+            from .kube.cluster import install
+
+            self.cluster = install(self, None if cluster is True else cluster)
 
     def _trace_api(self, event: str, **fields: Any) -> None:
         self.trace.emit("kube-apiserver", event, **fields)
