@@ -247,8 +247,13 @@ class ServeController:
             self._last_health = rt.now
         for name, app in list(self.state["apps"].items()):
             if app["status"] == "DELETING":
+                if app.get("stopping"):  # replicas were told to stop on an earlier pass
+                    del self.state["apps"][name]
+                    continue
                 await self._stop_replicas(self._all_replicas(app))
-                del self.state["apps"][name]
+                for dep in app["deployments"].values():
+                    dep["replicas"] = {}
+                app["stopping"] = True
                 continue
             behaviour = self._behaviour(app)
             if not app["built"]:
@@ -320,7 +325,7 @@ class ServeController:
             replica["state"] = state
         missing = dep["target_num_replicas"] - len(dep["replicas"])
         for _ in range(max(missing, 0)):
-            node = self._pick_node(alive, dep["num_cpus"])
+            node = self._pick_node(alive, dep["num_cpus"], dep)
             if node is None:
                 break
             self._seq += 1
@@ -342,13 +347,19 @@ class ServeController:
                 else "CONFIG_UPDATE_COMPLETED"
             dep.update(status="HEALTHY", status_trigger=trigger, message="")
 
-    def _pick_node(self, alive: dict[str, Any], num_cpus: float) -> dict[str, Any] | None:
-        feasible = [n for _, n in sorted(alive.items())
-                    if float(n["resources"].get("CPU", 0.0)) >= num_cpus]
+    @staticmethod
+    def _pick_node(alive: dict[str, Any], num_cpus: float,
+                   dep: dict[str, Any]) -> dict[str, Any] | None:
+        """Serve's default spread: the feasible node with the fewest of this deployment's
+        replicas (registration order breaks ties)."""
+        feasible = [n for n in alive.values() if float(n["resources"].get("CPU", 0.0)) >= num_cpus]
         if not feasible:
             return None
-        self._seq += 1
-        return feasible[self._seq % len(feasible)]
+        load = {n["node_id"]: 0 for n in feasible}
+        for replica in dep["replicas"].values():
+            if replica["node_id"] in load:
+                load[replica["node_id"]] += 1
+        return min(feasible, key=lambda n: load[n["node_id"]])
 
     async def _push_routes(self, force: bool = False) -> None:
         """Tell each proxy node its route table (the controller's long-poll broadcast)."""
