@@ -41,10 +41,10 @@ async def test_worker_raylet_exits_when_the_gcs_stays_away_past_its_reconnect_wi
     # the failed report that starts the window is the first one after the crash (once a second)
     assert lost_at + window <= exited.result() <= lost_at + window + 1.0
     assert raylet.exit_code == 1
-    assert rw.world.trace._events and any(
+    assert rw.world.trace.events and any(
         e.event == "raylet_fatal" and e.fields["message"].startswith(
             f"Failed to connect to GCS within {window:g} seconds.")
-        for e in rw.world.trace._events)
+        for e in rw.world.trace.events)
     code = await worker.wait_exit(5.0)
     assert code == 1, "ray start --block exits when its raylet dies"
 
@@ -69,7 +69,7 @@ async def test_worker_with_600s_window_rejoins_a_gcs_restarted_from_redis_after_
     states = {n["node_name"]: n["state"] for n in await driver.nodes()}
     assert states == {HEAD: "DEAD", HEAD + "-b": "ALIVE", "worker-0": "ALIVE"}
     assert any(e.event == "gcs_reconnected" and e.process == raylet.name
-               for e in rw.world.trace._events)
+               for e in rw.world.trace.events)
 
 
 async def test_worker_exits_when_the_gcs_comes_back_with_another_cluster_id(ray_world):
@@ -85,7 +85,7 @@ async def test_worker_exits_when_the_gcs_comes_back_with_another_cluster_id(ray_
     await head.wait_ready()
     new = (await driver.gcs.check_alive())["cluster_id"]
     await asyncio.wait_for(raylet.wait_exited(), 5.0)
-    fatal = [e.fields["message"] for e in rw.world.trace._events if e.event == "raylet_fatal"]
+    fatal = [e.fields["message"] for e in rw.world.trace.events if e.event == "raylet_fatal"]
     assert old != new
     assert fatal == [f"The GCS has a different cluster ID: cluster ID mismatch: the client has "
                      f"{old}, this GCS is {new}. The program will terminate."]
@@ -116,6 +116,6 @@ async def test_partitioned_node_is_marked_dead_by_health_checks_then_exits_on_re
     assert raylet.alive, "inside its 600 s window, it doesn't know yet"
     net.heal()
     await asyncio.wait_for(raylet.wait_exited(), 10.0)
-    fatal = [e.fields["message"] for e in rw.world.trace._events if e.event == "raylet_fatal"]
+    fatal = [e.fields["message"] for e in rw.world.trace.events if e.event == "raylet_fatal"]
     assert fatal == ["GCS consider this node to be dead. This may happen when GCS is not backed "
                      "by a DB and restarted or there is data loss in the DB."]

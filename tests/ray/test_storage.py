@@ -117,7 +117,7 @@ async def test_second_rocksdb_writer_on_one_volume_is_refused_naming_path_and_ho
     await first.wait_ready()
     second = rw.head("head-b", env=env, volumes=volumes)
     assert await second.wait_exit(10) == 1
-    reasons = [e.fields["reason"] for e in rw.world.trace._events
+    reasons = [e.fields["reason"] for e in rw.world.trace.events
                if e.event == "gcs_fatal" and e.process.startswith("head-b/")]
     assert reasons == [
         f"RocksDB GCS storage at {tmp_path / 'pvc'} is locked: the GCS of Pod default/head-a "

@@ -42,14 +42,14 @@ async def test_task_is_retried_on_another_node_when_its_worker_node_dies(ray_wor
     _, _, driver = await cluster(rw)
     ref = driver.remote(slow_double, 21)
     await rw.sleep(10)
-    started = [e.process for e in rw.world.trace._events if e.event == "task_started"]
+    started = [e.process for e in rw.world.trace.events if e.event == "task_started"]
     assert len(started) == 1
     first_pod = started[0].split("/", 1)[0]
     kill_raylet(rw.world, first_pod)
     assert await ref == 42
     assert ref.attempts == 2
     assert rw.now >= 40, "the retry started over"
-    started = [e.process for e in rw.world.trace._events if e.event == "task_started"]
+    started = [e.process for e in rw.world.trace.events if e.event == "task_started"]
     assert started[1].split("/", 1)[0] != first_pod
 
 
@@ -123,7 +123,7 @@ async def test_checkpointed_actor_loses_its_process_but_restores_its_progress(ra
     assert await actor.call("get") == 5, "restored from the checkpoint"
     assert (await actor.state())["num_restarts"] == 1
     assert store.saves == 6 and store.loads == 1
-    restored = [e for e in rw.world.trace._events if e.event == "actor_restored_from_checkpoint"]
+    restored = [e for e in rw.world.trace.events if e.event == "actor_restored_from_checkpoint"]
     assert len(restored) == 1
 
 
