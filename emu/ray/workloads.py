@@ -203,7 +203,18 @@ class ActorHandle:
                     timeout=max(deadline - self._client.now, 0.001))
             except (NetworkError, RpcError) as err:
                 self._record = {**record, "state": "UNKNOWN"}
-                current = await self._client.gcs.actor(self.actor_id)
+                try:
+                    current = await self._client.gcs.actor(self.actor_id)
+                except NetworkError:  # the GCS is down too: nobody can say more now
+                    if retries_left == 0:
+                        raise ActorUnavailableError(
+                            f"actor {self.name or self.actor_id} is unavailable and the GCS "
+                            f"is unreachable: {err}") from err
+                    if retries_left > 0:
+                        retries_left -= 1
+                    self._record = record
+                    await asyncio.sleep(1.0)
+                    continue
                 if current is not None:
                     self._record = current
                 if current is None or current["state"] == "DEAD":

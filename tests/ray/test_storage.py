@@ -124,3 +124,29 @@ async def test_second_rocksdb_writer_on_one_volume_is_refused_naming_path_and_ho
         "holds it; a RocksDB directory has one writer at a time, so the GCS of Pod "
         "default/head-b cannot open it"]
     assert first.alive and first.ready
+
+
+async def test_redis_address_mapped_to_a_real_server_puts_the_gcs_tables_there(ray_world):
+    import os
+
+    import redis as sync_redis
+
+    url = os.environ.get("EMU_REDIS_URL")
+    if not url:
+        pytest.skip("EMU_REDIS_URL not set: start one with scripts/redis-server.sh")
+    rw = ray_world
+    namespace = f"emu-test-{os.getpid()}-mapped"
+    rw.config.redis_urls["redis:6379"] = url
+    head = rw.head(HEAD, env={"RAY_REDIS_ADDRESS": "redis:6379",
+                              "RAY_external_storage_namespace": namespace})
+    await head.wait_ready()
+    head.crash()
+    client = sync_redis.Redis.from_url(url)
+    try:
+        found = sorted(k.decode() for k in client.scan_iter(match=f"RAY{namespace}@*"))
+        assert found == [f"RAY{namespace}@KV", f"RAY{namespace}@NODE"]
+    finally:
+        keys = list(client.scan_iter(match=f"RAY{namespace}@*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
