@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import HEAD_SVC
+from raytestworld import HEAD_SVC
 
 from emu.ray.cli import classify, expand, parse_ray_start, split_statements
 from emu.ray.faults import kill_gcs

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from conftest import HEAD_SVC, RayTestWorld
 from ray_actors import Counter
+from raytestworld import HEAD_SVC, RayTestWorld
 
 from emu.kernel.loop import VirtualTimeLoop
 from emu.kernel.world import World

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import HEAD_SVC
+from raytestworld import HEAD_SVC
 
 from emu.ray.faults import fail_job
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import HEAD_SVC
+from raytestworld import HEAD_SVC
 
 from emu.kernel.network import ConnectionRefused
 from emu.ray.faults import fail_serve_deployment, slow_serve_deployment
