@@ -122,6 +122,10 @@ class Endpoint:
         return self.process.name if self.process is not None else ""
 
     @property
+    def owner_host(self) -> str:
+        return self.process.host if self.process is not None else ""
+
+    @property
     def up(self) -> bool:
         return self.process is None or self.process.alive
 
@@ -238,13 +242,14 @@ class Network:
         self._faulty = bool(self._partitions or self._outages or self._latency or self._rules)
 
     def partition(self, a: str, b: str) -> None:
-        """Drop every packet between a and b (process names, hosts or addresses). Undo: heal."""
+        """Drop every packet between a and b (process names, hosts or addresses; a host covers
+        every process on it, both as caller and as server). Undo: heal."""
         key = (a, b) if a <= b else (b, a)
         self._partitions[key] = 1
         self._refresh()
         self._trace.emit("network", "partition", a=key[0], b=key[1])
         for stream in list(self._streams.values()):
-            if self._partitioned(stream.info, stream.endpoint.owner):
+            if self._partitioned(stream.info, stream.endpoint.owner, stream.endpoint.owner_host):
                 stream.break_(f"{stream.info.dst}: connection reset (partition)")
 
     def heal(self, a: str | None = None, b: str | None = None) -> None:
@@ -325,11 +330,11 @@ class Network:
                 return rule
         return None
 
-    def _partitioned(self, info: CallInfo, owner: str) -> bool:
+    def _partitioned(self, info: CallInfo, owner: str, owner_host: str = "") -> bool:
         if not self._partitions:
             return False
         srcs = (info.src, info.src_host)
-        dsts = (info.dst, owner)
+        dsts = (info.dst, owner, owner_host)
         return any((a in srcs and b in dsts) or (b in srcs and a in dsts)
                    for a, b in self._partitions)
 
@@ -385,7 +390,7 @@ class Network:
         wait = self.default_timeout if timeout is None else timeout
         owner = ep.owner if ep else ""
         mode = self._outage_mode(info, ep)
-        if self._partitioned(info, owner) or mode == "blackhole":
+        if self._partitioned(info, owner, ep.owner_host if ep else "") or mode == "blackhole":
             await asyncio.sleep(wait)
             self._trace.emit(info.src, "call_timeout", dst=info.dst, verb=info.verb,
                              kind=info.kind, name=info.name)
@@ -435,7 +440,7 @@ class Network:
         if self._faulty:
             owner = ep.owner if ep else ""
             mode = self._outage_mode(info, ep)
-            if self._partitioned(info, owner) or mode == "blackhole":
+            if self._partitioned(info, owner, ep.owner_host if ep else "") or mode == "blackhole":
                 wait = self.default_timeout if timeout is None else timeout
                 await asyncio.sleep(wait)
                 raise Timeout(f"watch {dst}: i/o timeout after {wait:g}s", src=info.src, dst=dst)

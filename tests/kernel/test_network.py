@@ -180,3 +180,29 @@ def test_outage_mode_must_be_refuse_or_blackhole(run):
             world.network.outage("apiserver", mode="down")
 
     run(main)
+
+
+def test_a_partition_between_hosts_cuts_every_process_on_them_both_ways(run):
+    async def main():
+        world = World()
+
+        async def handler(payload, info):
+            return "ok"
+
+        async def server(proc):
+            world.network.register("10.244.1.5:6379", handler, process=proc)
+            await asyncio.Event().wait()
+
+        async def idle(proc):
+            await asyncio.Event().wait()
+
+        world.start_process("default/head/gcs_server", server, host="node-1")
+        client = world.start_process("default/worker/raylet", idle, host="node-2")
+        await asyncio.sleep(0)
+        world.network.partition("node-2", "node-1")
+        with pytest.raises(Timeout):
+            await world.network.call(client, "10.244.1.5:6379", "ping", timeout=1)
+        world.network.heal("node-1", "node-2")
+        return await world.network.call(client, "10.244.1.5:6379", "ping")
+
+    assert run(main) == "ok"
