@@ -21,27 +21,37 @@ fail_requests      matching calls fail with an HTTP code       expires (count/du
 lose_responses     matching calls apply; responses are lost    expires (count/duration)
 =================  ==========================================  ===========================
 
-Kubernetes and Ray faults (delete a Pod, fail a node, Redis down, …) are values here too; they act
-through the simulation's public verbs, like a person with kubectl would.
+Kubernetes faults (`DeletePod`, `KillContainer`, `FailNode`, `RecoverNode`, `SlowKubelet`,
+`DelayEndpoints`, defined in ``emu.kube.faults``) and Ray faults (`KillGcs`, `KillRaylet`,
+`RedisDown`, `FlushRedis`, `WipeRedisNamespace`, `SlowServeDeployment`, `FailServeDeployment`,
+`FailJob`) are values here too, so one plan can mix them all.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import orjson
 
 from .apiserver import errors as api_errors
+from .kernel.faultbase import Fault, FaultPlan
 from .kernel.network import CallInfo, Match
 from .kernel.process import Process
+from .kube.faults import DelayEndpoints, DeletePod, FailNode, KillContainer, RecoverNode, SlowKubelet
+
+__all__ = [
+    "Crash", "DelayEndpoints", "DeletePod", "FailJob", "FailNode", "FailRequests",
+    "FailServeDeployment", "Fault", "FaultPlan", "Faults", "FlushRedis", "Heal", "KillContainer",
+    "KillGcs", "KillRaylet", "Latency", "LoseResponses", "Outage", "Partition", "Pause",
+    "RecoverNode", "RedisDown", "Restart", "Restore", "Resume", "SlowKubelet",
+    "SlowServeDeployment", "WipeRedisNamespace",
+]
 
 if TYPE_CHECKING:
     from .simulation import Simulation
 
-_FAULT_TYPES: dict[str, type[Fault]] = {}
 
 
 def _error_for(code: int) -> type[api_errors.ApiError] | None:
@@ -64,23 +74,6 @@ def api_error_factory(code: int) -> Any:
         return api_errors.ApiError(f"injected failure ({code})", code=code, reason="InternalError")
 
     return make
-
-
-@attrs.frozen
-class Fault:
-    """A fault at virtual time ``at`` (seconds from the start of the run)."""
-
-    at: float = attrs.field(kw_only=True, default=0.0)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        _FAULT_TYPES[cls.__name__] = cls
-
-    def apply(self, sim: Simulation) -> None:
-        raise NotImplementedError
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": type(self).__name__, **attrs.asdict(self)}
 
 
 def _proc(sim: Simulation, process: str | Process) -> Process:
@@ -234,40 +227,119 @@ class LoseResponses(Fault):
         sim.network.lose_responses(match, count=self.count, duration=self.duration)
 
 
-def _to_tuple(faults: Iterable[Fault]) -> tuple[Fault, ...]:
-    return tuple(faults)
+# -- Ray faults (acting through emu.ray's fault functions) ---------------------------------------
 
 
 @attrs.frozen
-class FaultPlan:
-    """An ordered list of faults; ``repr`` is the code that rebuilds it."""
+class KillGcs(Fault):
+    """End the ``gcs_server`` of head Pod ``pod`` (``signal`` KILL or TERM); the head
+    container follows it, and the kubelet restarts it by ``restartPolicy``."""
 
-    faults: tuple[Fault, ...] = attrs.field(converter=_to_tuple, factory=tuple)
+    pod: str = ""
+    signal: str = "KILL"
 
-    def __iter__(self) -> Iterator[Fault]:
-        return iter(self.faults)
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import kill_gcs
 
-    def __len__(self) -> int:
-        return len(self.faults)
+        kill_gcs(sim, self.pod, self.signal)
 
-    def __repr__(self) -> str:
-        return "[" + ", ".join(repr(f) for f in self.faults) + "]"
 
-    def to_json(self) -> str:
-        return orjson.dumps([f.to_dict() for f in self.faults]).decode()
+@attrs.frozen
+class KillRaylet(Fault):
+    """End the raylet of Pod ``pod`` (head or worker)."""
 
-    @classmethod
-    def from_json(cls, text: str) -> FaultPlan:
-        out = []
-        for item in orjson.loads(text):
-            item = dict(item)
-            type_name = item.pop("type", None)
-            ftype = _FAULT_TYPES.get(str(type_name))
-            if ftype is None:
-                raise ValueError(f"unknown fault type {type_name!r}; known: "
-                                 + ", ".join(sorted(_FAULT_TYPES)))
-            out.append(ftype(**item))
-        return cls(out)
+    pod: str = ""
+    signal: str = "KILL"
+
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import kill_raylet
+
+        kill_raylet(sim, self.pod, self.signal)
+
+
+@attrs.frozen
+class RedisDown(Fault):
+    """The Redis at ``address`` (``host:port`` as registered) stops answering; back after
+    ``duration`` when given."""
+
+    address: str = ""
+    duration: float | None = None
+    mode: str = "refuse"
+
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import redis_down, redis_up
+
+        redis_down(sim, self.address, self.mode)
+        if self.duration is not None:
+            sim.loop.call_later(self.duration, redis_up, sim, self.address)
+
+
+@attrs.frozen
+class FlushRedis(Fault):
+    """``FLUSHALL`` on the Redis at ``address``: every namespace's keys are gone."""
+
+    address: str = ""
+    password: str | None = None
+
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import flush_redis
+
+        sim.spawn_background(flush_redis(sim, self.address, self.password))
+
+
+@attrs.frozen
+class WipeRedisNamespace(Fault):
+    """Delete ``RAY<namespace>@*`` on the Redis at ``address`` (what KubeRay's cleanup Job does)."""
+
+    address: str = ""
+    namespace: str = ""
+    password: str | None = None
+
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import wipe_redis_namespace
+
+        sim.spawn_background(wipe_redis_namespace(sim, self.address, self.namespace,
+                                                  self.password))
+
+
+@attrs.frozen
+class SlowServeDeployment(Fault):
+    """Serve applications importing ``import_path`` stay DEPLOYING for ``build_seconds``."""
+
+    import_path: str = ""
+    build_seconds: float = 60.0
+
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import slow_serve_deployment
+
+        slow_serve_deployment(sim.ray_config, self.import_path, self.build_seconds)
+
+
+@attrs.frozen
+class FailServeDeployment(Fault):
+    """Serve applications importing ``import_path`` end DEPLOY_FAILED with ``message``."""
+
+    import_path: str = ""
+    message: str = "deployment failed"
+
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import fail_serve_deployment
+
+        fail_serve_deployment(sim.ray_config, self.import_path, self.message)
+
+
+@attrs.frozen
+class FailJob(Fault):
+    """Ray jobs running ``entrypoint`` exit with ``exit_code`` after ``after`` seconds."""
+
+    entrypoint: str = ""
+    exit_code: int = 1
+    after: float = 5.0
+
+    def apply(self, sim: Simulation) -> None:
+        from .ray.faults import fail_job
+
+        fail_job(sim.ray_config, self.entrypoint, self.exit_code, self.after)
 
 
 class Faults:

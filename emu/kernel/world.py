@@ -8,7 +8,7 @@ network and the trace — world state stays inside the components that own it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from . import clock
@@ -59,6 +59,12 @@ class World:
     def log(self, event: str, **fields: Any) -> None:
         """Record an event from the test itself (process ``test``)."""
         self.trace.emit("test", event, **fields)
+
+    def spawn_background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task of the world itself (no process): a fault's own I/O."""
+        task = self.loop.create_task(coro)
+        self._background.append(task)
+        return task
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> asyncio.TimerHandle:
         """Run ``fn()`` after ``delay`` virtual seconds (a coroutine result is scheduled as a task)."""

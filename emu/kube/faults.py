@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ..apiserver.errors import ApiError, is_not_found
-from ..faults import Fault
+from ..kernel.faultbase import Fault
 from .cluster import cluster_of
 
 if TYPE_CHECKING:
