@@ -53,3 +53,10 @@ def test_nothing_outside_the_kernel_reads_the_machine_clock_or_unseeded_randomne
             text = path.read_text()
             offenders += [f"{path.relative_to(ROOT)}: {b}" for b in banned if b in text]
     assert offenders == []
+
+
+def test_test_module_names_are_unique_across_folders():
+    # pytest imports test folders without __init__.py by basename: a repeated name breaks
+    # collection of the whole suite.
+    names = [p.name for p in sorted((ROOT / "tests").rglob("test_*.py"))]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

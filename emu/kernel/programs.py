@@ -110,11 +110,15 @@ class ContainerContext:
                                        timeout=timeout, name=name)
 
     def resolve(self, address: str) -> str:
-        """Service DNS search path: a short ``svc:port`` becomes ``svc.<ns>.svc.cluster.local:port``
-        when that is registered (the Pod's namespace is searched first, as resolv.conf does)."""
+        """Where an address leads from this container: ``localhost:port`` is the Pod itself (its
+        containers share one network namespace); a short Service name ``svc:port`` becomes
+        ``svc.<ns>.svc.cluster.local:port`` when that is registered (the Pod's namespace is
+        searched first, as resolv.conf does)."""
+        host, _, port = address.rpartition(":")
+        if host in ("localhost", "127.0.0.1", "::1", "[::1]"):
+            return f"{self.ip}:{port}"  # containers of a Pod share its network namespace
         if self.network.endpoint(address) is not None:
             return address
-        host, _, port = address.rpartition(":")
         if not host:
             return address
         for candidate in (f"{host}.{self.namespace}.svc.cluster.local",
