@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from ..apiserver.errors import ApiError, is_gone
-from ..apiserver.selectors import parse_label_selector
+from ..apiserver.selectors import LabelSelector, parse_label_selector
 from ..kernel.network import NetworkError
 from .client import Client, selector_text
 
@@ -96,6 +96,11 @@ class Informer:
         self.lag = lag
         self._rng = rng
         self._cache: dict[str, Obj] = {}
+        # Indexes, so a namespace or label-selector list is not a scan of the whole cache:
+        # namespace -> keys, and (label key, value) -> keys (dicts used as ordered sets).
+        self._by_ns: dict[str, dict[str, None]] = {}
+        self._by_label: dict[tuple[str, str], dict[str, None]] = {}
+        self._selectors: dict[str, LabelSelector] = {}
         self._handlers: list[EventHandler] = []
         self.synced = asyncio.Event()
         self.last_resource_version = ""
@@ -127,10 +132,25 @@ class Informer:
     def peek_list(self, namespace: str | None = None,
                   label_selector: str | dict[str, str] | None = None) -> builtins.list[Obj]:
         """Like `list` but without copying: the caller must not mutate what it gets."""
-        matcher = parse_label_selector(selector_text(label_selector)) if label_selector else None
+        matcher = self._selector(label_selector) if label_selector else None
+        candidates: dict[str, None] | None = None
+        if namespace is not None:
+            candidates = self._by_ns.get(namespace, {})
+        if matcher is not None:
+            for key, values in matcher.index_terms():
+                if values is None:
+                    continue
+                found: dict[str, None] = {}
+                for value in values:
+                    found.update(self._by_label.get((key, value), {}))
+                if candidates is None or len(found) < len(candidates):
+                    candidates = found
+        keys = sorted(self._cache) if candidates is None else sorted(candidates)
         out = []
-        for key in sorted(self._cache):
-            obj = self._cache[key]
+        for key in keys:
+            obj = self._cache.get(key)
+            if obj is None:
+                continue
             meta = obj.get("metadata", {})
             if namespace is not None and meta.get("namespace") != namespace:
                 continue
@@ -138,6 +158,47 @@ class Informer:
                 continue
             out.append(obj)
         return out
+
+    def _selector(self, selector: str | dict[str, str]) -> LabelSelector:
+        text = selector_text(selector)
+        parsed = self._selectors.get(text)
+        if parsed is None:
+            if len(self._selectors) > 1024:
+                self._selectors.clear()
+            parsed = self._selectors[text] = parse_label_selector(text)
+        return parsed
+
+    def _index(self, key: str, obj: Obj) -> None:
+        meta = obj.get("metadata", {})
+        self._by_ns.setdefault(str(meta.get("namespace") or ""), {})[key] = None
+        for label, value in (meta.get("labels") or {}).items():
+            self._by_label.setdefault((label, str(value)), {})[key] = None
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        meta = obj.get("metadata", {})
+        ns_keys = self._by_ns.get(str(meta.get("namespace") or ""))
+        if ns_keys is not None:
+            ns_keys.pop(key, None)
+        for label, value in (meta.get("labels") or {}).items():
+            keys = self._by_label.get((label, str(value)))
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del self._by_label[(label, str(value))]
+
+    def _store(self, key: str, obj: Obj) -> Obj | None:
+        old = self._cache.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._cache[key] = obj
+        self._index(key, obj)
+        return old
+
+    def _remove(self, key: str) -> Obj | None:
+        old = self._cache.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
 
     def keys(self) -> builtins.list[str]:
         return sorted(self._cache)
@@ -188,13 +249,13 @@ class Informer:
         self._pending.clear()
         fresh = {object_key(o): o for o in items}
         for key in sorted(set(self._cache) - set(fresh)):
-            gone = self._cache.pop(key)
+            gone = self._remove(key)
             for h in self._handlers:
-                h.on_delete(gone)
+                if gone is not None:
+                    h.on_delete(gone)
         for key in sorted(fresh):
             new = fresh[key]
-            old = self._cache.get(key)
-            self._cache[key] = new
+            old = self._store(key, new)
             if old is None:
                 for h in self._handlers:
                     h.on_add(new)
@@ -245,12 +306,11 @@ class Informer:
         key = object_key(obj)
         etype = event["type"]
         if etype == "DELETED":
-            if self._cache.pop(key, None) is not None:
+            if self._remove(key) is not None:
                 for h in self._handlers:
                     h.on_delete(obj)
             return
-        previous = self._cache.get(key)
-        self._cache[key] = obj
+        previous = self._store(key, obj)
         for h in self._handlers:
             if previous is None:
                 h.on_add(obj)

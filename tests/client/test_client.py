@@ -203,3 +203,32 @@ async def test_wait_for_times_out_naming_the_object_and_its_last_state(sim):
         await sim.wait_for("ConfigMap", "never", lambda o: False, timeout=30)
     assert str(info.value) == ("ConfigMap default/never: condition not met within 30s (virtual, "
                                "now t=30.000s); last seen: status=None")
+
+
+async def test_informer_selector_lists_follow_label_changes_and_deletes(sim):
+    c = sim.client()
+    for i in range(6):
+        cm = _cm(f"cm-{i}")
+        cm["metadata"]["labels"] = {"group": "a" if i % 2 else "b", "n": str(i)}
+        await c.create(cm)
+    other = _cm("elsewhere")
+    other["metadata"]["namespace"] = "kube-system"
+    other["metadata"]["labels"] = {"group": "a"}
+    await c.create(other)
+    inf = Informer(c, "ConfigMap")
+    task = asyncio.ensure_future(inf.run())
+    await inf.wait_synced()
+
+    def names(ns=None, sel=None):
+        return [o["metadata"]["name"] for o in inf.peek_list(ns, sel)]
+
+    assert names("default", "group=a") == ["cm-1", "cm-3", "cm-5"]
+    assert names(None, {"group": "a"}) == ["cm-1", "cm-3", "cm-5", "elsewhere"]
+    assert names("default", "group in (a,b),n!=2") == ["cm-0", "cm-1", "cm-3", "cm-4", "cm-5"]
+    await c.patch("ConfigMap", "cm-1", {"metadata": {"labels": {"group": "b"}}}, "default")
+    await c.delete("ConfigMap", "cm-3", "default")
+    await sim.sleep(0.1)
+    assert names("default", "group=a") == ["cm-5"]
+    assert names("default", "group=b") == ["cm-0", "cm-1", "cm-2", "cm-4"]
+    assert names("kube-system") == ["elsewhere"]
+    task.cancel()
