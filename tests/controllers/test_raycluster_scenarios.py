@@ -67,13 +67,16 @@ async def test_lost_worker_pod_is_replaced_and_the_cluster_is_ready_again(sim):
     assert rc["status"]["state"] == "ready"
 
 
-@pytest.mark.parametrize("storage", ["memory", "redis"])
+@pytest.mark.parametrize("storage", ["memory", "redis", "rocksdb"])
 async def test_head_pod_loss_new_head_and_which_workers_survive(sim, storage):
     """Memory: the new head starts an empty GCS; workers lose it for more than Ray's 60 s and
-    their raylets exit (containers restart). Redis: the new head reloads the tables from the
-    cluster's namespace, and workers reconnect within KubeRay's 600 s without restarting."""
-    await _world(sim)
-    spec = {}
+    their raylets exit (containers restart). Redis and RocksDB (on the operator's PVC): the new
+    head reloads the tables, and workers reconnect within KubeRay's 600 s without restarting."""
+    gates = {"GCSFaultToleranceEmbeddedStorage": True} if storage == "rocksdb" else None
+    await _world(sim, feature_gates=gates)
+    spec: dict[str, object] = {}
+    if storage == "rocksdb":
+        spec["gcsFaultToleranceOptions"] = {"backend": "rocksdb"}
     if storage == "redis":
         for obj in REDIS:
             await sim.apply(obj)
