@@ -10,12 +10,13 @@ responses, only a missing server raises (`emu.kernel.network` errors).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import attrs
 import orjson
 
-from ..kernel.network import Network
+from ..kernel.network import Network, Timeout
 from ..kernel.process import Process
 
 #: client-go's and KubeRay's dashboard client timeout (``http.Client{Timeout: 2 * time.Second}``).
@@ -56,8 +57,18 @@ class HttpClient:
             headers = {"content-type": "application/json", **(headers or {})}
         payload = {"method": method.upper(), "path": path, "headers": dict(headers or {}),
                    "body": body or ""}
-        raw = await self.network.call(self.process, address, payload, verb=method.upper(),
-                                      name=path, timeout=self.timeout if timeout is None else timeout)
+        limit = self.timeout if timeout is None else timeout
+        try:
+            # Go's http.Client{Timeout} covers the whole exchange: a slow server times out too,
+            # not only a lost packet.
+            raw = await asyncio.wait_for(
+                self.network.call(self.process, address, payload, verb=method.upper(), name=path,
+                                  timeout=limit),
+                limit)
+        except TimeoutError:
+            raise Timeout(f"{method.upper()} http://{address}{path}: context deadline exceeded "
+                          f"(Client.Timeout exceeded while awaiting headers) after {limit:g}s",
+                          dst=address) from None
         if not isinstance(raw, dict):
             raise TypeError(f"{address} answered {type(raw).__name__}, not an HTTP response")
         text = raw.get("body", "")

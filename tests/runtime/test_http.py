@@ -53,3 +53,16 @@ async def test_a_partition_from_the_head_times_out_after_the_dashboard_client_ti
     with pytest.raises(emu.Timeout):
         await http.request("rc-head-svc.default.svc.cluster.local:8265", "GET", "/api/version")
     assert sim.now == 2.0
+
+
+async def test_a_slow_dashboard_times_out_after_the_client_timeout_like_gos_http_client(sim):
+    async def slow(payload, info):
+        await sim.sleep(30)
+        return {"status": 200, "body": "late"}
+
+    sim.network.register("slow-svc.default.svc.cluster.local:8265", slow)
+    http = HttpClient(sim.network, None)
+    with pytest.raises(emu.Timeout, match=r"^GET http://slow-svc.default.svc.cluster.local:8265"
+                                          r"/api/version: context deadline exceeded"):
+        await http.request("slow-svc.default.svc.cluster.local:8265", "GET", "/api/version")
+    assert sim.now == 2.0
