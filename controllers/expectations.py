@@ -71,15 +71,32 @@ class RayClusterScaleExpectation:
     def __init__(self, client: _PodReader, *, clock: Callable[[], float] = _loop_time) -> None:
         self.client = client
         self._clock = clock
-        # Insertion-ordered, keyed by namespace/pod (client-go's Indexer keeps one item per key).
+        # Keyed by namespace/pod (client-go's Indexer keeps one item per key), with its two
+        # indexes (group, cluster) as insertion-ordered dicts of keys.
         self._items: dict[str, _RayPod] = {}
+        self._by_group: dict[str, dict[str, None]] = {}
+        self._by_cluster: dict[str, dict[str, None]] = {}
+
+    def _drop(self, key: str) -> None:
+        item = self._items.pop(key, None)
+        if item is None:
+            return
+        for index, index_key in ((self._by_group, item.group_key),
+                                 (self._by_cluster, item.cluster_key)):
+            keys = index.get(index_key)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del index[index_key]
 
     def expect_scale_pod(self, namespace: str, ray_cluster_name: str, group: str, pod_name: str,
                          action: str) -> None:
         """Port of `ExpectScalePod` (scale_expectations.go): record (or replace) one Pod."""
         item = _RayPod(pod_name, namespace, ray_cluster_name, group, action, self._clock())
-        self._items.pop(item.key, None)
+        self._drop(item.key)
         self._items[item.key] = item
+        self._by_group.setdefault(item.group_key, {})[item.key] = None
+        self._by_cluster.setdefault(item.cluster_key, {})[item.key] = None
 
     async def _is_pod_scaled(self, rp: _RayPod) -> bool:
         """Port of `isPodScaled` (scale_expectations.go)."""
@@ -97,18 +114,21 @@ class RayClusterScaleExpectation:
     async def is_satisfied(self, namespace: str, ray_cluster_name: str, group: str) -> bool:
         """Port of `IsSatisfied` (scale_expectations.go): every record of the group is seen."""
         group_key = f"{namespace}/{ray_cluster_name}/{group}"
-        for item in [i for i in self._items.values() if i.group_key == group_key]:
+        for key in list(self._by_group.get(group_key) or {}):
+            item = self._items.get(key)
+            if item is None:
+                continue
             if not await self._is_pod_scaled(item):
                 return False
-            if self._items.get(item.key) is item:
-                del self._items[item.key]
+            if self._items.get(key) is item:
+                self._drop(key)
         return True
 
     def delete(self, ray_cluster_name: str, namespace: str) -> None:
         """Port of `Delete` (scale_expectations.go): forget every record of the cluster."""
         cluster_key = f"{namespace}/{ray_cluster_name}"
-        for key in [k for k, i in self._items.items() if i.cluster_key == cluster_key]:
-            del self._items[key]
+        for key in list(self._by_cluster.get(cluster_key) or {}):
+            self._drop(key)
 
     def __len__(self) -> int:
         return len(self._items)

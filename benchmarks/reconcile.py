@@ -1,0 +1,123 @@
+"""RayCluster reconcile throughput: N clusters (1 head, 2 workers) created at once, one operator.
+
+For N = 10, 100, 1,000 (each in its own subprocess, so peak memory is per run) the clusters are
+applied at virtual time 0 and the run ends when every cluster is ready: all its Pods exist and,
+with ``--kube`` (kubelets, the Ray image's programs), every Pod is Running and Ready and the
+RayCluster reports ``state: ready``. Printed per N: wall time, reconciles/s and API requests/s
+(both per wall second), virtual time to ready, peak RSS; then the growth of wall time from 100
+to 1,000 clusters (target at most 12 times for 10 times the clusters). Asserts nothing.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/reconcile.py [--kube] [--sizes 10,100,1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+import emu
+from controllers.operator import install_kuberay
+
+
+def cluster(i: int) -> dict[str, Any]:
+    container = {"name": "ray", "image": "rayproject/ray:2.46.0",
+                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+    return {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": f"rc-{i:04d}", "namespace": "default"},
+        "spec": {
+            "rayVersion": "2.46.0",
+            "headGroupSpec": {"rayStartParams": {},
+                              "template": {"spec": {"containers": [dict(container)]}}},
+            "workerGroupSpecs": [{"groupName": "w", "replicas": 2, "minReplicas": 0,
+                                  "maxReplicas": 2, "rayStartParams": {},
+                                  "template": {"spec": {"containers": [dict(container)]}}}],
+        },
+    }
+
+
+def run_one(n: int, kube: bool) -> dict[str, Any]:
+    counts = {"requests": 0}
+
+    async def main(sim: emu.Simulation) -> dict[str, Any]:
+        serve = sim.api.serve
+
+        def counted(req: Any, caller: str = "") -> Any:
+            counts["requests"] += 1
+            return serve(req, caller)
+
+        sim.api.serve = counted  # type: ignore[method-assign]
+        if kube:
+            from emu.kube import cluster as kube_cluster
+            from emu.ray.images import register_ray_programs
+
+            k = kube_cluster.install(sim, nodes=max(3, n // 20))
+            register_ray_programs(sim.programs)
+            await k.wait_ready(timeout=120)
+        kuberay = await install_kuberay(sim, leader_election=False, direct=not kube)
+        await kuberay.wait_for_leader(timeout=120)
+        counts["requests"] = 0
+        start_virtual = sim.now
+        start = time.perf_counter()
+        client = sim.client("bench")
+        for i in range(n):
+            await client.create(cluster(i))
+
+        def ready() -> bool:
+            pods = sim.api.list("Pod", "default", label_selector="ray.io/is-ray-node=yes")["items"]
+            if len(pods) < 3 * n:
+                return False
+            if not kube:
+                return True
+            if not all(p.get("status", {}).get("phase") == "Running" for p in pods):
+                return False
+            clusters = sim.api.list("RayCluster", "default")["items"]
+            return all(c.get("status", {}).get("state") == "ready" for c in clusters)
+
+        await sim.wait_until(ready, timeout=3600, every=1.0, what=f"{n} clusters ready")
+        wall = time.perf_counter() - start
+        reconciles = sum(1 for e in sim.trace if e.event == "reconcile_finished"
+                         and e.fields.get("controller") == "raycluster")
+        return {"n": n, "wall": wall, "virtual": sim.now - start_virtual,
+                "reconciles": reconciles, "requests": counts["requests"]}
+
+    result = emu.run(main, seed=1)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,100,1000")
+    parser.add_argument("--kube", action="store_true", help="run kubelets and the Ray image")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(run_one(args.one, args.kube)))
+        return
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        cmd = [sys.executable, __file__, "--one", str(n)] + (["--kube"] if args.kube else [])
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    mode = "with kubelets and Ray" if args.kube else "API server only (Pods created)"
+    print(f"RayCluster reconcile, one operator, {mode}")
+    print(f"{'N':>6} {'wall s':>8} {'reconciles':>10} {'rec/s':>8} {'requests':>9} "
+          f"{'req/s':>8} {'virtual s':>9} {'peak MB':>8}")
+    for r in rows:
+        print(f"{r['n']:>6} {r['wall']:>8.2f} {r['reconciles']:>10} "
+              f"{r['reconciles'] / r['wall']:>8.0f} {r['requests']:>9} "
+              f"{r['requests'] / r['wall']:>8.0f} {r['virtual']:>9.1f} {r['peak_rss_mb']:>8.0f}")
+    by_n = {r["n"]: r for r in rows}
+    if 100 in by_n and 1000 in by_n:
+        growth = by_n[1000]["wall"] / by_n[100]["wall"]
+        print(f"growth 100 -> 1000 clusters: {growth:.1f}x wall time (target <= 12x)")
+
+
+if __name__ == "__main__":
+    main()
