@@ -370,3 +370,25 @@ async def test_feature_gate_multi_host_indexing_labels_workers_with_replica_inde
                      for p in await worker_pods(sim))
     assert indices == ["0", "1", "2"]
     assert FeatureGates().enabled("RayMultiHostIndexing") is True
+
+
+async def test_scale_expectations_create_until_seen_or_30s_delete_until_gone(sim):
+    """scale_expectations_test.go: a create counts once the Pod is readable or 30 s later; a
+    delete only once the Pod is gone; Delete forgets a cluster's records."""
+    from controllers.expectations import CREATE, DELETE, RayClusterScaleExpectation
+
+    c = sim.client()
+    exp = RayClusterScaleExpectation(c)
+    exp.expect_scale_pod(NS, "rc", "g", "missing", CREATE)
+    assert await exp.is_satisfied(NS, "rc", "g") is False
+    await sim.sleep(31)
+    assert await exp.is_satisfied(NS, "rc", "g") is True
+    await c.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": NS},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    exp.expect_scale_pod(NS, "rc", "g", "p", DELETE)
+    await sim.sleep(3600)
+    assert await exp.is_satisfied(NS, "rc", "g") is False
+    assert await exp.is_satisfied(NS, "rc", "other") is True
+    exp.delete("rc", NS)
+    assert await exp.is_satisfied(NS, "rc", "g") is True
+    assert len(exp) == 0

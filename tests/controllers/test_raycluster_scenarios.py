@@ -139,3 +139,14 @@ async def test_deleting_a_redis_ft_cluster_runs_the_cleanup_job_after_the_head_i
         "Complete"
     await sim.sleep(10)
     assert await sim.get("RayCluster", "raycluster-sample") is None
+
+
+async def test_operator_with_configuration_file_reads_its_mounted_config_map(sim):
+    """``configuration.enabled``: the Pods run ``--config /etc/kuberay/config.yaml`` from the
+    chart's ConfigMap, and its defaultPodLabels reach the Ray Pods."""
+    _, kuberay = await _world(sim, configuration={"defaultPodLabels": {"team": "ml"}})
+    args = kuberay.manifests[-1]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:2] == ["--config", "/etc/kuberay/config.yaml"]
+    await sim.apply(raycluster(replicas=1))
+    await sim.wait_for("RayCluster", "raycluster-sample", _ready, timeout=300)
+    assert all(p["metadata"]["labels"]["team"] == "ml" for p in await worker_pods(sim))
