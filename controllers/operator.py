@@ -18,6 +18,10 @@ Port of ``ray-operator/main.go`` (SPEC §1.1 to §1.4) on `emu.runtime`'s operat
 - `operator_program` is the container program of ``quay.io/kuberay/operator``;
 - `install_kuberay` installs the chart (`controllers.helm`) so the operator runs as Deployment
   Pods when the world has Deployments, or starts replica processes directly.
+
+Over 500 lines because main.go's three halves (the flag and config-file parsing whose precedence
+is the point of SPEC §1.2, the manager wiring, and the process as a container program with its
+install) must agree on one `Configuration`; splitting them would scatter that contract.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Port of ``ray-operator/controllers/ray/raycluster_controller.go`` (SPEC §2). Functions keep Go's
 names in snake_case and Go's order; the banners below match the Go file's sections. It is long
-(about 1,000 lines) because the Go file is 2,500 lines of one reconciler whose steps share the
+(about 1,400 lines) because the Go file is 2,500 lines of one reconciler whose steps share the
 instance, the scale expectations and the event recorder; the builders it calls already live in
 `controllers.common`.
 
