@@ -18,7 +18,8 @@ from .kernel.trace import TraceEvent, render_timeline
 
 #: Trace events too frequent for the printed timeline (shown with ``--verbose``).
 QUIET_EVENTS = frozenset({"write", "process_stopped", "lease_renewed", "fact", "expect",
-                          "reconcile", "reconcile_done"})
+                          "reconcile_started", "reconcile_finished", "source_started",
+                          "informer_created", "runnables_started"})
 
 
 def _timeline_events(events: list[TraceEvent], verbose: bool) -> list[TraceEvent]:
