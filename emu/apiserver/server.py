@@ -69,6 +69,14 @@ _loads = orjson.loads
 _dumps = orjson.dumps
 
 
+def _bump_generation(meta: Obj) -> None:
+    """``markAsDeleting`` / ``BeforeDelete``: marking an object as deleting bumps its generation
+    (when it has one), so controllers filtering on generation changes notice the deletion."""
+    gen = meta.get("generation")
+    if isinstance(gen, int) and gen > 0:
+        meta["generation"] = gen + 1
+
+
 def _spec_changed(new: Obj, old: Obj) -> bool:
     """Anything outside metadata and status differs (what bumps ``generation``)."""
     for key, value in new.items():
@@ -624,6 +632,7 @@ class APIServer:
             if shorter:
                 meta["deletionTimestamp"] = rfc3339(now + grace)
                 meta["deletionGracePeriodSeconds"] = grace
+                _bump_generation(meta)
         else:
             if not finalizers and grace == 0 and not is_ns:
                 if dry_run:
@@ -632,6 +641,7 @@ class APIServer:
                 return self._remove(info, table, entry, obj, caller, "delete")
             meta["deletionTimestamp"] = rfc3339(now + grace)
             meta["deletionGracePeriodSeconds"] = grace
+            _bump_generation(meta)
         if finalizers:
             meta["finalizers"] = finalizers
         else:

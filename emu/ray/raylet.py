@@ -41,6 +41,9 @@ RAYLET_PORT_RANGE = (10002, 59999)
 #: The dashboard agent's HTTP port (KubeRay's ``--dashboard-agent-listen-port=52365``).
 AGENT_PORT = 52365
 
+#: Timing slack for deadlines computed in floating point (virtual seconds).
+_EPSILON = 1e-9
+
 
 @attrs.define
 class ActorWorker:
@@ -132,7 +135,9 @@ class Raylet:
                 reply = await self.gcs.rpc("RegisterNode", node=node, cluster_id=self.cluster_id)
             except NetworkError:
                 since = started if since is None else since
-                if self.now - since >= self.reconnect_timeout:
+                # Within float rounding of the deadline counts as past it: a wait of 1e-14 s
+                # can't move virtual time, so it would spin forever.
+                if self.now - since >= self.reconnect_timeout - _EPSILON:
                     return self._fatal(self._lost_message())
                 await self._pause(since)
                 continue
@@ -146,7 +151,7 @@ class Raylet:
         """Wait before the next try: a heartbeat period, or until the GCS says it is back, but
         never past the reconnect deadline."""
         left = since + self.reconnect_timeout - self.now
-        wait = max(min(self.config.heartbeat_period, left), 0.0)
+        wait = max(min(self.config.heartbeat_period, left), _EPSILON)
         self._gcs_restarted.clear()
         try:
             await asyncio.wait_for(self._gcs_restarted.wait(), wait)
@@ -164,7 +169,9 @@ class Raylet:
                 if since is None:
                     since = started
                     self.log("gcs_unreachable")
-                if self.now - since >= self.reconnect_timeout:
+                # Within float rounding of the deadline counts as past it: a wait of 1e-14 s
+                # can't move virtual time, so it would spin forever.
+                if self.now - since >= self.reconnect_timeout - _EPSILON:
                     return self._fatal(self._lost_message())
                 await self._pause(since)
                 continue

@@ -225,3 +225,21 @@ def test_owner_references_need_uid_kind_name_and_api_version(api):
         api.create(cm(ownerReferences=[{"apiVersion": "v1", "kind": "Pod", "name": "x"}]))
     assert err.value.message == ('ConfigMap "c" is invalid: metadata.ownerReferences.uid: '
                                  'Invalid value: "": uid must not be empty')
+
+
+def test_marking_an_object_as_deleting_bumps_its_generation():
+    import emu
+
+    async def main(sim):
+        c = sim.client()
+        rc = await c.create({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                             "metadata": {"name": "rc", "namespace": "default",
+                                          "finalizers": ["ray.io/gcs-ft-redis-cleanup-finalizer"]},
+                             "spec": {"headGroupSpec": {"template": {"spec": {"containers": [
+                                 {"name": "ray-head", "image": "rayproject/ray"}]}}}}})
+        deleting = await c.delete("RayCluster", "rc", "default")
+        again = await c.delete("RayCluster", "rc", "default")
+        return rc["metadata"]["generation"], deleting["metadata"]["generation"], \
+            again["metadata"]["generation"]
+
+    assert emu.run(main) == (1, 2, 2)

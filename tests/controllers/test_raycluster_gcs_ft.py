@@ -21,15 +21,6 @@ from emu.runtime import Request
 
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
 
-#: kube-apiserver's ``markAsDeleting`` bumps ``metadata.generation`` when it sets a
-#: ``deletionTimestamp``, which is how the RayCluster controller's GenerationChangedPredicate hears
-#: of a deletion held by its finalizer. The emulated API server does not yet, so the controller
-#: only notices at its next periodic requeue (300 s). Remove the mark once it does.
-needs_generation_bump_on_delete = pytest.mark.xfail(
-    strict=True, reason="emu.apiserver does not bump metadata.generation when it sets "
-                        "deletionTimestamp (kube-apiserver markAsDeleting does)")
-
-
 def redis_cluster(name: str = "raycluster-sample", **kw):
     return raycluster(name, gcsFaultToleranceOptions={"redisAddress": "redis:6379"}, **kw)
 
@@ -86,7 +77,6 @@ async def test_redis_cleanup_skipped_for_embedded_backend(sim):
 
 
 @pytest.mark.parametrize("outcome", ["Complete", "Failed"])
-@needs_generation_bump_on_delete
 async def test_redis_cleanup_job_runs_after_the_head_is_gone_and_ends_the_finalizer(sim, outcome):
     """Test_RedisCleanup / TestEvents_RedisCleanup: deletion removes the Pods, the cleanup Job is
     created only once no head Pod is listed, and its end (success or failure) drops the
@@ -111,7 +101,6 @@ async def test_redis_cleanup_job_runs_after_the_head_is_gone_and_ends_the_finali
     assert await sim.get("RayCluster", "raycluster-sample") is None
 
 
-@needs_generation_bump_on_delete
 async def test_redis_cleanup_waits_for_a_terminating_head_pod(sim):
     """The head-Pod wait: while a head Pod is still listed (terminating), no Job is created and
     the reconcile requeues every 10 s."""
@@ -132,7 +121,6 @@ async def test_redis_cleanup_waits_for_a_terminating_head_pod(sim):
     await sim.wait_for("Job", "raycluster-sample-redis-cleanup", timeout=15)
 
 
-@needs_generation_bump_on_delete
 async def test_stuck_gcs_ft_finalizer_is_force_removed_after_the_annotation_timeout(sim):
     """Describe("Auto-deletion for clusters with stuck GCS FT finalizer"): not before the
     timeout; after it, the finalizer goes with a ForceDeletedStuckCluster Warning."""
@@ -153,7 +141,6 @@ async def test_stuck_gcs_ft_finalizer_is_force_removed_after_the_annotation_time
     assert sim.now - deleted_at >= 30
 
 
-@needs_generation_bump_on_delete
 async def test_stale_redis_cleanup_finalizer_removed_for_embedded_backend(sim):
     """Test_StaleRedisCleanupFinalizerRemovedForEmbeddedBackend."""
     start_kuberay(sim, gates="GCSFaultToleranceEmbeddedStorage=true")
