@@ -333,7 +333,7 @@ def setup_controllers(mgr: Manager, ctx: OperatorContext) -> dict[str, Any]:
 
 def operator_config(config: Configuration, gates: FeatureGates, *,
                     env: Mapping[str, str] | None = None, pod_namespace: str | None = None,
-                    seed: int = 0,
+                    seed: int = 0, hostname: str | None = None,
                     on_setup: Callable[[Manager, dict[str, Any]], None] | None = None
                     ) -> OperatorConfig:
     """The `emu.runtime.OperatorConfig` main.go's manager options amount to.
@@ -356,6 +356,7 @@ def operator_config(config: Configuration, gates: FeatureGates, *,
         watch_namespaces=config.watch_namespace,
         reconcile_concurrency=config.reconcile_concurrency,
         cache_selectors=dict(CACHE_SELECTORS),
+        hostname=hostname,
     )
 
 
@@ -443,7 +444,8 @@ def make_operator_program(on_replica: Callable[[OperatorReplica], None] | None =
             replica.reconcilers = reconcilers
 
         op_config = operator_config(config, gates, env=env, pod_namespace=ctx.namespace,
-                                    seed=ctx.rng.randrange(2**31), on_setup=on_setup)
+                                    seed=ctx.rng.randrange(2**31), hostname=ctx.hostname,
+                                    on_setup=on_setup)
         if on_replica is not None:
             on_replica(replica)
         world = SimpleNamespace(network=ctx.network, rng=ctx.rng)

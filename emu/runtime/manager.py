@@ -96,6 +96,9 @@ class ManagerOptions:
     #: Port of the health-probe server on the process's host. Defaults to 8081 (KubeRay's
     #: ``--health-probe-bind-address``); None serves no probes.
     health_probe_port: int | None = 8081
+    #: ``os.Hostname()``: names the holder identity (``hostname_uuid``) and the probe address.
+    #: Defaults to the process's host (in a Pod, pass the Pod's hostname).
+    hostname: str | None = None
 
 
 class _Group:
@@ -174,6 +177,11 @@ class Manager:
         """Reads from the cache, writes to the API server."""
         return self.cached_client
 
+    @property
+    def hostname(self) -> str:
+        """What ``os.Hostname()`` answers in this process."""
+        return self.options.hostname or self.process.host
+
     def get_http_client(self) -> HttpClient:
         """HTTP from this process over the emulated network (for Ray dashboard calls)."""
         return HttpClient(self.client.network, self.process)
@@ -213,7 +221,7 @@ class Manager:
 
     @property
     def health_address(self) -> str:
-        return f"{self.process.host}:{self.options.health_probe_port}"
+        return f"{self.hostname}:{self.options.health_probe_port}"
 
     def probe(self, path: str) -> tuple[int, str]:
         """Answer ``/healthz`` or ``/readyz`` (status code, body), as the probe server would."""
@@ -243,7 +251,7 @@ class Manager:
                              "please specify LeaderElectionNamespace")
         ident_rng = self.rng.fork(f"leader-identity:{self.process.name}:"
                                   f"{self.process.incarnation}")
-        self.identity = new_identity(self.process.host, ident_rng)
+        self.identity = new_identity(self.hostname, ident_rng)
         le_client = Client(self.client.network, process=self.process,
                            server=self.client.server,
                            timeout=election_client_timeout(o.renew_deadline))

@@ -65,6 +65,9 @@ class OperatorConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    #: ``os.Hostname()``: the first half of the Lease holder identity (a Pod's name in
+    #: Kubernetes). Defaults to the process's host.
+    hostname: str | None = None
 
     def manager_options(self) -> ManagerOptions:
         return ManagerOptions(
@@ -72,7 +75,7 @@ class OperatorConfig:
             leader_election_id=self.leader_election_id,
             leader_election_namespace=self.leader_election_namespace,
             lease_duration=self.lease_duration, renew_deadline=self.renew_deadline,
-            retry_period=self.retry_period,
+            retry_period=self.retry_period, hostname=self.hostname,
             cache=CacheOptions(default_namespaces=self.watch_namespaces,
                                by_object=dict(self.cache_selectors)),
         )
