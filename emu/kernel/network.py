@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT = 30.0
 
 
-class NetworkError(Exception):
-    """A call did not get an answer from its endpoint."""
+class NetworkError(OSError):
+    """A call did not get an answer from its endpoint (an `OSError`, as socket errors are, so
+    code written against real sockets catches it)."""
 
     def __init__(self, message: str, *, src: str = "", dst: str = "") -> None:
         super().__init__(message)
@@ -46,15 +47,15 @@ class NetworkError(Exception):
         self.dst = dst
 
 
-class ConnectionRefused(NetworkError):
+class ConnectionRefused(NetworkError, ConnectionRefusedError):
     """Nothing listens at the address (endpoint down, process gone, or outage)."""
 
 
-class Timeout(NetworkError):
+class Timeout(NetworkError, TimeoutError):
     """No answer within the caller's timeout (dropped packets or a lost response)."""
 
 
-class ConnectionReset(NetworkError):
+class ConnectionReset(NetworkError, ConnectionResetError):
     """An open stream was cut (partition, outage, or the far end died)."""
 
 

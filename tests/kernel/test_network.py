@@ -206,3 +206,15 @@ def test_a_partition_between_hosts_cuts_every_process_on_them_both_ways(run):
         return await world.network.call(client, "10.244.1.5:6379", "ping")
 
     assert run(main) == "ok"
+
+
+def test_network_errors_are_the_oserrors_socket_code_expects():
+    from emu.kernel.network import NetworkError
+
+    assert issubclass(NetworkError, OSError)
+    assert issubclass(ConnectionRefused, ConnectionRefusedError)
+    assert issubclass(Timeout, TimeoutError)
+    assert issubclass(ConnectionReset, ConnectionResetError)
+    err = Timeout("get apiserver: i/o timeout after 5s", src="operator-0", dst="apiserver")
+    assert (str(err), err.src, err.dst) == ("get apiserver: i/o timeout after 5s", "operator-0",
+                                            "apiserver")
