@@ -88,7 +88,7 @@ class ScenarioResult:
 
 
 _REGISTRY: dict[str, Scenario] = {}
-_MODULES = ("apiserver_churn",)
+_MODULES = ("apiserver_churn", "operator", "outage", "rayservice", "workers")
 _loaded = False
 
 
