@@ -26,7 +26,7 @@ from ..kernel.trace import TraceEvent
 from ..kube.config import KubeConfig
 from ..ray.config import ServeAppBehaviour
 from ..runtime import HttpClient
-from ..simulation import Simulation
+from ..simulation import Simulation, WaitTimeout
 
 NS = "default"
 RAY_IMAGE = "rayproject/ray:2.46.0"
@@ -34,10 +34,10 @@ RAY_IMAGE = "rayproject/ray:2.46.0"
 APP_IMPORT_PATH = "fruit.deployment_graph"
 #: KubeRay's default ``RayClusterDeletionDelayDuration``.
 DEFAULT_DELETION_DELAY = 60.0
-#: One-way latency of the operator's Service updates (a round trip of 4 ms), so the two writes of
-#: a switch are one round trip apart instead of at the same virtual instant. Only these calls are
-#: slowed: delaying every call (and every watch event) would cost a third more wall time and
-#: change nothing the scenarios look at.
+#: One-way latency of Service updates (a round trip of 4 ms), so the two writes of a switch are
+#: one round trip apart instead of at the same virtual instant. Only these calls are slowed:
+#: delaying every call (and every watch event) would cost a third more wall time and change
+#: nothing the scenarios look at.
 API_LATENCY = 0.002
 #: Lease duration of the operator's election (the successor waits at least this long).
 LEASE_DURATION = 15.0
@@ -94,13 +94,10 @@ async def start(sim: Simulation, *, replicas: int) -> Any:
     """Fast Serve builds, the Nodes ready, KubeRay installed with ``replicas`` and leading."""
     sim.ray_config.serve_apps[APP_IMPORT_PATH] = ServeAppBehaviour(build_seconds=1.0,
                                                                    replica_start_seconds=1.0)
+    # only the operator updates Services, so this slows exactly its Service writes
+    sim.network.set_latency(API_LATENCY, Match(dst=APISERVER, verb="update", kind="Service"))
     await sim.cluster.wait_ready()
     kuberay = await sim.install_kuberay(replicas=replicas)
-    await sim.wait_until(lambda: len(kuberay.replicas()) == replicas, timeout=60, every=0.1,
-                         what="the operator replicas")
-    for proc in kuberay.replicas():
-        sim.network.set_latency(API_LATENCY, Match(caller=proc.name, dst=APISERVER,
-                                                   verb="update", kind="Service"))
     await kuberay.wait_for_leader(timeout=120)
     return kuberay
 
@@ -156,7 +153,26 @@ async def deleted_pod_of(sim: Simulation, cluster: str, node_type: str) -> str:
                                                        f"ray.io/node-type={node_type}")
     name = str(sorted(p["metadata"]["name"] for p in pods)[0])
     await client.delete("Pod", name, NS, grace_period_seconds=0)
+    sim.trace.emit("kubectl", "pod_deleted", pod=name, cluster=cluster, grace_period_seconds=0)
     return name
+
+
+async def next_event(sim: Simulation, match: Callable[[TraceEvent], bool], *, timeout: float,
+                     what: str) -> TraceEvent:
+    """The next trace event for which ``match`` holds (waits on the trace, no polling); raises
+    `WaitTimeout` naming ``what`` after ``timeout`` virtual seconds."""
+    found: asyncio.Future[TraceEvent] = sim.loop.create_future()
+
+    def listen(ev: TraceEvent) -> None:
+        if not found.done() and match(ev):
+            found.set_result(ev)
+
+    sim.trace.subscribe(listen)
+    try:
+        return await asyncio.wait_for(found, timeout)
+    except TimeoutError:
+        raise WaitTimeout(f"{what}: not seen within {timeout:g}s (virtual, now "
+                          f"t={sim.now:.3f}s)") from None
 
 
 # -- traffic -------------------------------------------------------------------------------------
@@ -199,10 +215,6 @@ class Traffic:
                 ok, error = False, type(exc).__name__
             self._record(process, t, ok, error)
             await asyncio.sleep(self.interval)
-        if self._streak:
-            process.log("requests_still_failing", since=round(self._streak_start or 0.0, 3),
-                        failed=self._streak)
-        process.log("requests_summary", sent=self.sent(), failed=self.failures())
 
     def _record(self, process: Process, t: float, ok: bool, error: str) -> None:
         self.results.append((t, ok))
@@ -218,8 +230,12 @@ class Traffic:
             self._streak, self._streak_start = 0, None
 
     def stop(self) -> None:
-        """Send no more requests (the one in flight completes)."""
+        """Send no more requests (the one in flight completes); log the totals."""
         self._stopping = True
+        if self._streak:
+            self.process.log("requests_still_failing",
+                             since=round(self._streak_start or 0.0, 3), failed=self._streak)
+        self.process.log("requests_summary", sent=self.sent(), failed=self.failures())
 
     def failures(self, since: float = 0.0, until: float = float("inf")) -> int:
         return sum(1 for t, ok in self.results if since <= t < until and not ok)
@@ -348,6 +364,18 @@ class Narrator:
     def first(self, what: str, **match: Any) -> Happening | None:
         found = self.all(what, **match)
         return found[0] if found else None
+
+    async def wait(self, what: str, *, timeout: float = 300.0, **match: Any) -> Happening:
+        """The first ``what`` matching ``match``: one already seen, or the next one."""
+        found = self.first(what, **match)
+        if found is not None:
+            return found
+        await next_event(self.sim, lambda ev: ev.process == self.lane and ev.event == what
+                         and all(ev.fields.get(k) == v for k, v in match.items()),
+                         timeout=timeout, what=f"{what} {match}")
+        found = self.first(what, **match)
+        assert found is not None
+        return found
 
     def time(self, what: str, **match: Any) -> float:
         """When ``what`` (matching ``match``) first happened; NaN if it did not."""

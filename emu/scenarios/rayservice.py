@@ -17,6 +17,7 @@ fake Ray with Serve and its proxies, KubeRay as Deployment Pods with leader elec
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -35,6 +36,7 @@ from ._rayservice_common import (
     head_svc,
     head_traffic,
     kube_config,
+    next_event,
     rayservice,
     selector_cluster,
     serve_svc,
@@ -68,19 +70,15 @@ def _deadline(kuberay: Any, cluster: str) -> float:
     return float(reconciler.ray_cluster_deletion_timestamps.get(cluster, math.nan))
 
 
-async def _wait_promoted(sim: Simulation, old: str, timeout: float = 300.0) -> str:
-    """Wait until the status names an active cluster other than ``old``; its name."""
-    await sim.wait_until(lambda: status_names(sim, RS)[0] not in ("", old), timeout=timeout,
-                         every=0.5, what="promotion of the pending cluster")
-    return status_names(sim, RS)[0]
+async def _wait_promoted(narrator: Narrator, old: str, timeout: float = 300.0) -> str:
+    """Wait until the status promotes a cluster other than ``old``; its name."""
+    promoted = await narrator.wait("promoted", previous=old, timeout=timeout)
+    return str(promoted.fields["active"])
 
 
-async def _wait_deleted(sim: Simulation, narrator: Narrator, cluster: str,
-                        timeout: float = 200.0) -> float:
+async def _wait_deleted(narrator: Narrator, cluster: str, timeout: float = 200.0) -> float:
     """Wait until ``cluster`` is deleted; when its deletion was written."""
-    await sim.wait_until(lambda: bool(narrator.all("cluster_deleted", cluster=cluster)),
-                         timeout=timeout, every=0.5, what=f"deletion of {cluster}")
-    return narrator.time("cluster_deleted", cluster=cluster)
+    return (await narrator.wait("cluster_deleted", cluster=cluster, timeout=timeout)).t
 
 
 @scenario("rayservice-upgrade",
@@ -114,10 +112,10 @@ async def rayservice_upgrade(sim: Simulation, report: Report) -> None:
     # -- upgrade 1: default deletion delay, 2 s propagation ----------------------------------
     t0 = sim.now
     await update_rayservice(sim, RS, upgrade_to("2.47.0"))
-    second = await _wait_promoted(sim, first)
+    second = await _wait_promoted(narrator, first)
     await sim.sleep(PASS + 1)
     armed = _deadline(kuberay, first)
-    t_deleted = await _wait_deleted(sim, narrator, first)
+    t_deleted = await _wait_deleted(narrator, first)
     await sim.sleep(PROPAGATION + 3)
     t1 = sim.now
     leader = kuberay.leader()
@@ -158,8 +156,8 @@ async def rayservice_upgrade(sim: Simulation, report: Report) -> None:
     # -- upgrade 2: no deletion delay, slices lag 10 s ---------------------------------------
     sim.faults.do(DelayEndpoints(seconds=SLOW_PROPAGATION))
     await update_rayservice(sim, RS, upgrade_to("2.48.0", rayClusterDeletionDelaySeconds=0))
-    third = await _wait_promoted(sim, second)
-    t_deleted2 = await _wait_deleted(sim, narrator, second)
+    third = await _wait_promoted(narrator, second)
+    t_deleted2 = await _wait_deleted(narrator, second)
     await sim.sleep(SLOW_PROPAGATION + 3)
     traffic.stop()
     t2 = sim.now
@@ -193,17 +191,17 @@ async def rayservice_upgrade(sim: Simulation, report: Report) -> None:
                 round(times[-1] - times[0] + traffic.interval, 3) if times else 0.0)
 
 
-def _crash_after_head_write(sim: Simulation, leader: Any) -> list[float]:
-    """Crash ``leader`` right after the API server commits its head Service update: before its
-    serve Service write is sent. Returns a list that receives the crash time."""
-    crashed: list[float] = []
+def _crash_after_head_write(sim: Simulation, leader: Any) -> asyncio.Future[float]:
+    """Crash ``leader`` right after the API server commits its head Service update, before its
+    serve Service write is sent. The future gets the crash time."""
+    crashed: asyncio.Future[float] = sim.loop.create_future()
 
     def on_event(ev: TraceEvent) -> None:
         f = ev.fields
-        if (not crashed and ev.event == "write" and f.get("kind") == "Service"
+        if (not crashed.done() and ev.event == "write" and f.get("kind") == "Service"
                 and f.get("name") == HEAD and f.get("verb") == "update"
                 and f.get("caller") == leader.name):
-            crashed.append(ev.t)
+            crashed.set_result(ev.t)
             # after the write is committed, before the leader's task sees the response
             sim.loop.call_soon(sim.faults.crash, leader)
 
@@ -258,10 +256,9 @@ async def rayservice_switch_interrupted(sim: Simulation, report: Report) -> None
     # -- round 1: the leader dies between the writes, pending stays ready -------------------
     leader1 = kuberay.leader()
     tenure1 = _leader_since(sim, 0.0)
-    crash1 = _crash_after_head_write(sim, leader1)
+    crashing = _crash_after_head_write(sim, leader1)
     await update_rayservice(sim, RS, upgrade_to("2.47.0"))
-    await sim.wait_until(lambda: bool(crash1), timeout=120, every=0.5,
-                         what="the head Service write")
+    t_crash1 = await asyncio.wait_for(crashing, 120)
     second = status_names(sim, RS)[1]
     await sim.sleep(1)
     half1 = (selector_cluster(sim, HEAD), selector_cluster(sim, SERVE), *status_names(sim, RS))
@@ -270,8 +267,8 @@ async def rayservice_switch_interrupted(sim: Simulation, report: Report) -> None
                   half1 == (second, first, first, second) and not leader1.alive,
                   f"head → {half1[0]}, serve → {half1[1]}, active {half1[2]}, "
                   f"pending {half1[3]}")
-    await _wait_promoted(sim, first)
-    tenure2 = _leader_since(sim, crash1[0])
+    await _wait_promoted(narrator, first)
+    tenure2 = _leader_since(sim, t_crash1)
     t_leader2 = tenure2.t
     done1 = narrator.first("service_repointed", service=SERVE, to=second)
     t_done1 = done1.t if done1 else math.nan
@@ -280,28 +277,27 @@ async def rayservice_switch_interrupted(sim: Simulation, report: Report) -> None
                   "Service write only",
                   done1 is not None and done1.fields["by"] == tenure2.process
                   and tenure2.identity != tenure1.identity
-                  and t_done1 - crash1[0] >= LEASE_DURATION - PASS and len(head_writes1) == 1,
-                  f"crash t={crash1[0]:.3f}s, new leader t={t_leader2:.3f}s, serve Service "
-                  f"t={t_done1:.3f}s ({t_done1 - crash1[0]:.1f}s half switched)")
+                  and t_done1 - t_crash1 >= LEASE_DURATION - PASS and len(head_writes1) == 1,
+                  f"crash t={t_crash1:.3f}s, new leader t={t_leader2:.3f}s, serve Service "
+                  f"t={t_done1:.3f}s ({t_done1 - t_crash1:.1f}s half switched)")
     await sim.sleep(5)
 
     # -- round 2: the leader dies between the writes and pending loses its head --------------
     leader2_proc = kuberay.leader()
-    crash2 = _crash_after_head_write(sim, leader2_proc)
+    crashing = _crash_after_head_write(sim, leader2_proc)
     await update_rayservice(sim, RS, upgrade_to("2.48.0"))
-    await sim.wait_until(lambda: bool(crash2), timeout=120, every=0.5,
-                         what="the head Service write")
+    t_crash2 = await asyncio.wait_for(crashing, 120)
     third = status_names(sim, RS)[1]
     lost_head = await deleted_pod_of(sim, third, "head")
     t_lost = sim.now
-    await _wait_promoted(sim, second)
-    tenure3 = _leader_since(sim, crash2[0])
+    await _wait_promoted(narrator, second)
+    tenure3 = _leader_since(sim, t_crash2)
     t_leader3 = tenure3.t
     done2 = narrator.first("service_repointed", service=SERVE, to=third)
     t_done2 = done2.t if done2 else math.nan
     back = _head_started_after(sim, third, t_lost)
     writes_between = [h for h in narrator.happenings
-                      if h.what in ("service_repointed", "promoted") and crash2[0] < h.t < t_done2]
+                      if h.what in ("service_repointed", "promoted") and t_crash2 < h.t < t_done2]
     report.expect("with pending's head gone, the next leader leaves the half switch in place "
                   "(no Service write, no promotion) until pending serves again",
                   done2 is not None and done2.fields["by"] == tenure3.process
@@ -315,14 +311,14 @@ async def rayservice_switch_interrupted(sim: Simulation, report: Report) -> None
     head_clients.stop()
     end = sim.now
 
-    t0 = crash1[0] - 3
+    t0 = t_crash1 - 3
     serve_failed = serve_clients.failures(t0, end)
     report.expect("no request through the serve Service fails in either round (it kept "
                   "pointing at the healthy active cluster)",
                   serve_failed == 0, f"{serve_failed} of {serve_clients.sent(t0, end)} failed")
-    head_failed1 = head_clients.failures(crash1[0], t_done1)
-    head_failed2 = head_clients.failures(crash2[0], t_done2)
-    times2 = head_clients.failure_times(crash2[0], t_done2 + PROPAGATION + 1)
+    head_failed1 = head_clients.failures(t_crash1, t_done1)
+    head_failed2 = head_clients.failures(t_crash2, t_done2)
+    times2 = head_clients.failure_times(t_crash2, t_done2 + PROPAGATION + 1)
     report.expect("head-Service clients fail only in round 2, while the half switch points them "
                   "at pending's missing head",
                   head_failed1 == 0 and head_failed2 > 0 and bool(times2)
@@ -330,15 +326,15 @@ async def rayservice_switch_interrupted(sim: Simulation, report: Report) -> None
                   f"round 1: {head_failed1} failed; round 2: {head_failed2} failed"
                   + (f" from t={times2[0]:.1f}s to t={times2[-1]:.1f}s" if times2 else ""))
 
-    report.fact("round1_half_switch_s", round(t_done1 - crash1[0], 3))
-    report.fact("round1_crash_to_new_leader_s", round(t_leader2 - crash1[0], 3))
-    report.fact("round2_half_switch_s", round(t_done2 - crash2[0], 3))
+    report.fact("round1_half_switch_s", round(t_done1 - t_crash1, 3))
+    report.fact("round1_crash_to_new_leader_s", round(t_leader2 - t_crash1, 3))
+    report.fact("round2_half_switch_s", round(t_done2 - t_crash2, 3))
     report.fact("round2_half_switch_under_new_leader_s", round(t_done2 - t_leader3, 3))
     report.fact("serve_failed_requests", f"{serve_failed} of {serve_clients.sent(t0, end)}")
     report.fact("head_svc_failed_requests_round1",
-                f"{head_failed1} of {head_clients.sent(crash1[0], t_done1)}")
+                f"{head_failed1} of {head_clients.sent(t_crash1, t_done1)}")
     report.fact("head_svc_failed_requests_round2",
-                f"{head_failed2} of {head_clients.sent(crash2[0], t_done2)}")
+                f"{head_failed2} of {head_clients.sent(t_crash2, t_done2)}")
 
 
 def _head_started_after(sim: Simulation, cluster: str, t: float) -> float:
@@ -374,23 +370,22 @@ async def rayservice_failover_cleanup(sim: Simulation, report: Report) -> None:
     await sim.sleep(3)
     t0 = sim.now
     await update_rayservice(sim, RS, upgrade_to("2.47.0"))
-    second = await _wait_promoted(sim, first)
+    second = await _wait_promoted(narrator, first)
     promoted = narrator.time("promoted", active=second)
     await sim.sleep(PASS + 1)
     leader1 = kuberay.leader()
-    first_reconciler = kuberay.reconciler("RayService")
     scheduled = _deadline(kuberay, first)
     crash_after = 20.0 + 20.0 * sim.rng.fork("crash").random()
     await sim.sleep(promoted + crash_after - sim.now)
     t_crash = sim.now
     sim.faults.crash(leader1)
-    await sim.wait_until(lambda: kuberay.reconciler("RayService") not in (None, first_reconciler)
-                         and not math.isnan(_deadline(kuberay, first)),
-                         timeout=120, every=0.5, what="the new leader arming the deletion")
+    await next_event(sim, lambda ev: ev.event == "leader_acquired" and ev.t >= t_crash,
+                     timeout=120, what="a new leader")
+    await sim.sleep(PASS)  # its first passes see the old cluster dangling
     rearmed = _deadline(kuberay, first)
     tenure2 = _leader_since(sim, t_crash)
     t_leader2 = tenure2.t
-    t_deleted = await _wait_deleted(sim, narrator, first)
+    t_deleted = await _wait_deleted(narrator, first)
     await sim.sleep(3)
     traffic.stop()
     deleted = narrator.first("cluster_deleted", cluster=first)
