@@ -8,7 +8,7 @@ fake Ray with Serve and its proxies, KubeRay as Deployment Pods with leader elec
 
 - ``rayservice-upgrade``: an upgrade under a steady request stream, twice: with the default 60 s
   deletion delay and 2 s EndpointSlice propagation (nothing lost), then with no deletion delay and
-  slices lagging 10 s (requests go to Pods that are gone until the slices move).
+  slices lagging 6-14 s (requests go to Pods that are gone until the slices move).
 - ``rayservice-switch-interrupted``: the leader dies between the two Service writes; the half switch
   stays until the next leader completes it, and only while pending is serve-ready.
 - ``rayservice-failover-cleanup``: a failover after promotion re-arms the in-memory 60 s deletion
@@ -51,8 +51,8 @@ RS = "rs"
 HEAD, SERVE = head_svc(RS), serve_svc(RS)
 #: The realistic EndpointSlice propagation delay of the first upgrade.
 PROPAGATION = 2.0
-#: The slow propagation (a loaded control plane) of the second upgrade.
-SLOW_PROPAGATION = 10.0
+#: The slow propagation (a loaded control plane) of the second upgrade: seeded in this range.
+SLOW_PROPAGATION = (6.0, 14.0)
 #: The reconcile period: the RayService controller requeues every 2 s.
 PASS = 2.0
 
@@ -96,10 +96,11 @@ async def rayservice_upgrade(sim: Simulation, report: Report) -> None:
     sees it dangling (within a pass of promotion) and deletes it on its first pass past that
     deadline; no request fails, because the old Pods outlive the slices' move.
 
-    Second upgrade, ``rayClusterDeletionDelaySeconds: 0`` while the slices lag 10 s
-    (`DelayEndpoints`). Expected: requests fail, all of them between the old cluster's deletion
-    and the slices' move (serve switch + 10 s), none before — the switch itself is not what loses
-    them; the Services' propagation outlasting the old Pods is.
+    Second upgrade, ``rayClusterDeletionDelaySeconds: 0`` while the slices lag 6 to 14 s (seeded;
+    `DelayEndpoints`). Expected: requests fail, all of them between the old cluster's deletion
+    and the slices' move (serve switch + the lag), none before, and every request sent in that
+    window — the switch itself is not what loses them; the Services' propagation outlasting the
+    old Pods is.
     """
     kuberay = await start(sim, replicas=1)
     narrator = Narrator(sim, RS)
@@ -153,12 +154,14 @@ async def rayservice_upgrade(sim: Simulation, report: Report) -> None:
     report.expect("with 2 s propagation and the 60 s deletion delay, no request fails",
                   failed1 == 0 and sent1 > 0, f"{failed1} of {sent1} failed")
 
-    # -- upgrade 2: no deletion delay, slices lag 10 s ---------------------------------------
-    sim.faults.do(DelayEndpoints(seconds=SLOW_PROPAGATION))
+    # -- upgrade 2: no deletion delay, slices lag 6-14 s -------------------------------------
+    low, high = SLOW_PROPAGATION
+    slow = round(low + (high - low) * sim.rng.fork("propagation").random(), 3)
+    sim.faults.do(DelayEndpoints(seconds=slow))
     await update_rayservice(sim, RS, upgrade_to("2.48.0", rayClusterDeletionDelaySeconds=0))
     third = await _wait_promoted(narrator, second)
     t_deleted2 = await _wait_deleted(narrator, second)
-    await sim.sleep(SLOW_PROPAGATION + 3)
+    await sim.sleep(slow + 3)
     traffic.stop()
     t2 = sim.now
     serve2 = narrator.time("service_repointed", service=SERVE, to=third)
@@ -166,14 +169,18 @@ async def rayservice_upgrade(sim: Simulation, report: Report) -> None:
     promoted2 = narrator.time("promoted", active=third)
     failed2, sent2 = traffic.failures(t1, t2), traffic.sent(t1, t2)
     times = traffic.failure_times(t1, t2)
-    slices_move = serve2 + SLOW_PROPAGATION
-    report.expect("with no deletion delay and 10 s propagation, requests fail",
-                  failed2 > 0, f"{failed2} of {sent2} failed")
+    slices_move = serve2 + slow
+    report.expect("with no deletion delay and slices lagging 6-14 s, requests fail",
+                  failed2 > 0, f"{failed2} of {sent2} failed with a {slow:g} s lag")
     window = (f"failures from t={times[0]:.1f}s to t={times[-1]:.1f}s; old cluster deleted "
               f"t={t_deleted2:.1f}s, slices move t={slices_move:.1f}s") if times else "none"
     report.expect("every failure falls between the old cluster's deletion and the slices' move",
                   bool(times) and t_deleted2 <= times[0] and times[-1] <= slices_move + 1.0,
                   window)
+    in_window = traffic.sent(t_deleted2, slices_move)
+    report.expect("and every request sent in that window fails (the slice lists only the dead "
+                  "Pod)", abs(failed2 - in_window) <= 1,
+                  f"{failed2} failed, {in_window} sent in the window")
     report.expect("the serve Service still points at the new cluster (nothing rolled back)",
                   selector_cluster(sim, SERVE) == third and selector_cluster(sim, HEAD) == third)
 
@@ -186,7 +193,7 @@ async def rayservice_upgrade(sim: Simulation, report: Report) -> None:
     report.fact("upgrade2_head_then_serve_write_gap_ms", round((serve2 - head2) * 1000, 1))
     report.fact("upgrade2_old_cluster_deleted_after_promotion_s",
                 round(t_deleted2 - promoted2, 3))
-    report.fact("upgrade2_propagation_s", SLOW_PROPAGATION)
+    report.fact("upgrade2_propagation_s", slow)
     report.fact("upgrade2_loss_window_s",
                 round(times[-1] - times[0] + traffic.interval, 3) if times else 0.0)
 
