@@ -194,8 +194,10 @@ class PersistentVolumeController:
                        "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
                                     "namespace": meta["namespace"], "name": meta["name"],
                                     "uid": meta["uid"]}}}
+        # the path relative to the run's work directory: a temporary directory's name must not
+        # reach the trace (the digest would differ between runs of the same seed)
         self.process.log("volume_provisioned", claim=f"{meta['namespace']}/{meta['name']}",
-                         volume=name, path=str(path))
+                         volume=name, path=str(path.relative_to(self.cluster.workdir)))
         try:
             return await self.client.create(pv)
         except ApiError as err:
