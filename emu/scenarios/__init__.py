@@ -88,7 +88,7 @@ class ScenarioResult:
 
 
 _REGISTRY: dict[str, Scenario] = {}
-_MODULES = ("apiserver_churn", "operator", "outage", "rayservice", "workers")
+_MODULES = ("apiserver_churn", "cleanup", "head_loss", "operator", "outage", "rayservice", "workers")
 _loaded = False
 
 

@@ -38,12 +38,12 @@ LEASE = "ray-operator-leader"
 OBSERVER = "observer"
 
 
-def kube(nodes: int = 2) -> KubeConfig:
+def kube(nodes: int = 2, *, stop_delay: float = 0.0) -> KubeConfig:
     """A small, quick cluster: ``nodes`` Nodes of 4 CPUs (so the scheduler's LeastAllocated
     score spreads the operator's replicas, which request 100m each, over different Nodes), short
-    image pulls and container starts."""
+    image pulls and container starts; containers take ``stop_delay`` s to exit on SIGTERM."""
     return KubeConfig(nodes=nodes, node_cpu="4", node_memory="16Gi", image_pull_delay=0.5,
-                      container_start_delay=0.25)
+                      container_start_delay=0.25, container_stop_delay=stop_delay)
 
 
 REDIS: list[Obj] = [

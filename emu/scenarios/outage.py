@@ -197,7 +197,7 @@ async def zombie_leader(sim: Simulation, report: Report) -> None:
             box.setdefault("job_created", (sim.now, short(str(ev.fields.get("caller")))))
 
     sim.trace.subscribe(on_event)
-    await sim.apply(rayjob(DEMO, seconds=20))
+    await sim.apply(rayjob(DEMO, seconds=10))
     await sim.wait_until(lambda: "paused_at" in box, timeout=120, every=0.5,
                          what="the leader about to create the submitter Job")
     await sim.wait_for("RayJob", DEMO, lambda o: (o.get("status") or {}).get(

@@ -23,7 +23,7 @@ def _digest(scenario: str, seed: int, hash_seed: str) -> str:
     return last.removeprefix("digest: ")
 
 
-@pytest.mark.parametrize("scenario", ["apiserver-churn"])
+@pytest.mark.parametrize("scenario", ["apiserver-churn", "operator-failover", "head-loss-rocksdb"])
 def test_a_scenario_has_one_digest_under_every_hash_seed(scenario):
     digests = {h: _digest(scenario, 3, h) for h in HASH_SEEDS}
     assert len(set(digests.values())) == 1, digests
