@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .apiserver.errors import RequestEntityTooLarge as RequestEntityTooLarge
     from .client.client import Client as Client
     from .client.informer import Informer as Informer
+    from .faults import AfterRequest as AfterRequest
     from .faults import Crash as Crash
     from .faults import FailRequests as FailRequests
     from .faults import Fault as Fault
@@ -67,6 +68,7 @@ _EXPORTS = {
     "RequestEntityTooLarge": ".apiserver.errors",
     "Client": ".client.client",
     "Informer": ".client.informer",
+    "AfterRequest": ".faults",
     "Crash": ".faults",
     "FailRequests": ".faults",
     "Fault": ".faults",
@@ -93,7 +95,8 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict", "ConnectionRefused",
+    "AfterRequest", "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict",
+    "ConnectionRefused",
     "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
     "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",

@@ -42,7 +42,7 @@ from .kernel.process import Process
 from .kube.faults import DelayEndpoints, DeletePod, FailNode, KillContainer, RecoverNode, SlowKubelet
 
 __all__ = [
-    "Crash", "DelayEndpoints", "DeletePod", "FailJob", "FailNode", "FailRequests",
+    "AfterRequest", "Crash", "DelayEndpoints", "DeletePod", "FailJob", "FailNode", "FailRequests",
     "FailServeDeployment", "Fault", "FaultPlan", "Faults", "FlushRedis", "Heal", "KillContainer",
     "KillGcs", "KillRaylet", "Latency", "LoseResponses", "Outage", "Partition", "Pause",
     "RecoverNode", "RedisDown", "Restart", "Restore", "Resume", "SlowKubelet",
@@ -227,6 +227,37 @@ class LoseResponses(Fault):
         sim.network.lose_responses(match, count=self.count, duration=self.duration)
 
 
+@attrs.frozen
+class AfterRequest(Fault):
+    """Perform ``then`` right after a matching request took effect at its endpoint, before the
+    caller hears back — "crash the leader just after its Job create was committed". Matches like
+    `FailRequests` (verb, kind, name, namespace, caller, dst); fires ``count`` times (once by
+    default). ``then``'s own ``at`` is ignored."""
+
+    then: Fault = attrs.field(factory=lambda: Fault())
+    verb: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    caller: str | None = None
+    dst: str | None = "apiserver"
+    count: int | None = 1
+
+    def apply(self, sim: Simulation) -> None:
+        match = Match(self.verb, self.kind, self.name, self.namespace, self.caller, self.dst)
+
+        def fire(info: CallInfo) -> None:
+            # On the next loop step: the write is committed, the caller has not resumed yet.
+            sim.loop.call_soon(sim.faults.do, self.then)
+
+        sim.network.after_call(match, fire, count=self.count)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["then"] = self.then.to_dict()
+        return out
+
+
 # -- Ray faults (acting through emu.ray's fault functions) ---------------------------------------
 
 
@@ -385,6 +416,7 @@ class Faults:
         self.do(Pause(process=self._name(process), duration=duration))
 
     def resume(self, process: str | Process) -> None:
+        """Continue a paused process; its in-flight work goes on (and may land)."""
         self.do(Resume(process=self._name(process)))
 
     def partition(self, a: str, b: str, duration: float | None = None) -> None:
@@ -392,6 +424,7 @@ class Faults:
         self.do(Partition(a=a, b=b, duration=duration))
 
     def heal(self, a: str | None = None, b: str | None = None) -> None:
+        """End the partition between a and b, or every partition when neither is given."""
         self.do(Heal(a=a, b=b))
 
     def outage(self, endpoint: str = "apiserver", duration: float | None = None,
@@ -400,10 +433,13 @@ class Faults:
         self.do(Outage(endpoint=endpoint, duration=duration, mode=mode))
 
     def restore(self, endpoint: str = "apiserver") -> None:
+        """End an outage of ``endpoint``."""
         self.do(Restore(endpoint=endpoint))
 
     def latency(self, seconds: float, *, caller: str | None = None, dst: str | None = None,
                 duration: float | None = None) -> None:
+        """One-way delay of ``seconds`` on calls from ``caller`` and/or to ``dst``; removed after
+        ``duration`` when given (or with ``latency(0, ...)``)."""
         self.do(Latency(seconds=seconds, caller=caller, dst=dst, duration=duration))
 
     def fail_requests(self, *, verb: str | None = None, kind: str | None = None,
@@ -422,5 +458,14 @@ class Faults:
         self.do(LoseResponses(verb=verb, kind=kind, name=name, namespace=namespace,
                               caller=caller, dst=dst, count=count, duration=duration))
 
+    def after(self, then: Fault, *, verb: str | None = None, kind: str | None = None,
+              name: str | None = None, namespace: str | None = None,
+              caller: str | None = None, dst: str | None = "apiserver",
+              count: int | None = 1) -> None:
+        """Perform ``then`` right after a matching request takes effect (see `AfterRequest`)."""
+        self.do(AfterRequest(then=then, verb=verb, kind=kind, name=name, namespace=namespace,
+                             caller=caller, dst=dst, count=count))
+
     async def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of virtual time pass (for symmetry with the verbs in a plan)."""
         await asyncio.sleep(seconds)

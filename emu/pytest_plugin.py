@@ -129,7 +129,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         text = f"reproduce: pytest {nodeid} --emu-seed={seed}"
         if _HTML_KEY in item.stash:
             text += f"\ntimeline: {item.stash[_HTML_KEY]}"
-        report.sections.append(("emu", text))
         add = getattr(report.longrepr, "addsection", None)
         if add is not None:
             add("emu", text)
+        else:
+            report.sections.append(("emu", text))

@@ -189,6 +189,20 @@ class Simulation(World):
                 raise WaitTimeout(f"{what}: not met within {timeout:g}s (virtual)")
             await asyncio.sleep(min(every, max(deadline - self.now, 0.0)) or every)
 
+    def register_kind(self, kind: str, *, group: str, version: str = "v1",
+                      plural: str | None = None, namespaced: bool = True,
+                      status: bool = True) -> None:
+        """Serve a custom resource kind (what applying its CustomResourceDefinition does; you can
+        also ``sim.apply`` the CRD itself). ``plural`` defaults to the lower-cased kind + "s"."""
+        from .apiserver.kinds import KindInfo
+
+        if not kind or not group:
+            raise ValueError("register_kind needs a kind and a group, e.g. "
+                             "register_kind('Greeting', group='example.com')")
+        self.api.kinds.register(KindInfo(group, version, kind, plural or kind.lower() + "s",
+                                         namespaced=namespaced, has_status=status,
+                                         has_generation=True, allow_unconditional_update=False))
+
     async def install_kuberay(self, replicas: int = 1, *, leader_election: bool = True,
                               **values: Any) -> Any:
         """``helm install kuberay-operator``: the operator as a Deployment (one replica and

@@ -388,6 +388,48 @@ def default_rayservice(obj: Obj, old: Obj | None) -> None:
     spec["rayClusterConfig"] = inner["spec"]
 
 
+def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
+    """What the CRD validation a controller's test trips over: the names, scope and versions."""
+    invalid, required = v.invalid, v.required
+    causes: list[StatusCause] = []
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    assert isinstance(names, dict)
+    group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
+    for value, path in ((group, "spec.group"), (plural, "spec.names.plural"),
+                        (kind, "spec.names.kind")):
+        if not value or not isinstance(value, str):
+            causes.append(required(path, "Required value"))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        causes.append(invalid("spec.scope", spec.get("scope"),
+                              'supported values: "Cluster", "Namespaced"'))
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions or not all(
+            isinstance(ver, dict) and ver.get("name") for ver in versions):
+        causes.append(required("spec.versions", "must have exactly one version marked as "
+                                                "storage version"))
+    name = (obj.get("metadata") or {}).get("name")
+    if not causes and name != f"{plural}.{group}":
+        causes.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    return causes
+
+
+def crd_kind_info(crd: Obj) -> KindInfo:
+    """The kind a CustomResourceDefinition serves: its storage version (or first served one),
+    scope, plural, short names, and a status subresource when it declares one."""
+    spec = crd["spec"]
+    versions = [ver for ver in spec["versions"] if ver.get("served", True)] or spec["versions"]
+    chosen = next((ver for ver in versions if ver.get("storage")), versions[0])
+    has_status = "status" in ((chosen.get("subresources") or {})
+                              or (spec.get("subresources") or {}))
+    names = spec["names"]
+    return KindInfo(spec["group"], chosen["name"], names["kind"], names["plural"],
+                    namespaced=spec["scope"] == "Namespaced", has_status=has_status,
+                    has_generation=True, allow_unconditional_update=False,
+                    short_names=tuple(names.get("shortNames") or ()))
+
+
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
@@ -596,6 +638,9 @@ def builtin_kinds() -> list[KindInfo]:
         KindInfo("events.k8s.io", "v1", "Event", "events", name_format="path", merge_keys=smp,
                  field_getters=_fields("regarding.kind", "regarding.name",
                                        "regarding.namespace", "reason", "type")),
+        KindInfo("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
+                 "customresourcedefinitions", namespaced=False, has_status=True,
+                 has_generation=True, validator=validate_crd, short_names=("crd", "crds")),
         KindInfo("ray.io", "v1", "RayCluster", "rayclusters", has_status=True,
                  has_generation=True, allow_unconditional_update=False,
                  defaulter=default_raycluster),

@@ -39,7 +39,7 @@ from .errors import (
     StatusCause,
     UnsupportedMediaType,
 )
-from .kinds import KindInfo, KindRegistry, builtin_registry
+from .kinds import KindInfo, KindRegistry, builtin_registry, crd_kind_info
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .request import ApiRequest
 from .selectors import (
@@ -397,6 +397,8 @@ class APIServer:
             return _loads(entry.data)
         self.store.commit(table, "ADDED", entry, None)
         self._record("create", info, entry, caller)
+        if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
+            self.kinds.register(crd_kind_info(new))  # served at once (Established)
         return _loads(entry.data)
 
     # -- update ----------------------------------------------------------------------------------

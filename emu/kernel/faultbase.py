@@ -34,6 +34,20 @@ class Fault:
         return {"type": type(self).__name__, **attrs.asdict(self)}
 
 
+def fault_from_dict(item: dict[str, Any]) -> Fault:
+    """Rebuild a fault from `Fault.to_dict` output (nested faults included)."""
+    item = dict(item)
+    type_name = item.pop("type", None)
+    ftype = _FAULT_TYPES.get(str(type_name))
+    if ftype is None:
+        raise ValueError(f"unknown fault type {type_name!r}; known: "
+                         + ", ".join(sorted(_FAULT_TYPES)))
+    for key, value in list(item.items()):
+        if isinstance(value, dict) and "type" in value:
+            item[key] = fault_from_dict(value)
+    return ftype(**item)
+
+
 def _to_tuple(faults: Iterable[Fault]) -> tuple[Fault, ...]:
     return tuple(faults)
 
@@ -58,15 +72,6 @@ class FaultPlan:
 
     @classmethod
     def from_json(cls, text: str) -> FaultPlan:
-        out = []
-        for item in orjson.loads(text):
-            item = dict(item)
-            type_name = item.pop("type", None)
-            ftype = _FAULT_TYPES.get(str(type_name))
-            if ftype is None:
-                raise ValueError(f"unknown fault type {type_name!r}; known: "
-                                 + ", ".join(sorted(_FAULT_TYPES)))
-            out.append(ftype(**item))
-        return cls(out)
+        return cls(fault_from_dict(item) for item in orjson.loads(text))
 
 

@@ -200,6 +200,7 @@ class Network:
         self._rules: dict[int, _Rule] = {}
         self._rule_seq = 0
         self._streams: dict[int, _Stream] = {}
+        self._triggers: dict[int, tuple[Match, int | None, Callable[[CallInfo], None]]] = {}
         self._faulty = False
 
     # -- endpoints -------------------------------------------------------------------------------
@@ -240,7 +241,8 @@ class Network:
     # -- faults ----------------------------------------------------------------------------------
 
     def _refresh(self) -> None:
-        self._faulty = bool(self._partitions or self._outages or self._latency or self._rules)
+        self._faulty = bool(self._partitions or self._outages or self._latency or self._rules
+                            or self._triggers)
 
     def partition(self, a: str, b: str) -> None:
         """Drop every packet between a and b (process names, hosts or addresses; a host covers
@@ -302,8 +304,36 @@ class Network:
         """Matching calls take effect, but their responses are lost: the caller times out."""
         return self._add_rule("lose", match, None, count, duration)
 
+    def after_call(self, match: Match, action: Callable[[CallInfo], None], *,
+                   count: int | None = 1) -> int:
+        """Run ``action(info)`` right after a matching call took effect at its endpoint (before
+        the caller hears back), for ``count`` calls (every one when None): "crash the leader just
+        after its Job create was committed". Returns a rule id for `clear_rule`."""
+        if count is not None and count < 1:
+            raise ValueError(f"count must be at least 1, not {count}")
+        self._rule_seq += 1
+        self._triggers[self._rule_seq] = (match, count, action)
+        self._refresh()
+        return self._rule_seq
+
+    def _take_triggers(self, info: CallInfo, owner: str) -> list[Callable[[CallInfo], None]]:
+        fired = []
+        for rule_id, (match, count, action) in list(self._triggers.items()):
+            if match.matches(info, owner):
+                fired.append(action)
+                if count is not None:
+                    if count <= 1:
+                        del self._triggers[rule_id]
+                    else:
+                        self._triggers[rule_id] = (match, count - 1, action)
+        if fired:
+            self._refresh()
+        return fired
+
     def clear_rule(self, rule_id: int) -> None:
+        """Remove a fail, lose or after-call rule."""
         self._rules.pop(rule_id, None)
+        self._triggers.pop(rule_id, None)
         self._refresh()
 
     def _add_rule(self, kind: str, match: Match, error: Callable[[CallInfo], Exception] | None,
@@ -415,10 +445,14 @@ class Network:
             if lose is None:
                 raise
             result = None
+        for after in self._take_triggers(info, owner):
+            after(info)
         if lose is not None:
             self._trace.emit(info.src, "response_lost", dst=info.dst, verb=info.verb,
                              kind=info.kind, name=info.name)
             await asyncio.sleep(wait)
+            self._trace.emit(info.src, "call_timeout", dst=info.dst, verb=info.verb,
+                             kind=info.kind, name=info.name)
             raise Timeout(f"{info.verb or 'call'} {info.dst}: i/o timeout after {wait:g}s "
                           "(the request was applied; its response was lost)",
                           src=info.src, dst=info.dst)

@@ -35,6 +35,9 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"
 
+#: ``(namespace, label key, label value)``: one equality term of a Service's selector.
+_Term = tuple[str, str, str]
+
 
 def find_port(pod: Obj, target: Any, protocol: str) -> int | None:
     """``podutil.FindPort``: a number as is, a name looked up in the Pod's container ports."""
@@ -89,6 +92,16 @@ class EndpointSliceController:
         self.slices: Informer | None = None
         self.queue: KeyQueue | None = None
         self._selectors: dict[str, tuple[str, LabelSelector]] = {}
+        #: Each selector's position in `_selectors` (its insertion order), and the selectors by
+        #: one of their ``key=value`` terms, so a Pod event looks up the Services that can select
+        #: it instead of testing every selector (which made each Pod event O(Services)). The
+        #: term chosen is the one fewest selectors share (``ray.io/cluster=x``, not
+        #: ``app.kubernetes.io/created-by=kuberay-operator``), counted in `_term_uses`.
+        self._selector_seq: dict[str, int] = {}
+        self._next_seq = 0
+        self._by_term: dict[_Term, dict[str, None]] = {}
+        self._term_of: dict[str, _Term] = {}
+        self._term_uses: dict[_Term, int] = {}
         #: What this controller last wrote per Service (slice name → resourceVersion): a sync
         #: waits until the cache has caught up (the real controller's ``endpointSliceTracker``).
         self._written: dict[str, dict[str, tuple[int, float]]] = {}
@@ -134,23 +147,71 @@ class EndpointSliceController:
         meta = svc["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         selector = (svc.get("spec") or {}).get("selector")
+        self._forget_selector(key)
         if selector:
-            self._selectors[key] = (meta["namespace"],
-                                    selector_from_dict({"matchLabels": selector}))
+            if key not in self._selector_seq:
+                self._selector_seq[key] = self._next_seq
+                self._next_seq += 1
+            ns = meta["namespace"]
+            parsed = selector_from_dict({"matchLabels": selector})
+            self._selectors[key] = (ns, parsed)
+            # a non-string value never equals a (validated, string) Pod label: not indexed
+            terms = [(ns, r.key, r.values[0]) for r in parsed.requirements
+                     if isinstance(r.values[0], str)]
+            if len(terms) == len(parsed.requirements):
+                uses = self._term_uses
+                for term in terms:
+                    uses[term] = uses.get(term, 0) + 1
+                best = min(terms, key=uses.__getitem__)  # first of the rarest, in key order
+                self._term_of[key] = best
+                self._by_term.setdefault(best, {})[key] = None
         else:
             self._selectors.pop(key, None)
+            self._selector_seq.pop(key, None)
         self._enqueue(key)
 
     def _service_deleted(self, svc: Obj) -> None:
         meta = svc["metadata"]
-        self._selectors.pop(f"{meta['namespace']}/{meta['name']}", None)
+        key = f"{meta['namespace']}/{meta['name']}"
+        self._forget_selector(key)
+        self._selectors.pop(key, None)
+        self._selector_seq.pop(key, None)
+
+    def _forget_selector(self, key: str) -> None:
+        """Drop ``key`` from the term index and counts (its `_selectors` entry stays)."""
+        term = self._term_of.pop(key, None)
+        if term is None:
+            return
+        keys = self._by_term[term]
+        del keys[key]
+        if not keys:
+            del self._by_term[term]
+        sns, selector = self._selectors[key]
+        uses = self._term_uses
+        for r in selector.requirements:
+            t = (sns, r.key, r.values[0])
+            left = uses[t] - 1
+            if left:
+                uses[t] = left
+            else:
+                del uses[t]
 
     def _pod_changed(self, pod: Obj, old: Obj | None = None) -> None:
         ns = pod["metadata"].get("namespace")
         labels = pod["metadata"].get("labels") or {}
         old_labels = (old or {}).get("metadata", {}).get("labels") or {}
-        for key, (sns, selector) in self._selectors.items():
-            if sns == ns and (selector.matches(labels) or (old and selector.matches(old_labels))):
+        # Every Service that selects the Pod (now or before) is indexed under one of its labels.
+        candidates: dict[str, None] = {}
+        by_term = self._by_term
+        for source in (labels, old_labels) if old else (labels,):
+            for label, value in source.items():
+                keys = by_term.get((ns, label, value))
+                if keys:
+                    candidates.update(keys)
+        seq = self._selector_seq
+        for key in sorted(candidates, key=seq.__getitem__):  # `_selectors` order, as a scan
+            _sns, selector = self._selectors[key]
+            if selector.matches(labels) or (old and selector.matches(old_labels)):
                 self._enqueue(key)
 
     # -- sync ------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def test_a_fault_plan_round_trips_through_json_and_prints_as_code():
 
 
 def test_an_unknown_fault_type_in_a_stored_plan_is_named():
-    with pytest.raises(ValueError, match=r"^unknown fault type 'Meteor'; known: Crash, "):
+    with pytest.raises(ValueError, match=r"^unknown fault type 'Meteor'; known: AfterRequest, Crash, "):
         emu.FaultPlan.from_json('[{"type": "Meteor", "at": 1}]')
 
 
@@ -108,3 +108,64 @@ def test_the_plugin_writes_a_failing_runs_timeline_with_emu_html(pytester):
     assert page.name == "test_demo.py__test_fails-seed0.html"
     assert "about_to_fail" in page.read_text()
     result.stdout.fnmatch_lines([f"*timeline: {page}*"])
+
+
+def test_after_request_crashes_the_caller_right_after_its_write_is_committed():
+    import asyncio
+
+    async def main(sim):
+        async def writer(proc):
+            c = sim.client(process=proc)
+            for i in range(3):
+                await c.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": f"cm-{i}", "namespace": "default"}})
+                await proc.sleep(1)
+
+        sim.faults.after(emu.Crash(process="writer"), verb="create", kind="ConfigMap",
+                         name="cm-1")
+        proc = sim.start_process("writer", writer)
+        await proc.wait_exited()
+        await asyncio.sleep(5)
+        names = [o["metadata"]["name"] for o in (await sim.client().list("ConfigMap", "default"))]
+        return names, proc.exit_code, repr(sim.faults.plan())
+
+    names, code, plan = emu.run(main)
+    assert names == ["cm-0", "cm-1"]
+    assert code == 137
+    assert plan.startswith("[AfterRequest(at=0.0, then=Crash(at=0.0, process='writer'), "
+                           "verb='create', kind='ConfigMap', name='cm-1'")
+
+
+def test_a_plan_with_a_nested_fault_round_trips_through_json():
+    plan = emu.FaultPlan([emu.AfterRequest(then=emu.Crash(process="op-0"), verb="create",
+                                           kind="Job")])
+    assert emu.FaultPlan.from_json(plan.to_json()) == plan
+
+
+def test_applying_a_crd_serves_its_kind_and_register_kind_does_the_same():
+    async def main(sim):
+        await sim.apply({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "greetings.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Greeting", "plural": "greetings", "shortNames": ["gr"]},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "subresources": {"status": {}}}]}})
+        g = await sim.apply({"apiVersion": "example.com/v1", "kind": "Greeting",
+                             "metadata": {"name": "hello"}, "spec": {"text": "hi"}})
+        sim.register_kind("Farewell", group="example.com")
+        f = await sim.client().create({"apiVersion": "example.com/v1", "kind": "Farewell",
+                                       "metadata": {"name": "bye", "namespace": "default"}})
+        with pytest.raises(emu.Invalid) as info:
+            await sim.apply({"apiVersion": "apiextensions.k8s.io/v1",
+                             "kind": "CustomResourceDefinition", "metadata": {"name": "wrong"},
+                             "spec": {"group": "example.com", "scope": "Namespaced",
+                                      "names": {"kind": "Thing", "plural": "things"},
+                                      "versions": [{"name": "v1"}]}})
+        return g["metadata"]["generation"], f["metadata"]["name"], str(info.value)
+
+    gen, name, message = emu.run(main)
+    assert (gen, name) == (1, "bye")
+    assert message == ('CustomResourceDefinition.apiextensions.k8s.io "wrong" is invalid: '
+                       'metadata.name: Invalid value: "wrong": must be '
+                       'spec.names.plural+"."+spec.group')
