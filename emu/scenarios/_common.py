@@ -257,6 +257,8 @@ class Narrator:
         return None
 
     def _tell(self, kind: str, name: str, obj: Obj | None, state: tuple[Any, ...]) -> None:
+        if state != ("gone",) and kind in ("RayJob", "RayCluster") and not any(state):
+            return  # just created, no status yet
         if kind == "RayJob":
             if state == ("gone",):
                 self.say("rayjob_gone", rayjob=name)

@@ -79,7 +79,8 @@ async def redis_cleanup(sim: Simulation, report: Report) -> None:
         for c in (j.get("status") or {}).get("conditions") or []), timeout=600)
     await sim.wait_until(lambda: sim.api.list("RayCluster", NS, field_selector=(
         "metadata.name=a"))["items"] == [], timeout=120, every=0.5, what="RayCluster a gone")
-    gone_at = sim.now
+    gone_at = next((e.t for e in sim.trace.select("raycluster_gone")
+                    if e.fields.get("raycluster") == "a"), sim.now)
     after = {name: await _keys(sim, uid) for name, uid in uids.items()}
     outcome = [c["type"] for c in job["status"]["conditions"] if c["status"] == "True"]
 
