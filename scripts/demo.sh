@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 mkdir -p out
-scenario="${EMU_DEMO_SCENARIO:-apiserver-churn}"
+scenario="${EMU_DEMO_SCENARIO:-operator-failover}"
 exec .venv/bin/emu run "$scenario" --seed 1 --html "out/$scenario.html" "$@"
