@@ -81,8 +81,10 @@ def render_html(title: str, events: list[TraceEvent], expectations: list[dict[st
              f'height="{height}" font-family="monospace" font-size="11">']
     for i, lane in enumerate(lanes):
         y = 20 + i * _LANE_H
+        shown_name = lane if len(lane) <= 28 else "…" + lane[-27:]
         parts.append(f'<g class="lane" data-lane="{html.escape(lane)}">'
-                     f'<text x="4" y="{y + 15}">{html.escape(lane)}</text>'
+                     f'<text x="4" y="{y + 15}"><title>{html.escape(lane)}</title>'
+                     f'{html.escape(shown_name)}</text>'
                      f'<line x1="{_LEFT}" y1="{y + 22}" x2="{width - 20}" y2="{y + 22}" '
                      f'stroke="#eee"/></g>')
     index = {lane: i for i, lane in enumerate(lanes)}
