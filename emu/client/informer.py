@@ -137,14 +137,25 @@ class Informer:
         if namespace is not None:
             candidates = self._by_ns.get(namespace, {})
         if matcher is not None:
+            # Start from the smallest term, sizing each without copying it: a term many objects
+            # share (``ray.io/node-type=head``) would make every such list O(cache).
+            by_label = self._by_label
+            best: builtins.list[dict[str, None]] | None = None
+            best_size = len(candidates) if candidates is not None else -1
             for key, values in matcher.index_terms():
                 if values is None:
                     continue
-                found: dict[str, None] = {}
-                for value in values:
-                    found.update(self._by_label.get((key, value), {}))
-                if candidates is None or len(found) < len(candidates):
-                    candidates = found
+                sets = [found for value in values if (found := by_label.get((key, value)))]
+                size = sum(len(found) for found in sets)
+                if best_size < 0 or size < best_size:
+                    best, best_size = sets, size
+            if best is not None:
+                if len(best) == 1:
+                    candidates = best[0]
+                else:
+                    candidates = {}
+                    for found in best:
+                        candidates.update(found)
         keys = sorted(self._cache) if candidates is None else sorted(candidates)
         out = []
         for key in keys:
