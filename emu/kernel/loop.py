@@ -22,6 +22,7 @@ SimPy's ``Environment.step``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import heapq
 import itertools
 import selectors
@@ -33,6 +34,12 @@ from typing import Any
 _MAX_SELECT = 24 * 3600
 #: How long one real wait lasts while virtual time is frozen; the loop then looks again.
 _FROZEN_POLL = 0.5
+#: The cyclic GC's youngest-generation threshold while a loop runs (Python's default is 700).
+#: A world of N clusters interleaves N clusters' work, so a transient object (a decoded
+#: response held across an await) lives through more allocations as N grows; at 700 ever more of
+#: them survive into the old generation and force full collections of a heap that also grows
+#: with N: 40% of a 1,000-cluster run went to the collector, against 25% at 100.
+GC_GEN0_THRESHOLD = 50_000
 
 
 class Deadlock(RuntimeError):
@@ -143,6 +150,18 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
         timer._scheduled = True  # type: ignore[attr-defined]
         return timer
+
+    def run_forever(self) -> None:
+        """Run with a raised young-generation GC threshold (`GC_GEN0_THRESHOLD`), restored after;
+        collection timing never reaches the trace (nothing here has a behaviour-bearing
+        finalizer), only the wall time."""
+        saved = gc.get_threshold()
+        if saved[0] and saved[0] < GC_GEN0_THRESHOLD:
+            gc.set_threshold(GC_GEN0_THRESHOLD, *saved[1:])
+        try:
+            super().run_forever()
+        finally:
+            gc.set_threshold(*saved)
 
     async def shutdown_default_executor(self, *args: Any) -> None:
         # Joining the executor's threads is outside work: really wait for it.
