@@ -117,6 +117,8 @@ class Endpoint:
     handler: Handler | None
     stream_handler: StreamHandler | None
     process: Process | None
+    #: every address it was registered under (the address and its aliases)
+    addresses: tuple[str, ...] = ()
 
     @property
     def owner(self) -> str:
@@ -162,7 +164,7 @@ class _Stream:
         try:
             item = await self._inner.__anext__()
         except StopAsyncIteration:
-            self._net._streams.pop(id(self), None)
+            self._net._drop_stream(self)
             if self.broken:
                 raise ConnectionReset(self.broken, src=self.info.src, dst=self.info.dst) from None
             raise
@@ -181,7 +183,7 @@ class _Stream:
             self._inner.close()
 
     def close(self) -> None:
-        self._net._streams.pop(id(self), None)
+        self._net._drop_stream(self)
         self._inner.close()
 
 
@@ -200,6 +202,11 @@ class Network:
         self._rules: dict[int, _Rule] = {}
         self._rule_seq = 0
         self._streams: dict[int, _Stream] = {}
+        #: The open streams again, by id of their endpoint and of their source process (in
+        #: opening order, as `_streams`), so an endpoint's or a process's end touches only its
+        #: own streams rather than scanning every open one.
+        self._streams_to: dict[int, dict[int, _Stream]] = {}
+        self._streams_from: dict[int, dict[int, _Stream]] = {}
         self._triggers: dict[int, tuple[Match, int | None, Callable[[CallInfo], None]]] = {}
         self._faulty = False
 
@@ -209,7 +216,7 @@ class Network:
                  stream_handler: StreamHandler | None = None, process: Process | None = None,
                  aliases: tuple[str, ...] = ()) -> None:
         """Listen at ``address`` (and aliases). If ``process`` ends, the endpoint goes down."""
-        ep = Endpoint(address, handler, stream_handler, process)
+        ep = Endpoint(address, handler, stream_handler, process, (address, *aliases))
         for addr in (address, *aliases):
             self._endpoints[addr] = ep
         if process is not None:
@@ -219,24 +226,44 @@ class Network:
         ep = self._endpoints.get(address)
         if ep is None:
             return
-        for addr in [a for a, e in self._endpoints.items() if e is ep]:
-            del self._endpoints[addr]
+        for addr in ep.addresses:
+            if self._endpoints.get(addr) is ep:
+                del self._endpoints[addr]
         self._endpoint_died(ep)
 
     def endpoint(self, address: str) -> Endpoint | None:
         return self._endpoints.get(address)
 
     def _endpoint_died(self, ep: Endpoint) -> None:
-        for stream in list(self._streams.values()):
-            if stream.endpoint is ep:
-                stream.break_(f"{ep.address}: connection reset (endpoint gone)")
+        for stream in list(self._streams_to.get(id(ep), {}).values()):
+            stream.break_(f"{ep.address}: connection reset (endpoint gone)")
 
     def process_gone(self, proc: Process) -> None:
         """Close every stream a finished process still had open."""
-        for key, stream in list(self._streams.items()):
-            if stream._src is proc:
-                self._streams.pop(key, None)
-                stream.close()
+        for stream in list(self._streams_from.get(id(proc), {}).values()):
+            self._drop_stream(stream)
+            stream.close()
+
+    def _add_stream(self, stream: _Stream) -> None:
+        key = id(stream)
+        self._streams[key] = stream
+        self._streams_to.setdefault(id(stream.endpoint), {})[key] = stream
+        if stream._src is not None:
+            self._streams_from.setdefault(id(stream._src), {})[key] = stream
+
+    def _drop_stream(self, stream: _Stream) -> None:
+        """Forget an open stream (a live stream keeps its endpoint and process alive, so their
+        ids are not reused while indexed)."""
+        key = id(stream)
+        if self._streams.pop(key, None) is None:
+            return
+        for index, owner in ((self._streams_to, stream.endpoint), (self._streams_from,
+                                                                    stream._src)):
+            streams = index.get(id(owner))
+            if streams is not None:
+                streams.pop(key, None)
+                if not streams:
+                    del index[id(owner)]
 
     # -- faults ----------------------------------------------------------------------------------
 
@@ -490,5 +517,5 @@ class Network:
             raise ProcessGone(f"process {src.name} is {src.state.value}")
         inner = await ep.stream_handler(payload, info)
         stream = _Stream(self, src, ep, info, inner)
-        self._streams[id(stream)] = stream
+        self._add_stream(stream)
         return stream
