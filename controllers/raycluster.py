@@ -332,7 +332,7 @@ class RayClusterReconciler:
                         f"The RayCluster status is invalid {namespace}/{name}, {err}")
             return Result(requeue_after=DEFAULT_REQUEUE_DURATION), err
 
-        original = copy.deepcopy(instance)
+        original = util.deep_copy(instance)
 
         ft_result = await self._reconcile_gcs_ft_finalizer(instance)
         if ft_result is not None:

@@ -218,7 +218,7 @@ class RayJobReconciler:
             return requeue, None
 
         # Please do NOT modify `original` in the following code.
-        original = copy.deepcopy(instance)
+        original = util.deep_copy(instance)
 
         err_type, verr = validate_ray_job(instance, self.options.gates)
         if verr is not None:

@@ -243,7 +243,7 @@ class RayServiceReconciler:
             if err.code == 404:
                 return Result()
             raise
-        original = copy.deepcopy(instance)
+        original = util.deep_copy(instance)
         spec = instance.setdefault("spec", {})
         name = instance["metadata"]["name"]
         namespace = instance["metadata"].get("namespace", "")
@@ -470,8 +470,8 @@ class RayServiceReconciler:
         status["observedGeneration"] = dig(instance, "metadata", "generation") or 0
         active_status = status.setdefault("activeServiceStatus", {})
         pending_status = status.setdefault("pendingServiceStatus", {})
-        active_status["rayClusterStatus"] = copy.deepcopy((active or {}).get("status") or {})
-        pending_status["rayClusterStatus"] = copy.deepcopy((pending or {}).get("status") or {})
+        active_status["rayClusterStatus"] = util.deep_copy((active or {}).get("status") or {})
+        pending_status["rayClusterStatus"] = util.deep_copy((pending or {}).get("status") or {})
         _set_apps(active_status, active_apps)
         _set_apps(pending_status, pending_apps)
 
@@ -1050,7 +1050,7 @@ def modify_ray_cluster(current: Obj, goal: Obj) -> None:
 def ray_cluster_spec_for_hashing(instance: Mapping[str, Any]) -> Obj:
     """Port of `rayClusterSpecForHashing` (rayservice_controller.go): a copy of the cluster spec
     without ``suspend`` (propagated only at creation; Kueue owns it afterwards)."""
-    spec: Obj = copy.deepcopy(dig(instance, "spec", "rayClusterConfig") or {})
+    spec: Obj = util.deep_copy(dig(instance, "spec", "rayClusterConfig") or {})
     spec.pop("suspend", None)
     return spec
 
@@ -1069,7 +1069,7 @@ def construct_ray_cluster_for_ray_service(instance: Mapping[str, Any], cluster_n
     annotations[C.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] = \
         util.generate_hash_without_replicas_and_workers_to_delete(
             ray_cluster_spec_for_hashing(instance))
-    cluster_spec = copy.deepcopy(dig(instance, "spec", "rayClusterConfig") or {})
+    cluster_spec = util.deep_copy(dig(instance, "spec", "rayClusterConfig") or {})
     annotations[C.NUM_WORKER_GROUPS_KEY] = str(len(cluster_spec.get("workerGroupSpecs") or []))
     annotations[C.KUBE_RAY_VERSION] = C.KUBERAY_VERSION
     cluster: Obj = {
