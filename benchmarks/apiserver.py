@@ -3,7 +3,7 @@
 Prints figures and ratios; asserts nothing (these machines are noisy, so the ratio to a baseline
 measured in the same run is the figure to compare across runs).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/apiserver.py [--quick]
+    PYTHONPATH=. .venv/bin/python benchmarks/apiserver.py [--quick] [--json]
 
 The raw baseline is what the store fundamentally does per update: a dict lookup, a
 resourceVersion check and an orjson snapshot (``raw``); ``raw+read`` also decodes the snapshot,
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from _rows import output, row
 
 from emu.apiserver.server import APIServer
 from emu.kernel.loop import VirtualTimeLoop
@@ -206,27 +207,40 @@ def bench_watch(watchers: int, updates: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as a JSON list of rows (tables go to stderr)")
     args = parser.parse_args()
     n = 5_000 if args.quick else 30_000
     objects = 2_000 if args.quick else 10_000
-
-    print(f"construct APIServer (all kinds, 4 namespaces): {bench_construct():.2f} ms (median)")
-    print("updates via the sync path; baselines on the same object in the same run:")
-    print(f"  {'case':44s} {'server/s':>10s} {'raw/s':>10s} {'raw+read/s':>11s} "
-          f"{'x raw':>6s} {'x raw+read':>10s}")
-    for label, srv_rate, raw, raw_read in bench_updates(n):
-        print(f"  {label:44s} {srv_rate:10,.0f} {raw:10,.0f} {raw_read:11,.0f} "
-              f"{srv_rate / raw:6.2f} {srv_rate / raw_read:10.2f}")
-    print(f"{'get Pod':45s} {bench_gets(n * 2):12,.0f} /s")
-    print(f"list Pods by label selector over {objects} objects (ms, best of 5):")
-    for label, ms in bench_list(objects).items():
-        print(f"  {label:40s} {ms:8.2f} ms")
-    print("watch fan-out (events delivered per second, including the writes):")
-    for watchers in (1, 10, 100):
-        updates = max(200, (n // 5) // watchers)
-        print(f"  {watchers:3d} watchers x {updates:5d} updates: "
-              f"{bench_watch(watchers, updates):12,.0f} events/s")
-
+    rows: list[dict[str, Any]] = []
+    b = "apiserver"
+    with output(args.json, rows):
+        construct = bench_construct()
+        rows.append(row(b, "new APIServer, every kind", construct, "ms", target="<= 5 ms"))
+        print(f"construct APIServer (all kinds, 4 namespaces): {construct:.2f} ms (median)")
+        print("updates via the sync path; baselines on the same object in the same run:")
+        print(f"  {'case':44s} {'server/s':>10s} {'raw/s':>10s} {'raw+read/s':>11s} "
+              f"{'x raw':>6s} {'x raw+read':>10s}")
+        for label, srv_rate, raw, raw_read in bench_updates(n):
+            first = not any(r["measure"].startswith("update") for r in rows)
+            rows.append(row(b, f"{label} vs raw", srv_rate, "/s", baseline=raw,
+                            target=">= 50k/s, >= 0.5x raw" if first else ""))
+            rows.append(row(b, f"{label} vs raw+read", srv_rate, "/s", baseline=raw_read))
+            print(f"  {label:44s} {srv_rate:10,.0f} {raw:10,.0f} {raw_read:11,.0f} "
+                  f"{srv_rate / raw:6.2f} {srv_rate / raw_read:10.2f}")
+        gets = bench_gets(n * 2)
+        rows.append(row(b, "get Pod", gets, "/s", target=">= 100k/s"))
+        print(f"{'get Pod':45s} {gets:12,.0f} /s")
+        print(f"list Pods by label selector over {objects} objects (ms, best of 5):")
+        for label, ms in bench_list(objects).items():
+            rows.append(row(b, f"list {label} of {objects}", ms, "ms"))
+            print(f"  {label:40s} {ms:8.2f} ms")
+        print("watch fan-out (events delivered per second, including the writes):")
+        for watchers in (1, 10, 100):
+            updates = max(200, (n // 5) // watchers)
+            rate_ = bench_watch(watchers, updates)
+            rows.append(row(b, f"watch fan-out, {watchers} watchers", rate_, "events/s"))
+            print(f"  {watchers:3d} watchers x {updates:5d} updates: {rate_:12,.0f} events/s")
 
 if __name__ == "__main__":
     main()

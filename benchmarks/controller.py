@@ -6,7 +6,7 @@ controller adds what controller-runtime adds: the deduplicating queue with its p
 ``done``/``forget``, the outcome ``match`` and two trace events per reconcile (which the
 invariant checkers read). Prints figures and ratios; asserts nothing.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/controller.py [--keys 50000] [--repeat 3]
+    PYTHONPATH=. .venv/bin/python benchmarks/controller.py [--keys 50000] [--repeat 3] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from typing import Any
+
+from _rows import output, row
 
 from emu.kernel.loop import VirtualTimeLoop
 from emu.kernel.process import Process
@@ -108,18 +111,28 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--keys", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="10,000 keys, best of 1")
+    ap.add_argument("--json", action="store_true",
+                    help="print the figures as a JSON list of rows (tables go to stderr)")
     args = ap.parse_args()
-    print(f"no-op controller, {args.keys:,} distinct keys, best of {args.repeat}")
-    print(f"  {'workers':>7}  {'bare queue/s':>13}  {'traced/s':>10}  {'ratio':>6}  "
-          f"{'untraced/s':>10}  {'ratio':>6}")
-    for w in WORKERS:
-        base = measure(bare_queue, args.keys, w, args.repeat)
-        ctrl = measure(controller, args.keys, w, args.repeat)
-        quiet = measure(controller_untraced, args.keys, w, args.repeat)
-        print(f"  {w:>7}  {base:>13,.0f}  {ctrl:>10,.0f}  {ctrl / base:>6.3f}  "
-              f"{quiet:>10,.0f}  {quiet / base:>6.3f}")
-    print("  (traced: two trace events per reconcile, what the two-leader checker reads)")
-
+    if args.quick:
+        args.keys, args.repeat = 10_000, 1
+    rows: list[dict[str, Any]] = []
+    with output(args.json, rows):
+        print(f"no-op controller, {args.keys:,} distinct keys, best of {args.repeat}")
+        print(f"  {'workers':>7}  {'bare queue/s':>13}  {'traced/s':>10}  {'ratio':>6}  "
+              f"{'untraced/s':>10}  {'ratio':>6}")
+        for w in WORKERS:
+            base = measure(bare_queue, args.keys, w, args.repeat)
+            ctrl = measure(controller, args.keys, w, args.repeat)
+            quiet = measure(controller_untraced, args.keys, w, args.repeat)
+            rows.append(row("controller", f"no-op reconciles, {w} workers, traced", ctrl, "/s",
+                            baseline=base))
+            rows.append(row("controller", f"no-op reconciles, {w} workers, untraced", quiet,
+                            "/s", baseline=base))
+            print(f"  {w:>7}  {base:>13,.0f}  {ctrl:>10,.0f}  {ctrl / base:>6.3f}  "
+                  f"{quiet:>10,.0f}  {quiet / base:>6.3f}")
+        print("  (traced: two trace events per reconcile, what the two-leader checker reads)")
 
 if __name__ == "__main__":
     main()

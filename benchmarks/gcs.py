@@ -1,7 +1,7 @@
 """The fake GCS per storage backend: restart-and-reload of 10k actors, and KV writes and reads
 through the GCS, each against the raw backend client measured in the same run.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/gcs.py [--actors N] [--ops N]
+    PYTHONPATH=. .venv/bin/python benchmarks/gcs.py [--actors N] [--ops N] [--quick] [--json]
 
 Backends: ``memory``; ``fakeredis`` (embedded, in-process); ``redis-pod`` (a Redis workload
 reached through the emulated network, as a Redis-FT cluster in the emulator uses it);
@@ -35,6 +35,7 @@ from typing import Any
 
 import fakeredis
 import orjson
+from _rows import output, row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -195,7 +196,7 @@ def backends(tmp: Path) -> list[tuple[str, Callable[[World], Awaitable[StoreFact
     return found
 
 
-async def main(actors: int, ops: int) -> None:
+async def main(actors: int, ops: int, out: list[dict[str, Any]] | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="emu-bench-gcs-"))
     rows: list[tuple[str, dict[str, float]]] = []
     try:
@@ -215,6 +216,13 @@ async def main(actors: int, ops: int) -> None:
     print(f"{'backend':<13}{'raw load':>10}{'GCS start':>11}{'ratio':>7}"
           f"{'raw w/s':>10}{'GCS w/s':>10}{'ratio':>7}{'raw r/s':>10}{'GCS r/s':>10}{'ratio':>7}")
     for label, r in rows:
+        if out is not None:
+            out.append(row("gcs", f"{label}: restart and reload {actors} actors",
+                           r["gcs_reload_s"] * 1000, "ms", baseline=r["raw_reload_s"] * 1000))
+            out.append(row("gcs", f"{label}: KV writes via the GCS", r["gcs_writes"], "/s",
+                           baseline=r["raw_writes"]))
+            out.append(row("gcs", f"{label}: KV reads via the GCS", r["gcs_reads"], "/s",
+                           baseline=r["raw_reads"]))
         print(f"{label:<13}{r['raw_reload_s'] * 1000:>8.0f}ms{r['gcs_reload_s'] * 1000:>9.0f}ms"
               f"{r['gcs_reload_s'] / r['raw_reload_s']:>7.2f}"
               f"{r['raw_writes']:>10.0f}{r['gcs_writes']:>10.0f}"
@@ -227,6 +235,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--actors", type=int, default=10_000)
     parser.add_argument("--ops", type=int, default=2_000)
+    parser.add_argument("--quick", action="store_true", help="2,000 actors, 500 ops")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as a JSON list of rows (tables go to stderr)")
     args = parser.parse_args()
-    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
-        runner.run(main(args.actors, args.ops))
+    if args.quick:
+        args.actors, args.ops = 2_000, 500
+    found: list[dict[str, Any]] = []
+    with output(args.json, found), asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        runner.run(main(args.actors, args.ops, found))

@@ -1,6 +1,6 @@
 """GCS storage throughput per backend, against the raw client measured in the same run.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/gcs_storage.py [--ops N] [--reload N]
+    PYTHONPATH=. .venv/bin/python benchmarks/gcs_storage.py [--ops N] [--reload N] [--quick] [--json]
 
 For each backend: sequential single-key writes/s and reads/s on the ``ACTOR`` table, and the time to
 reload a table of 10 000 actor records with ``get_all`` (what a restarted GCS does). Each figure is
@@ -22,9 +22,11 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import fakeredis
 import redis.asyncio as aioredis
+from _rows import output, row
 from rocksdict import Options, Rdict, WriteOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -129,7 +131,7 @@ async def measure_raw(raw: Raw, ops: int, reload: int) -> tuple[float, float, fl
     return writes, reads, time.perf_counter() - start
 
 
-async def main(ops: int, reload: int) -> None:
+async def main(ops: int, reload: int, out: list[dict[str, Any]] | None = None) -> None:
     rows: list[tuple[str, tuple[float, float, float], tuple[float, float, float]]] = []
     with tempfile.TemporaryDirectory(prefix="gcs-bench-") as tmp:
         rows.append(("memory / dict",
@@ -179,6 +181,11 @@ async def main(ops: int, reload: int) -> None:
     print(header)
     print("-" * len(header))
     for name, (bw, br, bl), (rw, rr, rl) in rows:
+        if out is not None:
+            out.append(row("gcs_storage", f"{name}: writes", bw, "/s", baseline=rw))
+            out.append(row("gcs_storage", f"{name}: reads", br, "/s", baseline=rr))
+            out.append(row("gcs_storage", f"{name}: reload {reload}", bl * 1e3, "ms",
+                           baseline=rl * 1e3))
         print(f"{name:30} {bw:10.0f} {rw:10.0f} {bw / rw:6.2f} {br:10.0f} {rr:10.0f} {br / rr:6.2f}"
               f" {bl * 1e3:10.1f} {rl * 1e3:8.1f} {bl / rl:6.2f}")
     print(f"\nrocksdb synced writes (JOB table, WAL fsync per write): {synced:.0f}/s")
@@ -188,6 +195,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=5000, help="writes and reads per figure")
     parser.add_argument("--reload", type=int, default=10_000, help="entries reloaded by get_all")
+    parser.add_argument("--quick", action="store_true", help="1,000 ops, 2,000 reloaded")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as a JSON list of rows (tables go to stderr)")
     args = parser.parse_args()
-    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
-        runner.run(main(args.ops, args.reload))
+    if args.quick:
+        args.ops, args.reload = 1000, 2000
+    found: list[dict[str, Any]] = []
+    with output(args.json, found), asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        runner.run(main(args.ops, args.reload, found))

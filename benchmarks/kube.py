@@ -6,7 +6,7 @@ kubelets, each container a process. Prints wall time, virtual time, Pods per wal
 memory, plus a same-run baseline (the same number of bare API-server Pod creates) to compare
 across machines. Asserts nothing.
 
-    .venv/bin/python benchmarks/kube.py [--nodes 1000] [--pods 10000]
+    .venv/bin/python benchmarks/kube.py [--nodes 1000] [--pods 10000] [--quick] [--json]
 
 Targets (issue 4): 1,000 Nodes and 10,000 Pods in at most 20 s wall and 2 GiB.
 """
@@ -19,6 +19,8 @@ import gc
 import resource
 import time
 from typing import Any
+
+from _rows import output, row
 
 import emu
 import emu.kube.cluster as kc
@@ -83,33 +85,46 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=500,
                         help="Pods created concurrently per batch (default 500)")
+    parser.add_argument("--quick", action="store_true", help="100 Nodes, 1,000 Pods")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as a JSON list of rows (tables go to stderr)")
     parser.add_argument("--gc-threshold", type=int, default=50_000,
                         help="first generation threshold of Python's cyclic GC (default 50000; "
                              "700 is Python's own): with ~1 GiB of live objects, full passes "
                              "at the default rate dominate the run")
     args = parser.parse_args()
+    if args.quick:
+        args.nodes, args.pods = 100, 1000
     gc.set_threshold(args.gc_threshold, 20, 100)
+    rows: list[dict[str, Any]] = []
+    with output(args.json, rows):
+        base = baseline(args.pods)
 
-    base = baseline(args.pods)
+        async def run(sim: emu.Simulation) -> dict[str, float]:
+            return await scenario(sim, args.nodes, args.pods, args.batch)
 
-    async def run(sim: emu.Simulation) -> dict[str, float]:
-        return await scenario(sim, args.nodes, args.pods, args.batch)
-
-    figures = emu.run(run, seed=1)
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"kube: {args.nodes} nodes, {args.pods} pods created, scheduled and Running")
-    print(f"  nodes registered and Ready   {figures['wall_nodes']:8.2f} s wall")
-    print(f"  pods created                 {figures['wall_create']:8.2f} s wall")
-    print(f"  pods created → all Running   {figures['wall_pods']:8.2f} s wall, "
-          f"{figures['virtual']:.2f} s virtual")
-    print(f"  total                        {figures['wall_total']:8.2f} s wall  (target ≤ 20 s)")
-    print(f"  pods/s (wall)                {args.pods / figures['wall_pods']:8.0f}")
-    print(f"  API writes                   {figures['writes']:8.0f} "
-          f"({figures['writes'] / figures['wall_total']:.0f}/s)")
-    print(f"  peak memory (max RSS)        {peak_mib:8.0f} MiB  (target ≤ 2048 MiB)")
-    print(f"  baseline: {args.pods} bare API-server creates {base:.3f} s wall; "
-          f"ratio {figures['wall_total'] / base:.1f}x")
-
+        figures = emu.run(run, seed=1)
+        peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        what = f"{args.nodes} Nodes, {args.pods} Pods to Running"
+        full = args.nodes == 1000 and args.pods == 10_000
+        rows.append(row("kube", f"{what}, wall (baseline: bare creates)", figures["wall_total"],
+                        "s", baseline=base, target="<= 20 s" if full else ""))
+        rows.append(row("kube", f"{what}, Pods/s", args.pods / figures["wall_pods"], "/s"))
+        rows.append(row("kube", f"{what}, peak RSS", peak_mib, "MiB",
+                        target="<= 2048 MiB" if full else ""))
+        print(f"kube: {args.nodes} nodes, {args.pods} pods created, scheduled and Running")
+        print(f"  nodes registered and Ready   {figures['wall_nodes']:8.2f} s wall")
+        print(f"  pods created                 {figures['wall_create']:8.2f} s wall")
+        print(f"  pods created → all Running   {figures['wall_pods']:8.2f} s wall, "
+              f"{figures['virtual']:.2f} s virtual")
+        print(f"  total                        {figures['wall_total']:8.2f} s wall  "
+              f"(target ≤ 20 s)")
+        print(f"  pods/s (wall)                {args.pods / figures['wall_pods']:8.0f}")
+        print(f"  API writes                   {figures['writes']:8.0f} "
+              f"({figures['writes'] / figures['wall_total']:.0f}/s)")
+        print(f"  peak memory (max RSS)        {peak_mib:8.0f} MiB  (target ≤ 2048 MiB)")
+        print(f"  baseline: {args.pods} bare API-server creates {base:.3f} s wall; "
+              f"ratio {figures['wall_total'] / base:.1f}x")
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,7 @@ a leader, the longest gap) and what the checkers found: "at most one valid holde
 as the API server sees it" (`LeaseHolderChecker`) and the overlapping-belief windows
 (`TwoLeaderChecker`). Asserts nothing.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/leader_election.py [--hours 24] [--seed 7]
+    PYTHONPATH=. .venv/bin/python benchmarks/leader_election.py [--hours 24] [--seed 7] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 from typing import Any
+
+from _rows import output, row
 
 import emu
 from emu.invariants import LeadershipTenures, LeaseHolderChecker, TwoLeaderChecker
@@ -77,22 +79,33 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="2 simulated hours")
+    ap.add_argument("--json", action="store_true",
+                    help="print the figures as a JSON list of rows (tables go to stderr)")
     args = ap.parse_args()
-    plan = schedule(args.seed, args.hours)
-    wall0 = time.perf_counter()
-    out = emu.run(lambda sim: soak(sim, args.hours, plan), seed=args.seed)
-    wall = time.perf_counter() - wall0
-    virtual = args.hours * 3600
-    print(f"leader election soak: {args.hours:g} simulated hours, {len(NAMES)} candidates, "
-          f"seed {args.seed}, {len(plan)} scheduled crashes")
-    print(f"  wall time            {wall:8.2f} s   (target <= {TARGET_WALL:g} s: "
-          f"{wall / TARGET_WALL:.2f} of budget; {virtual / wall:,.0f}x real time)")
-    for key, value in out.items():
-        shown = f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"
-        print(f"  {key:<20} {shown:>8}")
-    print(f"  one valid holder at every instant: "
-          f"{'held' if out['holder_violations'] == 0 else 'VIOLATED'}")
-
+    if args.quick:
+        args.hours = 2.0
+    rows: list[dict[str, Any]] = []
+    with output(args.json, rows):
+        plan = schedule(args.seed, args.hours)
+        wall0 = time.perf_counter()
+        out = emu.run(lambda sim: soak(sim, args.hours, plan), seed=args.seed)
+        wall = time.perf_counter() - wall0
+        virtual = args.hours * 3600
+        budget = TARGET_WALL * args.hours / 24.0
+        rows.append(row("leader_election", f"{args.hours:g} simulated hours, 3 candidates",
+                        wall, "s", target=f"<= {budget:g} s"))
+        rows.append(row("leader_election", "instants with two valid holders",
+                        float(out["holder_violations"]), "", target="0"))
+        print(f"leader election soak: {args.hours:g} simulated hours, {len(NAMES)} candidates, "
+              f"seed {args.seed}, {len(plan)} scheduled crashes")
+        print(f"  wall time            {wall:8.2f} s   (target <= {TARGET_WALL:g} s: "
+              f"{wall / TARGET_WALL:.2f} of budget; {virtual / wall:,.0f}x real time)")
+        for key, value in out.items():
+            shown = f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"
+            print(f"  {key:<20} {shown:>8}")
+        print(f"  one valid holder at every instant: "
+              f"{'held' if out['holder_violations'] == 0 else 'VIOLATED'}")
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,7 @@ last one is Complete. Prints wall time, virtual time, reconciles (per controller
 reconciles per wall second; asserts nothing.
 
     PYTHONPATH=. .venv/bin/python benchmarks/rayjob.py [--jobs 500] [--workers 0]
-        [--job-seconds 30] [--concurrency 1] [--seed 1]
+        [--job-seconds 30] [--concurrency 1] [--seed 1] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _rows import output, row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "controllers"))
 
@@ -76,9 +78,23 @@ def main() -> None:
     parser.add_argument("--job-seconds", type=int, default=30)
     parser.add_argument("--concurrency", type=int, default=1, help="--reconcile-concurrency")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="50 RayJobs")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as a JSON list of rows (tables go to stderr)")
     args = parser.parse_args()
+    if args.quick:
+        args.jobs = 50
+    rows: list[dict[str, Any]] = []
+    with output(args.json, rows):
+        report(args, rows)
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     f = run(args.jobs, args.workers, args.job_seconds, args.concurrency, args.seed)
     total = sum(f["reconciles"].values())
+    rows.append(row("rayjob", f"{args.jobs} RayJobs to Complete, wall", f["wall"], "s"))
+    rows.append(row("rayjob", f"{args.jobs} RayJobs, reconciles per wall second",
+                    total / f["wall"], "/s"))
     print(f"rayjobs: {args.jobs} (each its own RayCluster, {args.workers} workers, "
           f"{args.job_seconds} s jobs), {f['nodes']} nodes, concurrency {args.concurrency}")
     print(f"wall time:    {f['wall']:.1f} s")

@@ -9,7 +9,7 @@ Prints wall time, virtual time, reconciles per controller and reconciles per wal
 the setup and the upgrade separately; asserts nothing.
 
     PYTHONPATH=. .venv/bin/python benchmarks/rayservice.py [--services 200] [--workers 0]
-        [--concurrency 1] [--seed 1]
+        [--concurrency 1] [--seed 1] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _rows import output, row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "controllers"))
 
@@ -96,7 +98,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="worker Pods per RayCluster")
     parser.add_argument("--concurrency", type=int, default=1, help="--reconcile-concurrency")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="20 RayServices")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as a JSON list of rows (tables go to stderr)")
     args = parser.parse_args()
+    if args.quick:
+        args.services = 20
+    rows: list[dict[str, Any]] = []
+    with output(args.json, rows):
+        report(args, rows)
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     f = run(args.services, args.workers, args.concurrency, args.seed)
     print(f"rayservices: {args.services} ({args.workers} workers per cluster), {f['nodes']} nodes, "
           f"concurrency {args.concurrency}")
@@ -104,6 +117,10 @@ def main() -> None:
                        ("upgrade", "spec change to all promoted and old clusters deleted")):
         p = f[name]
         total = sum(p["reconciles"].values())
+        rows.append(row("rayservice", f"{args.services} RayServices, {name}, wall", p["wall"],
+                        "s"))
+        rows.append(row("rayservice", f"{args.services} RayServices, {name}, reconciles/s",
+                        total / p["wall"], "/s"))
         print(f"{name}: {what}")
         print(f"  wall time:    {p['wall']:.1f} s")
         print(f"  virtual time: {p['virtual']:.1f} s")

@@ -7,7 +7,7 @@ RayCluster reports ``state: ready``. Printed per N: wall time, reconciles/s and 
 (both per wall second), virtual time to ready, peak RSS; then the growth of wall time from 100
 to 1,000 clusters (target at most 12 times for 10 times the clusters). Asserts nothing.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/reconcile.py [--kube] [--sizes 10,100,1000]
+    PYTHONPATH=. .venv/bin/python benchmarks/reconcile.py [--kube] [--sizes 10,100,1000] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 from typing import Any
+
+from _rows import output, row
 
 import emu
 from controllers.operator import install_kuberay
@@ -96,28 +98,49 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--kube", action="store_true", help="run kubelets and the Ray image")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="sizes 10,100")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as a JSON list of rows (tables go to stderr)")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes = "10,100"
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.kube)))
         return
-    rows = []
+    runs = []
     for n in (int(s) for s in args.sizes.split(",")):
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--kube"] if args.kube else [])
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
-    mode = "with kubelets and Ray" if args.kube else "API server only (Pods created)"
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    rows: list[dict[str, Any]] = []
+    with output(args.json, rows):
+        report(runs, args.kube, rows)
+
+
+def report(runs: list[dict[str, Any]], kube: bool, rows: list[dict[str, Any]]) -> None:
+    mode = "with kubelets and Ray" if kube else "API server only (Pods created)"
+    bench = "reconcile --kube" if kube else "reconcile"
     print(f"RayCluster reconcile, one operator, {mode}")
     print(f"{'N':>6} {'wall s':>8} {'reconciles':>10} {'rec/s':>8} {'requests':>9} "
           f"{'req/s':>8} {'virtual s':>9} {'peak MB':>8}")
-    for r in rows:
+    for r in runs:
+        rows.append(row(bench, f"{r['n']} RayClusters to ready, wall", r["wall"], "s"))
+        rows.append(row(bench, f"{r['n']} RayClusters, reconciles/s",
+                        r["reconciles"] / r["wall"], "/s"))
         print(f"{r['n']:>6} {r['wall']:>8.2f} {r['reconciles']:>10} "
               f"{r['reconciles'] / r['wall']:>8.0f} {r['requests']:>9} "
               f"{r['requests'] / r['wall']:>8.0f} {r['virtual']:>9.1f} {r['peak_rss_mb']:>8.0f}")
-    by_n = {r["n"]: r for r in rows}
-    if 100 in by_n and 1000 in by_n:
-        growth = by_n[1000]["wall"] / by_n[100]["wall"]
-        print(f"growth 100 -> 1000 clusters: {growth:.1f}x wall time (target <= 12x)")
-
+    sizes = sorted(r["n"] for r in runs)
+    by_n = {r["n"]: r for r in runs}
+    if len(sizes) >= 2:
+        small, large = sizes[-2], sizes[-1]
+        growth = by_n[large]["wall"] / by_n[small]["wall"]
+        factor = large / small
+        rows.append(row(bench, f"wall growth {small} -> {large} clusters", by_n[large]["wall"],
+                        "s", baseline=by_n[small]["wall"],
+                        target=f"<= {1.2 * factor:g}x"))
+        print(f"growth {small} -> {large} clusters: {growth:.1f}x wall time "
+              f"(target <= {1.2 * factor:g}x)")
 
 if __name__ == "__main__":
     main()
