@@ -158,6 +158,99 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+#: What ``emu bench`` runs: (script in benchmarks/, extra arguments), in this order.
+BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("apiserver", ()), ("controller", ()), ("leader_election", ()), ("gcs_storage", ()),
+    ("gcs", ()), ("kube", ()), ("reconcile", ()), ("reconcile", ("--kube",)), ("rayjob", ()),
+    ("rayservice", ()),
+)
+
+
+def _fmt(value: object, ratio: bool = False) -> str:
+    if not isinstance(value, (int, float)):
+        return ""
+    if ratio:
+        return f"{value:.2f}x"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    """Run each benchmark script in its own process (``--quick`` unless ``--full``, always
+    ``--json``), so one that crashes or runs long costs only its own rows; then print one
+    table. Benchmarks print figures and ratios; nothing asserts."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from rich.console import Console
+    from rich.table import Table
+
+    root = Path(__file__).resolve().parent.parent
+    folder = root / "benchmarks"
+    if not folder.is_dir():
+        print(f"emu bench: no benchmarks folder at {folder} (run from a source checkout)",
+              file=sys.stderr)
+        return 2
+    chosen = [(name, extra) for name, extra in BENCHMARKS
+              if not args.only or any(o in name for o in args.only)]
+    if not chosen:
+        names = ", ".join(dict.fromkeys(name for name, _ in BENCHMARKS))
+        print(f"emu bench: --only matched no benchmark (there are: {names})", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), env.get("PYTHONPATH"))))
+    err = Console(stderr=True)
+    rows: list[dict[str, object]] = []
+    failed = 0
+    for name, extra in chosen:
+        label = " ".join((name, *extra))
+        cmd = [sys.executable, str(folder / f"{name}.py"), *extra, "--json"]
+        if not args.full:
+            cmd.append("--quick")
+        start = time.perf_counter()
+        err.print(f"[dim]running {label} ({'full' if args.full else 'quick'})...[/dim]")
+        # its own session, so a timeout also stops what it started (reconcile runs each N apart)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=root, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=args.timeout)
+            found = orjson.loads(stdout.strip().splitlines()[-1]) if (
+                proc.returncode == 0 and stdout.strip()) else None
+            why = "" if isinstance(found, list) else (
+                f"exit {proc.returncode}: {(stderr.strip().splitlines() or [''])[-1]}")
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            found, why = None, f"timed out after {args.timeout:g} s"
+        except orjson.JSONDecodeError as exc:
+            found, why = None, f"unreadable output: {exc}"
+        wall = time.perf_counter() - start
+        if isinstance(found, list):
+            rows.extend(found)
+            err.print(f"[dim]  {label}: {len(found)} figures in {wall:.1f} s[/dim]")
+        else:
+            failed += 1
+            rows.append({"benchmark": label, "measure": f"FAILED ({why})"})
+            err.print(f"[red]  {label}: {why}[/red]")
+    table = Table(title=f"emu bench ({'full' if args.full else 'quick'})")
+    for column in ("benchmark", "measure", "value", "unit", "same-run baseline", "ratio",
+                   "target"):
+        table.add_column(column, justify="right" if column in (
+            "value", "same-run baseline", "ratio") else "left", no_wrap=column == "benchmark")
+    for r in rows:
+        table.add_row(str(r.get("benchmark", "")), str(r.get("measure", "")),
+                      _fmt(r.get("value")), str(r.get("unit") or ""), _fmt(r.get("baseline")),
+                      _fmt(r.get("ratio"), ratio=True), str(r.get("target") or ""))
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=160)  # a file or pipe: one line per figure
+    out.print(table)
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="emu", description="kuberay-emu: run KubeRay recovery scenarios on a virtual clock")
@@ -183,6 +276,16 @@ def build_parser() -> argparse.ArgumentParser:
     p_explore.add_argument("--jobs", "-j", type=int, default=2,
                            help="worker processes (default 2)")
     p_explore.set_defaults(fn=_cmd_explore)
+
+    p_bench = sub.add_parser("bench", help="run the benchmarks and print one table of figures")
+    p_bench.add_argument("--full", action="store_true",
+                         help="the issue-sized runs (default: each benchmark's --quick)")
+    p_bench.add_argument("--only", action="append", metavar="NAME",
+                         help="run only benchmarks whose name contains NAME (repeatable)")
+    p_bench.add_argument("--timeout", type=float, default=3600.0,
+                         help="seconds one benchmark may run before it is stopped "
+                              "(default 3600)")
+    p_bench.set_defaults(fn=_cmd_bench)
     return parser
 
 

@@ -1,0 +1,32 @@
+"""`emu bench`: runs benchmark scripts as subprocesses and prints one table of their rows."""
+
+from __future__ import annotations
+
+from emu import cli
+
+
+def _cells(out: str, text: str) -> list[str]:
+    line = next(line for line in out.splitlines() if text in line)
+    return [cell.strip() for cell in line.split("│")[1:-1]]
+
+
+def test_bench_only_matching_nothing_is_a_usage_error_naming_the_benchmarks(capsys):
+    assert cli.main(["bench", "--only", "nope"]) == 2
+    assert capsys.readouterr().err == (
+        "emu bench: --only matched no benchmark (there are: apiserver, controller, "
+        "leader_election, gcs_storage, gcs, kube, reconcile, rayjob, rayservice)\n")
+
+
+def test_bench_tables_each_figure_with_its_value_and_target(capsys):
+    assert cli.main(["bench", "--only", "leader"]) == 0
+    out = capsys.readouterr().out
+    assert "emu bench (quick)" in out
+    assert _cells(out, "instants with two valid holders") == [
+        "leader_election", "instants with two valid holders", "0", "", "", "", "0"]
+    assert _cells(out, "2 simulated hours")[3:] == ["s", "", "", "<= 2.5 s"]
+
+
+def test_bench_shows_a_benchmark_that_runs_past_the_timeout_as_failed_and_exits_1(capsys):
+    assert cli.main(["bench", "--only", "rayjob", "--timeout", "0.5"]) == 1
+    assert _cells(capsys.readouterr().out, "FAILED") == [
+        "rayjob", "FAILED (timed out after 0.5 s)", "", "", "", "", ""]
