@@ -89,7 +89,9 @@ def main() -> None:
     with output(args.json, rows):
         plan = schedule(args.seed, args.hours)
         wall0 = time.perf_counter()
-        out = emu.run(lambda sim: soak(sim, args.hours, plan), seed=args.seed)
+        # past the soak: emu.run stops at a day of virtual time unless told otherwise
+        out = emu.run(lambda sim: soak(sim, args.hours, plan), seed=args.seed,
+                      max_virtual_time=args.hours * 3600 + 3600)
         wall = time.perf_counter() - wall0
         virtual = args.hours * 3600
         budget = TARGET_WALL * args.hours / 24.0

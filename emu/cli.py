@@ -176,6 +176,17 @@ def _fmt(value: object, ratio: bool = False) -> str:
     return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
 
 
+def _last_error(stderr: str) -> str:
+    """The exception line of a traceback (``pkg.SomeError: message``, not the notes after it),
+    or the last line; at most 200 characters."""
+    import re
+
+    lines = stderr.strip().splitlines() or [""]
+    found = [line for line in lines if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Exceeded"
+                                                r"|Interrupt|Exit)\b", line)]
+    return (found or lines)[-1][:200]
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     """Run each benchmark script in its own process (``--quick`` unless ``--full``, always
     ``--json``), so one that crashes or runs long costs only its own rows; then print one
@@ -220,7 +231,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             found = orjson.loads(stdout.strip().splitlines()[-1]) if (
                 proc.returncode == 0 and stdout.strip()) else None
             why = "" if isinstance(found, list) else (
-                f"exit {proc.returncode}: {(stderr.strip().splitlines() or [''])[-1]}")
+                f"exit {proc.returncode}: {_last_error(stderr)}")
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()

@@ -30,3 +30,12 @@ def test_bench_shows_a_benchmark_that_runs_past_the_timeout_as_failed_and_exits_
     assert cli.main(["bench", "--only", "rayjob", "--timeout", "0.5"]) == 1
     assert _cells(capsys.readouterr().out, "FAILED") == [
         "rayjob", "FAILED (timed out after 0.5 s)", "", "", "", "", ""]
+
+
+def test_a_crashed_benchmark_is_reported_by_its_exception_line_not_the_notes_after_it():
+    stderr = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+              "emu.simulation.VirtualTimeExceeded: the run reached its virtual time limit\n"
+              "  Task-1: body\nreplay: emu.run(main, seed=7)\n"
+              "faults performed during the run: [Crash(at=1.0, process='a')]\n")
+    assert cli._last_error(stderr) == (
+        "emu.simulation.VirtualTimeExceeded: the run reached its virtual time limit")
