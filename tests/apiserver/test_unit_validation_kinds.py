@@ -61,7 +61,8 @@ def test_registry_resolves_every_builtin_kind_by_each_name():
 def test_builtin_kinds_have_status_subresources_where_kube_does():
     reg = builtin_registry()
     with_status = sorted(i.kind for i in reg.all() if i.has_status)
-    assert with_status == sorted(["CustomResourceDefinition", "Namespace", "Node", "Pod", "Service", "PersistentVolumeClaim",
+    assert with_status == sorted(["CustomResourceDefinition", "Namespace", "Node", "Pod",
+                                  "Service", "PersistentVolumeClaim",
                                   "PersistentVolume", "Deployment", "ReplicaSet", "Job",
                                   "RayCluster", "RayJob", "RayService"])
 
