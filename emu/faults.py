@@ -80,6 +80,11 @@ def _proc(sim: Simulation, process: str | Process) -> Process:
     return process if isinstance(process, Process) else sim.processes.get(process)
 
 
+def _request_match(fault: Any) -> Match:
+    """The request predicate of a fault with verb/kind/name/namespace/caller/dst fields."""
+    return Match(fault.verb, fault.kind, fault.name, fault.namespace, fault.caller, fault.dst)
+
+
 @attrs.frozen
 class Crash(Fault):
     """Kill a process abruptly (no cleanup, memory lost)."""
@@ -202,7 +207,7 @@ class FailRequests(Fault):
     duration: float | None = None
 
     def match(self) -> Match:
-        return Match(self.verb, self.kind, self.name, self.namespace, self.caller, self.dst)
+        return _request_match(self)
 
     def apply(self, sim: Simulation) -> None:
         sim.network.fail_requests(self.match(), api_error_factory(self.code), count=self.count,
@@ -223,7 +228,7 @@ class LoseResponses(Fault):
     duration: float | None = None
 
     def apply(self, sim: Simulation) -> None:
-        match = Match(self.verb, self.kind, self.name, self.namespace, self.caller, self.dst)
+        match = _request_match(self)
         sim.network.lose_responses(match, count=self.count, duration=self.duration)
 
 
@@ -244,7 +249,7 @@ class AfterRequest(Fault):
     count: int | None = 1
 
     def apply(self, sim: Simulation) -> None:
-        match = Match(self.verb, self.kind, self.name, self.namespace, self.caller, self.dst)
+        match = _request_match(self)
 
         def fire(info: CallInfo) -> None:
             # On the next loop step: the write is committed, the caller has not resumed yet.
