@@ -8,6 +8,7 @@ exits 1 when an expectation fails. Bad arguments get a message naming what was w
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,7 +163,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("apiserver", ()), ("controller", ()), ("leader_election", ()), ("gcs_storage", ()),
     ("gcs", ()), ("kube", ()), ("reconcile", ()), ("reconcile", ("--kube",)), ("rayjob", ()),
-    ("rayservice", ()),
+    ("rayservice", ()), ("scenarios", ()),
 )
 
 
@@ -187,6 +188,42 @@ def _last_error(stderr: str) -> str:
     return (found or lines)[-1][:200]
 
 
+_CLAUSE = re.compile(r"^\s*(<=|>=|<|>|=)?\s*([-\d.]+)\s*([kM]?)\s*(x?)")
+
+
+def target_met(r: dict[str, object]) -> bool | None:
+    """Whether a benchmark row meets its ``target`` text (``">= 50k/s, >= 0.5x raw"``,
+    ``"<= 10 ms"``, ``"0"``): every comma-separated clause must hold. A clause whose number ends
+    in ``x`` compares the row's same-run ratio, unless the row's own unit is a ratio (``x``);
+    others compare the value (``k``/``M`` scale it; the unit is the row's). None when the row
+    has no target, no value, or a clause this cannot read."""
+    text = str(r.get("target") or "").strip()
+    value = r.get("value")
+    if not text or not isinstance(value, (int, float)):
+        return None
+    unit = str(r.get("unit") or "")
+    for clause in text.split(","):
+        found = _CLAUSE.match(clause)
+        if not found:
+            return None
+        op, number, scale, times = found.groups()
+        try:
+            limit = float(number) * {"": 1.0, "k": 1e3, "M": 1e6}[scale]
+        except ValueError:
+            return None
+        seen = value
+        if times and not unit.startswith("x"):
+            ratio = r.get("ratio")
+            if not isinstance(ratio, (int, float)):
+                return None
+            seen = ratio
+        ok = {"<=": seen <= limit, ">=": seen >= limit, "<": seen < limit, ">": seen > limit,
+              "=": seen == limit, None: seen == limit}[op]
+        if not ok:
+            return False
+    return True
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     """Run each benchmark script in its own process (``--quick`` unless ``--full``, always
     ``--json``), so one that crashes or runs long costs only its own rows; then print one
@@ -197,7 +234,6 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     import time
 
     from rich.console import Console
-    from rich.table import Table
 
     root = Path(__file__).resolve().parent.parent
     folder = root / "benchmarks"
@@ -246,20 +282,36 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             failed += 1
             rows.append({"benchmark": label, "measure": f"FAILED ({why})"})
             err.print(f"[red]  {label}: {why}[/red]")
-    table = Table(title=f"emu bench ({'full' if args.full else 'quick'})")
+    return _bench_report(rows, failed, full=args.full, strict=args.strict)
+
+
+def _bench_report(rows: list[dict[str, object]], failed: int, *, full: bool, strict: bool) -> int:
+    """Print the table of ``rows``, each target marked met or MISSED; the exit status (1 when a
+    benchmark failed, or with ``strict`` when a target was missed)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"emu bench ({'full' if full else 'quick'})")
     for column in ("benchmark", "measure", "value", "unit", "same-run baseline", "ratio",
-                   "target"):
+                   "target", "met"):
         table.add_column(column, justify="right" if column in (
             "value", "same-run baseline", "ratio") else "left", no_wrap=column == "benchmark")
+    missed = 0
     for r in rows:
+        met = target_met(r)
+        missed += met is False
+        mark = {True: "[green]met[/green]", False: "[red]MISSED[/red]", None: ""}[met]
         table.add_row(str(r.get("benchmark", "")), str(r.get("measure", "")),
                       _fmt(r.get("value")), str(r.get("unit") or ""), _fmt(r.get("baseline")),
-                      _fmt(r.get("ratio"), ratio=True), str(r.get("target") or ""))
+                      _fmt(r.get("ratio"), ratio=True), str(r.get("target") or ""), mark)
     out = Console()
     if not out.is_terminal:
         out = Console(width=160)  # a file or pipe: one line per figure
     out.print(table)
-    return 1 if failed else 0
+    if missed:
+        out.print(f"{missed} target(s) missed" + ("" if strict else
+                                                  " (exit status 0; --strict makes it 1)"))
+    return 1 if failed or (strict and missed) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -296,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--timeout", type=float, default=3600.0,
                          help="seconds one benchmark may run before it is stopped "
                               "(default 3600)")
+    p_bench.add_argument("--strict", action="store_true",
+                         help="exit 1 when a figure misses its target (default: only mark it)")
     p_bench.set_defaults(fn=_cmd_bench)
     return parser
 

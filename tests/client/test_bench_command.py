@@ -14,7 +14,7 @@ def test_bench_only_matching_nothing_is_a_usage_error_naming_the_benchmarks(caps
     assert cli.main(["bench", "--only", "nope"]) == 2
     assert capsys.readouterr().err == (
         "emu bench: --only matched no benchmark (there are: apiserver, controller, "
-        "leader_election, gcs_storage, gcs, kube, reconcile, rayjob, rayservice)\n")
+        "leader_election, gcs_storage, gcs, kube, reconcile, rayjob, rayservice, scenarios)\n")
 
 
 def test_bench_tables_each_figure_with_its_value_and_target(capsys):
@@ -22,14 +22,14 @@ def test_bench_tables_each_figure_with_its_value_and_target(capsys):
     out = capsys.readouterr().out
     assert "emu bench (quick)" in out
     assert _cells(out, "instants with two valid holders") == [
-        "leader_election", "instants with two valid holders", "0", "", "", "", "0"]
-    assert _cells(out, "2 simulated hours")[3:] == ["s", "", "", "<= 2.5 s"]
+        "leader_election", "instants with two valid holders", "0", "", "", "", "0", "met"]
+    assert _cells(out, "2 simulated hours")[3:7] == ["s", "", "", "<= 2.5 s"]
 
 
 def test_bench_shows_a_benchmark_that_runs_past_the_timeout_as_failed_and_exits_1(capsys):
     assert cli.main(["bench", "--only", "rayjob", "--timeout", "0.5"]) == 1
     assert _cells(capsys.readouterr().out, "FAILED") == [
-        "rayjob", "FAILED (timed out after 0.5 s)", "", "", "", "", ""]
+        "rayjob", "FAILED (timed out after 0.5 s)", "", "", "", "", "", ""]
 
 
 def test_a_crashed_benchmark_is_reported_by_its_exception_line_not_the_notes_after_it():
@@ -39,3 +39,14 @@ def test_a_crashed_benchmark_is_reported_by_its_exception_line_not_the_notes_aft
               "faults performed during the run: [Crash(at=1.0, process='a')]\n")
     assert cli._last_error(stderr) == (
         "emu.simulation.VirtualTimeExceeded: the run reached its virtual time limit")
+
+
+def test_a_missed_target_is_marked_and_fails_only_under_strict(capsys):
+    rows = [{"benchmark": "b", "measure": "fast", "value": 9.0, "unit": "ms", "target": "<= 10 ms"},
+            {"benchmark": "b", "measure": "slow", "value": 12.0, "unit": "ms", "target": "<= 10 ms"}]
+    assert cli._bench_report(rows, 0, full=False, strict=False) == 0
+    out = capsys.readouterr().out
+    assert _cells(out, "fast")[-1] == "met" and _cells(out, "slow")[-1] == "MISSED"
+    assert "1 target(s) missed (exit status 0; --strict makes it 1)" in out
+    assert cli._bench_report(rows, 0, full=False, strict=True) == 1
+    assert cli._bench_report(rows[:1], 0, full=False, strict=True) == 0
