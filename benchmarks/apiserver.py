@@ -180,6 +180,138 @@ def bench_list(objects: int) -> dict[str, float]:
     return out
 
 
+class BareStore:
+    """Workload W's floor: what any store does per operation — a dict, one global revision, the
+    resourceVersion check and an orjson snapshot, decoded on every read (so a caller never shares
+    the stored state) — and nothing else (no validation, no defaulting, no watch, no network)."""
+
+    def __init__(self) -> None:
+        self.rev = 0
+        self.items: dict[tuple[str, str], bytes] = {}
+        self.rvs: dict[tuple[str, str], int] = {}
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if key in self.items:
+            raise KeyError(key)
+        self.rev += 1
+        obj["metadata"]["resourceVersion"] = str(self.rev)
+        data = self.items[key] = orjson.dumps(obj)
+        self.rvs[key] = self.rev
+        return orjson.loads(data)  # type: ignore[no-any-return]
+
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        return orjson.loads(self.items[(namespace, name)])  # type: ignore[no-any-return]
+
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if str(self.rvs[key]) != obj["metadata"]["resourceVersion"]:
+            raise LookupError("conflict")
+        return self.create_at(key, obj)
+
+    def create_at(self, key: tuple[str, str], obj: dict[str, Any]) -> dict[str, Any]:
+        self.rev += 1
+        obj["metadata"]["resourceVersion"] = str(self.rev)
+        data = self.items[key] = orjson.dumps(obj)
+        self.rvs[key] = self.rev
+        return orjson.loads(data)  # type: ignore[no-any-return]
+
+    def list(self, namespace: str, key: str, value: str) -> list[dict[str, Any]]:
+        out = []
+        for (ns, _), data in self.items.items():
+            if ns == namespace:
+                obj = orjson.loads(data)
+                if obj["metadata"].get("labels", {}).get(key) == value:
+                    out.append(obj)
+        return out
+
+
+#: Workload W's steps, in order (issue 17): rates are operations per second.
+W_STEPS = ("create", "get", "update", "stale update -> 409", "list by label")
+
+
+def w_object(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": f"cm-{i:05d}", "namespace": "default",
+                         "labels": {"app": "w", "shard": f"s{i % 20}"}},
+            "data": {f"k{j}": f"v{j}" for j in range(5)}}
+
+
+def bench_workload_w(count: int, stale: int = 200, lists: int = 50
+                     ) -> dict[str, tuple[float, float]]:
+    """Workload W through ``sim.client`` (as a controller calls it: over the emulated network,
+    inside a run) and through `BareStore`, in the same process: {step: (emu/s, bare/s)}."""
+    import emu
+
+    def timed(fn: Callable[[], None]) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    bare = BareStore()
+    made: list[dict[str, Any]] = []
+    bare_s = {
+        "create": timed(lambda: made.extend(bare.create(w_object(i)) for i in range(count))),
+        "get": timed(lambda: [bare.get("default", f"cm-{i:05d}") for i in range(count)]),
+    }
+
+    def bare_updates() -> None:
+        for i, obj in enumerate(made):
+            obj["data"]["k0"] = str(i)
+            made[i] = bare.update(obj)
+
+    def bare_stale() -> None:
+        for i in range(stale):
+            obj = w_object(i)
+            obj["metadata"]["resourceVersion"] = "1"
+            try:
+                bare.update(obj)
+            except LookupError:
+                pass
+
+    bare_s["update"] = timed(bare_updates)
+    bare_s["stale update -> 409"] = timed(bare_stale)
+    bare_s["list by label"] = timed(
+        lambda: [bare.list("default", "shard", f"s{i % 20}") for i in range(lists)])
+
+    emu_s: dict[str, float] = {}
+
+    async def main(sim: emu.Simulation) -> None:
+        c = sim.client("bench")
+        objs: list[dict[str, Any]] = []
+        t0 = time.perf_counter()
+        for i in range(count):
+            objs.append(await c.create(w_object(i)))
+        emu_s["create"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in range(count):
+            await c.get("ConfigMap", f"cm-{i:05d}", "default")
+        emu_s["get"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i, obj in enumerate(objs):
+            obj["data"]["k0"] = str(i)
+            objs[i] = await c.update(obj)
+        emu_s["update"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in range(stale):
+            obj = w_object(i)
+            obj["metadata"]["resourceVersion"] = "1"
+            try:
+                await c.update(obj)
+            except emu.Conflict:
+                pass
+        emu_s["stale update -> 409"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in range(lists):
+            await c.list("ConfigMap", namespace="default", label_selector=f"shard=s{i % 20}")
+        emu_s["list by label"] = time.perf_counter() - t0
+
+    emu.run(main, seed=1)
+    ops = {"create": count, "get": count, "update": count, "stale update -> 409": stale,
+           "list by label": lists}
+    return {step: (ops[step] / emu_s[step], ops[step] / bare_s[step]) for step in W_STEPS}
+
+
 def bench_watch(watchers: int, updates: int) -> float:
     async def main() -> float:
         srv = server()
@@ -241,6 +373,15 @@ def main() -> None:
             rate_ = bench_watch(watchers, updates)
             rows.append(row(b, f"watch fan-out, {watchers} watchers", rate_, "events/s"))
             print(f"  {watchers:3d} watchers x {updates:5d} updates: {rate_:12,.0f} events/s")
+        count = 500 if args.quick else 2_000
+        print(f"workload W ({count} ConfigMaps) through sim.client vs a bare store, same run:")
+        targets = {"create": ">= 0.5x bare", "get": ">= 0.5x bare", "update": ">= 0.5x bare",
+                   "stale update -> 409": ">= 0.3x bare"}
+        for step, (emu_rate, bare_rate) in bench_workload_w(count).items():
+            rows.append(row(b, f"workload W: {step}", emu_rate, "/s", baseline=bare_rate,
+                            target=targets.get(step, "")))
+            print(f"  {step:24s} {emu_rate:10,.0f}/s  bare {bare_rate:10,.0f}/s  "
+                  f"{emu_rate / bare_rate:5.2f}x")
 
 if __name__ == "__main__":
     main()
