@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -984,7 +983,7 @@ class RayClusterReconciler:
         SPEC §2.9/§2.10: ReplicaFailure from the typed error, counters, the sticky ``ready``
         state, HeadPodReady, the one-shot RayClusterProvisioned, the suspend conditions,
         endpoints and head info. Returns a new object; ``instance`` is not changed."""
-        new = copy.deepcopy(instance)
+        new = util.deep_copy(instance)
         status: Obj = new.setdefault("status", {})
         conditions: list[Obj] = status.setdefault("conditions", [])
         now = self.now()

@@ -24,7 +24,6 @@ for the dashboard (``useKubernetesProxy``) and token auth on dashboard calls.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import random
 from collections.abc import Callable, Mapping
@@ -249,7 +248,7 @@ class RayJobReconciler:
                     return requeue, exc
                 # controller-runtime decodes the response into the object it sent.
                 instance.clear()
-                instance.update(copy.deepcopy(updated))
+                instance.update(util.deep_copy(updated))
                 status = _status(instance)
             init_ray_job_status_if_need(instance, now, self._rng)
 
@@ -352,7 +351,7 @@ class RayJobReconciler:
         if not status.get("dashboardURL"):
             if dig(cluster, "status", "state") != C.READY:
                 # The non-ready cluster's status is mirrored into the RayJob's.
-                status["rayClusterStatus"] = copy.deepcopy(cluster.get("status") or {})
+                status["rayClusterStatus"] = util.deep_copy(cluster.get("status") or {})
                 return requeue, None, True
             try:
                 client_url = await util.fetch_head_service_url(self.client, cluster,
@@ -437,7 +436,7 @@ class RayJobReconciler:
             if job_status == C.JOB_STATUS_FAILED:
                 deployment = C.JOB_DEPLOYMENT_STATUS_FAILED
                 reason = C.APP_FAILED
-        status["rayClusterStatus"] = copy.deepcopy(cluster.get("status") or {})
+        status["rayClusterStatus"] = util.deep_copy(cluster.get("status") or {})
         status["jobStatus"] = job_status
         status["jobDeploymentStatus"] = deployment
         status["reason"] = reason
@@ -508,7 +507,7 @@ class RayJobReconciler:
         if new_sel == old_sel:
             return None
         new_svc["spec"]["clusterIP"] = dig(old_svc, "spec", "clusterIP")
-        old_svc["spec"] = copy.deepcopy(new_svc["spec"])
+        old_svc["spec"] = util.deep_copy(new_svc["spec"])
         try:
             await self.client.update(old_svc)
         except Exception as exc:

@@ -28,7 +28,6 @@ so that strategy runs the blue/green path (it still counts as zero-downtime); se
 from __future__ import annotations
 
 import asyncio
-import copy
 import random
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -746,7 +745,7 @@ class RayServiceReconciler:
         if util.get_ray_cluster_name_from_service(new_svc) == \
                 util.get_ray_cluster_name_from_service(old_svc):
             return old_svc
-        new_spec = copy.deepcopy(new_svc["spec"])
+        new_spec = util.deep_copy(new_svc["spec"])
         old_spec = old_svc.get("spec") or {}
         if old_spec.get("clusterIP"):
             new_spec["clusterIP"] = old_spec["clusterIP"]
@@ -1038,7 +1037,7 @@ def modify_ray_cluster(current: Obj, goal: Obj) -> None:
             f"currentCluster and goalCluster have different names or namespaces: "
             f"{cm.get('namespace')}/{cm.get('name')} != {gm.get('namespace')}/{gm.get('name')}")
     existing_suspend = (current.get("spec") or {}).get("suspend")
-    current["spec"] = copy.deepcopy(goal["spec"])
+    current["spec"] = util.deep_copy(goal["spec"])
     if existing_suspend is None:
         current["spec"].pop("suspend", None)
     else:

@@ -9,7 +9,6 @@ backend selection live in `controllers.utils.util` (``is_gcs_fault_tolerance_ena
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -46,7 +45,7 @@ def build_gcs_storage_pvc(instance: Mapping[str, Any]) -> Obj:
         "metadata": {"name": util.get_gcs_storage_pvc_name(instance),
                      "namespace": dig(instance, "metadata", "namespace"),
                      "labels": {C.RAY_CLUSTER_LABEL_KEY: dig(instance, "metadata", "name") or ""}},
-        "spec": copy.deepcopy(spec),
+        "spec": util.deep_copy(spec),
     }
 
 

@@ -13,7 +13,6 @@ fails, then follows the logs, so the same submission id is never submitted twice
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Mapping
@@ -166,7 +165,7 @@ def get_submitter_template(ray_job_spec: Mapping[str, Any], ray_cluster_spec: Ma
     The default has one `get_default_submitter_container` and ``restartPolicy: Never``.
     """
     if ray_job_spec.get("submitterPodTemplate") is not None:
-        return copy.deepcopy(ray_job_spec["submitterPodTemplate"])
+        return util.deep_copy(ray_job_spec["submitterPodTemplate"])
     return {"spec": {"containers": [get_default_submitter_container(ray_cluster_spec)],
                      "restartPolicy": "Never"}}
 
@@ -233,7 +232,7 @@ def build_submitter_job(ray_job: Mapping[str, Any], submitter_template: Mapping[
         },
         "spec": {
             "backoffLimit": DEFAULT_SUBMITTER_BACKOFF_LIMIT if backoff_limit is None else int(backoff_limit),
-            "template": copy.deepcopy(dict(submitter_template)),
+            "template": util.deep_copy(dict(submitter_template)),
         },
     }
     util.set_controller_reference(ray_job, job)
@@ -276,7 +275,7 @@ def construct_ray_cluster_for_ray_job(ray_job: Mapping[str, Any], ray_cluster_na
         "apiVersion": "ray.io/v1", "kind": "RayCluster",
         "metadata": {"labels": labels, "annotations": annotations, "name": ray_cluster_name,
                      "namespace": meta.get("namespace")},
-        "spec": copy.deepcopy(dig(ray_job, "spec", "rayClusterSpec") or {}),
+        "spec": util.deep_copy(dig(ray_job, "spec", "rayClusterSpec") or {}),
     }
     util.set_controller_reference(ray_job, cluster)
     if mode == C.SIDECAR_MODE:
@@ -356,8 +355,8 @@ def build_redis_cleanup_job(instance: Mapping[str, Any],
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": util.trim_job_name(f"{name}-redis-cleanup"),
                      "namespace": dig(instance, "metadata", "namespace"),
-                     "labels": copy.deepcopy(pod["metadata"].get("labels") or {}),
-                     "annotations": copy.deepcopy(pod["metadata"].get("annotations") or {})},
+                     "labels": util.deep_copy(pod["metadata"].get("labels") or {}),
+                     "annotations": util.deep_copy(pod["metadata"].get("annotations") or {})},
         "spec": {
             "backoffLimit": REDIS_CLEANUP_JOB_BACKOFF_LIMIT,
             "template": {"metadata": pod_meta, "spec": pod["spec"]},

@@ -25,7 +25,6 @@ metadata. With those features requested the Pods are built as if they were off.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -199,7 +198,7 @@ def _credential_env(name: str, credential: Mapping[str, Any]) -> Obj:
     if credential.get("value"):
         env["value"] = credential["value"]
     if credential.get("valueFrom") is not None:
-        env["valueFrom"] = copy.deepcopy(credential["valueFrom"])
+        env["valueFrom"] = util.deep_copy(credential["valueFrom"])
     return env
 
 
@@ -274,7 +273,7 @@ def default_head_pod_template(instance: Obj, head_spec: Obj, pod_name: str, head
     labels, completed ``rayStartParams`` (mutated in ``head_spec``, as Go does), the autoscaler
     sidecar when in-tree autoscaling is on, GCS FT settings, a metrics port and token-auth env.
     """
-    template: Obj = copy.deepcopy(head_spec.get("template") or {})
+    template: Obj = util.deep_copy(head_spec.get("template") or {})
     meta = template.setdefault("metadata", {})
     if util.is_deterministic_head_pod_name_enabled(options.env):
         meta["name"] = pod_name
@@ -357,11 +356,11 @@ def build_wait_gcs_ready_init_container(ray_container: Mapping[str, Any], fqdn_r
     if ray_container.get("imagePullPolicy"):
         container["imagePullPolicy"] = ray_container["imagePullPolicy"]
     if ray_container.get("securityContext") is not None:
-        container["securityContext"] = copy.deepcopy(ray_container["securityContext"])
+        container["securityContext"] = util.deep_copy(ray_container["securityContext"])
     if ray_container.get("env"):
-        container["env"] = copy.deepcopy(ray_container["env"])
+        container["env"] = util.deep_copy(ray_container["env"])
     if ray_container.get("volumeMounts"):
-        container["volumeMounts"] = copy.deepcopy(ray_container["volumeMounts"])
+        container["volumeMounts"] = util.deep_copy(ray_container["volumeMounts"])
     return container
 
 
@@ -375,7 +374,7 @@ def default_worker_pod_template(instance: Obj, worker_spec: Obj, pod_name: str, 
     RayMultiHostIndexing), completed ``rayStartParams`` (``address`` = head FQDN:port), GCS FT
     settings (the 600 s reconnect timeout), metrics port, autoscaler-v2 restartPolicy, token auth.
     """
-    template: Obj = copy.deepcopy(worker_spec.get("template") or {})
+    template: Obj = util.deep_copy(worker_spec.get("template") or {})
     meta = template.setdefault("metadata", {})
     meta["generateName"] = pod_name
     meta["namespace"] = dig(instance, "metadata", "namespace")
@@ -442,10 +441,10 @@ def merge_autoscaler_overrides(container: Obj, autoscaler_options: Mapping[str, 
         return
     for key in ("resources", "image", "imagePullPolicy", "securityContext"):
         if autoscaler_options.get(key) is not None:
-            container[key] = copy.deepcopy(autoscaler_options[key])
+            container[key] = util.deep_copy(autoscaler_options[key])
     for key in ("env", "envFrom", "volumeMounts"):
         if autoscaler_options.get(key):
-            container.setdefault(key, []).extend(copy.deepcopy(autoscaler_options[key]))
+            container.setdefault(key, []).extend(util.deep_copy(autoscaler_options[key]))
     for key in ("command", "args"):
         if autoscaler_options.get(key):
             container[key] = list(autoscaler_options[key])
@@ -509,7 +508,7 @@ def build_pod(pod_template_spec: Obj, node_type: str, ray_start_params: Obj, hea
     overwrite annotation is set or the user's command already runs ``ray start``), init-container
     and Ray-container env, and probes (unless ``ENABLE_PROBES_INJECTION=false``).
     """
-    template = copy.deepcopy(pod_template_spec)
+    template = util.deep_copy(pod_template_spec)
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
     if creator_crd_type == C.RAY_SERVICE_CRD:
         labels[C.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY] = C.ENABLE_RAY_CLUSTER_SERVING_SERVICE_TRUE
@@ -629,7 +628,7 @@ def set_container_env_vars(pod: Obj, node_type: str, fqdn_ray_ip: str, head_port
     env: list[Obj] = container.setdefault("env", [])
     for default_env in default_container_envs:
         if not util.env_var_exists(default_env.get("name", ""), env):
-            env.append(copy.deepcopy(dict(default_env)))
+            env.append(util.deep_copy(dict(default_env)))
     ip = C.LOCAL_HOST
     if node_type == C.WORKER_NODE:
         ip = fqdn_ray_ip
@@ -894,7 +893,7 @@ def build_head_pod(instance: Mapping[str, Any], options: PodBuildOptions = DEFAU
     The complete head Pod (owner reference to the RayCluster included) from a RayCluster dict;
     ``instance`` is not modified.
     """
-    cluster: Obj = copy.deepcopy(dict(instance))
+    cluster: Obj = util.deep_copy(dict(instance))
     name = dig(cluster, "metadata", "name") or ""
     namespace = dig(cluster, "metadata", "namespace") or ""
     head_spec = cluster["spec"]["headGroupSpec"]
@@ -903,7 +902,7 @@ def build_head_pod(instance: Mapping[str, Any], options: PodBuildOptions = DEFAU
     fqdn = util.generate_fqdn_service_name(cluster, namespace, options.env)
     head_port = get_head_port(head_spec.get("rayStartParams") or {})
     template = default_head_pod_template(cluster, head_spec, pod_name_value, head_port, options)
-    template["spec"]["containers"].extend(copy.deepcopy(list(options.head_sidecar_containers)))
+    template["spec"]["containers"].extend(util.deep_copy(list(options.head_sidecar_containers)))
     _apply_default_pod_metadata(template, options)
     pod = build_pod(template, C.HEAD_NODE, head_spec["rayStartParams"], head_port,
                     util.is_autoscaling_enabled(cluster.get("spec")), get_creator_crd_type(cluster), fqdn,
@@ -920,8 +919,8 @@ def build_worker_pod(instance: Mapping[str, Any], worker: Mapping[str, Any], rep
     One worker Pod of group ``worker`` (``generateName`` ``<cluster>-<group>-worker-``, owner
     reference to the RayCluster); neither argument is modified.
     """
-    cluster: Obj = copy.deepcopy(dict(instance))
-    group: Obj = copy.deepcopy(dict(worker))
+    cluster: Obj = util.deep_copy(dict(instance))
+    group: Obj = util.deep_copy(dict(worker))
     name = dig(cluster, "metadata", "name") or ""
     namespace = dig(cluster, "metadata", "namespace") or ""
     pod_name_value = util.pod_name(f"{name}-{group.get('groupName', '')}", C.WORKER_NODE, True)
@@ -929,7 +928,7 @@ def build_worker_pod(instance: Mapping[str, Any], worker: Mapping[str, Any], rep
     head_port = get_head_port(dig(cluster, "spec", "headGroupSpec", "rayStartParams") or {})
     template = default_worker_pod_template(cluster, group, pod_name_value, fqdn, head_port, replica_grp_name,
                                            replica_index, host_index, options)
-    template["spec"]["containers"].extend(copy.deepcopy(list(options.worker_sidecar_containers)))
+    template["spec"]["containers"].extend(util.deep_copy(list(options.worker_sidecar_containers)))
     _apply_default_pod_metadata(template, options)
     pod = build_pod(template, C.WORKER_NODE, group["rayStartParams"], head_port,
                     util.is_autoscaling_enabled(cluster.get("spec")), get_creator_crd_type(cluster), fqdn,
