@@ -5,7 +5,12 @@ applied at virtual time 0 and the run ends when every cluster is ready: all its 
 with ``--kube`` (kubelets, the Ray image's programs), every Pod is Running and Ready and the
 RayCluster reports ``state: ready``. Printed per N: wall time, reconciles/s and API requests/s
 (both per wall second), virtual time to ready, peak RSS; then the growth of wall time from 100
-to 1,000 clusters (target at most 12 times for 10 times the clusters). Asserts nothing.
+to 1,000 clusters (issue 17: at most 10 times for 10 times the clusters with kubelets and Ray,
+reconciles/s at least 2,000 API-only and 1,000 with kubelets and Ray, peak memory at most 0.5 MB
+per cluster), and, for the largest N, where the run's time goes: self time of every function,
+grouped by layer (the ported KubeRay logic, the client, the API server, tracing, the runtime, the
+emulated world, the event loop), with a builtin's time (orjson, copies) charged to the layers that
+called it. Asserts nothing.
 
     PYTHONPATH=. .venv/bin/python benchmarks/reconcile.py [--kube] [--sizes 10,100,1000] [--quick] [--json]
 """
@@ -13,7 +18,9 @@ to 1,000 clusters (target at most 12 times for 10 times the clusters). Asserts n
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import resource
 import subprocess
 import sys
@@ -43,7 +50,46 @@ def cluster(i: int) -> dict[str, Any]:
     }
 
 
-def run_one(n: int, kube: bool) -> dict[str, Any]:
+#: Layers a profile's self time is grouped by: (label, path fragments), first match wins.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("KubeRay port (controllers/)", ("/controllers/",)),
+    ("client and informer (emu/client)", ("/emu/client/",)),
+    ("API server (emu/apiserver)", ("/emu/apiserver/",)),
+    ("tracing (trace, structlog)", ("/emu/kernel/trace", "structlog")),
+    ("runtime (emu/runtime)", ("/emu/runtime/",)),
+    ("network and processes (emu/kernel)", ("/emu/kernel/",)),
+    ("world (emu/kube, emu/ray, backends)", ("/emu/kube/", "/emu/ray/", "/backends/")),
+    ("event loop (asyncio)", ("asyncio",)),
+)
+
+
+def _layer(filename: str) -> str:
+    for label, parts in LAYERS:
+        if any(part in filename for part in parts):
+            return label
+    return "other"
+
+
+def profile_layers(stats: pstats.Stats) -> dict[str, float]:
+    """Self seconds per layer; a builtin's (``~``) self time goes to its callers' layers in
+    proportion to the time each caller spent in it."""
+    out: dict[str, float] = {}
+    table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    for (filename, _line, _name), (_cc, _nc, tottime, _ct, callers) in table.items():
+        if filename != "~":
+            out[_layer(filename)] = out.get(_layer(filename), 0.0) + tottime
+            continue
+        spent = {caller: info[2] for caller, info in callers.items()}
+        total = sum(spent.values())
+        for caller, share in spent.items():
+            layer = _layer(caller[0])
+            out[layer] = out.get(layer, 0.0) + (tottime * share / total if total else 0.0)
+        if not total:
+            out["other"] = out.get("other", 0.0) + tottime
+    return out
+
+
+def run_one(n: int, kube: bool, profile: bool = False) -> dict[str, Any]:
     counts = {"requests": 0}
 
     async def main(sim: emu.Simulation) -> dict[str, Any]:
@@ -66,6 +112,9 @@ def run_one(n: int, kube: bool) -> dict[str, Any]:
         counts["requests"] = 0
         start_virtual = sim.now
         start = time.perf_counter()
+        profiler = cProfile.Profile() if profile else None
+        if profiler:
+            profiler.enable()
         client = sim.client("bench")
         for i in range(n):
             await client.create(cluster(i))
@@ -83,10 +132,14 @@ def run_one(n: int, kube: bool) -> dict[str, Any]:
 
         await sim.wait_until(ready, timeout=3600, every=1.0, what=f"{n} clusters ready")
         wall = time.perf_counter() - start
+        if profiler:
+            profiler.disable()
+            layers = profile_layers(pstats.Stats(profiler))
         reconciles = sum(1 for e in sim.trace if e.event == "reconcile_finished"
                          and e.fields.get("controller") == "raycluster")
         return {"n": n, "wall": wall, "virtual": sim.now - start_virtual,
-                "reconciles": reconciles, "requests": counts["requests"]}
+                "reconciles": reconciles, "requests": counts["requests"],
+                "profile": layers if profiler else None}
 
     result = emu.run(main, seed=1)
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -101,17 +154,28 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="sizes 10,100")
     parser.add_argument("--json", action="store_true",
                         help="print the figures as a JSON list of rows (tables go to stderr)")
+    parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
+                        help="profile the largest size by layer (default on; it slows that run)")
+    parser.add_argument("--profiled", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.sizes = "10,100"
     if args.one is not None:
-        print(json.dumps(run_one(args.one, args.kube)))
+        print(json.dumps(run_one(args.one, args.kube, args.profiled)))
         return
     runs = []
-    for n in (int(s) for s in args.sizes.split(",")):
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for n in sizes:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--kube"] if args.kube else [])
+        if args.profile and n == max(sizes):
+            # its own run: the profiler's overhead must not reach the timed figures
+            profiled = subprocess.run([*cmd, "--profiled"], check=True, capture_output=True,
+                                      text=True).stdout
+            profile_run = json.loads(profiled.strip().splitlines()[-1])
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
+        if args.profile and n == max(sizes):
+            runs[-1]["profile"] = profile_run["profile"]
     rows: list[dict[str, Any]] = []
     with output(args.json, rows):
         report(runs, args.kube, rows)
@@ -126,7 +190,11 @@ def report(runs: list[dict[str, Any]], kube: bool, rows: list[dict[str, Any]]) -
     for r in runs:
         rows.append(row(bench, f"{r['n']} RayClusters to ready, wall", r["wall"], "s"))
         rows.append(row(bench, f"{r['n']} RayClusters, reconciles/s",
-                        r["reconciles"] / r["wall"], "/s"))
+                        r["reconciles"] / r["wall"], "/s",
+                        target=(">= 1000" if kube else ">= 2000") if r["n"] >= 100 else ""))
+        if r["n"] >= 100:
+            rows.append(row(bench, f"{r['n']} RayClusters, peak memory per cluster",
+                            r["peak_rss_mb"] / r["n"], "MB", target="<= 0.5" if kube else ""))
         print(f"{r['n']:>6} {r['wall']:>8.2f} {r['reconciles']:>10} "
               f"{r['reconciles'] / r['wall']:>8.0f} {r['requests']:>9} "
               f"{r['requests'] / r['wall']:>8.0f} {r['virtual']:>9.1f} {r['peak_rss_mb']:>8.0f}")
@@ -136,11 +204,22 @@ def report(runs: list[dict[str, Any]], kube: bool, rows: list[dict[str, Any]]) -
         small, large = sizes[-2], sizes[-1]
         growth = by_n[large]["wall"] / by_n[small]["wall"]
         factor = large / small
+        goal = factor if kube else 1.2 * factor
         rows.append(row(bench, f"wall growth {small} -> {large} clusters", by_n[large]["wall"],
-                        "s", baseline=by_n[small]["wall"],
-                        target=f"<= {1.2 * factor:g}x"))
+                        "s", baseline=by_n[small]["wall"], target=f"<= {goal:g}x"))
         print(f"growth {small} -> {large} clusters: {growth:.1f}x wall time "
-              f"(target <= {1.2 * factor:g}x)")
+              f"(target <= {goal:g}x)")
+    profiled = [r for r in runs if r.get("profile")]
+    if profiled:
+        r = profiled[-1]
+        layers = r["profile"]
+        total = sum(layers.values()) or 1.0
+        per = 1e6 / max(1, r["reconciles"])
+        print(f"where the time goes ({r['n']} clusters, profiled run; self time by layer, "
+              f"builtins charged to their callers; µs per reconcile at the profiled speed):")
+        for label, seconds in sorted(layers.items(), key=lambda kv: -kv[1]):
+            rows.append(row(bench, f"profile {r['n']}: {label}", 100 * seconds / total, "%"))
+            print(f"  {label:40s} {100 * seconds / total:5.1f} %  {seconds * per:8.1f} µs")
 
 if __name__ == "__main__":
     main()
