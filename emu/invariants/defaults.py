@@ -1,0 +1,13 @@
+"""The default invariant set (`kuberay_invariants`): one value of each KubeRay invariant."""
+
+from __future__ import annotations
+
+from .base import Invariant
+from .twoleaders import TwoLeaderWindows
+
+
+def default_set() -> list[Invariant]:
+    """A fresh list, so a caller may append its own invariants."""
+    return [
+        TwoLeaderWindows(),
+    ]
