@@ -33,10 +33,11 @@ from .leadership import (
     TwoLeaderChecker,
     TwoLeaderWindow,
 )
+from .heads import OneLiveHead
 from .twoleaders import TwoLeaderWindows
 
 __all__ = [
     "BaseMonitor", "HolderViolation", "Invariant", "InvariantViolated", "LeadershipTenures",
-    "LeaseHolderChecker", "Monitor", "Monitors", "Tenure", "TwoLeaderChecker", "TwoLeaderWindow",
+    "LeaseHolderChecker", "Monitor", "Monitors", "OneLiveHead", "Tenure", "TwoLeaderChecker", "TwoLeaderWindow",
     "TwoLeaderWindows", "Violation", "kuberay_invariants",
 ]

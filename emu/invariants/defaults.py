@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from .base import Invariant
+from .heads import OneLiveHead
 from .twoleaders import TwoLeaderWindows
 
 
 def default_set() -> list[Invariant]:
     """A fresh list, so a caller may append its own invariants."""
     return [
+        OneLiveHead(),
         TwoLeaderWindows(),
     ]
