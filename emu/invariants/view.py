@@ -123,10 +123,8 @@ class WorldView:
     def _reaches(self, uid: str, root: str, depth: int) -> bool:
         if depth > 8 or uid not in self.uids:
             return False
-        for owner in self.uids[uid][3]:
-            if owner == root or self._reaches(owner, root, depth + 1):
-                return True
-        return False
+        return any(owner == root or self._reaches(owner, root, depth + 1)
+                   for owner in self.uids[uid][3])
 
     def _put(self, kind: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
