@@ -106,6 +106,7 @@ class _CleanupMonitor(BaseMonitor):
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         now = self.view.now
+        self._expire(now)  # judged on the state before this write
         if kind in ROOTS:
             meta = obj["metadata"]
             ns, name, uid = str(meta.get("namespace", "")), str(meta["name"]), \
@@ -113,8 +114,6 @@ class _CleanupMonitor(BaseMonitor):
             if kind == "RayCluster" and REDIS_FINALIZER in (meta.get("finalizers") or []):
                 self.redis_clusters[uid] = (ns, name)
             if type_ == "DELETED":
-                self.pending = [p for p in self.pending
-                                if not (p.uid == uid and p.what == "finalizers")]
                 self.pending.append(_Pending(kind, ns, name, uid, "dependents", now,
                                              now + self.inv.bound))
                 if uid in self.redis_clusters:
@@ -122,7 +121,7 @@ class _CleanupMonitor(BaseMonitor):
             elif deleting(obj) and (old is None or not deleting(old)):
                 self.pending.append(_Pending(kind, ns, name, uid, "finalizers", now,
                                              now + self.inv.bound))
-        self._judge(now)
+        self._drop_met()
 
     def _left(self, p: _Pending) -> list[str]:
         if p.what == "finalizers":
@@ -133,17 +132,15 @@ class _CleanupMonitor(BaseMonitor):
         return [f"{k}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
                 for k, o in self.view.owned_by(p.uid)]
 
-    def _judge(self, now: float) -> None:
-        """Report items past their deadline (unmet at the last write before it, so at it);
-        drop the met ones."""
-        keep = []
-        for p in self.pending:
-            left = self._left(p)
-            if p.deadline < now:
-                self._report(p, left or ["(cleared only after the deadline)"])
-            elif left:
-                keep.append(p)
-        self.pending = keep
+    def _expire(self, now: float) -> None:
+        """Report the items whose deadline passed: they were unmet at the last write before it,
+        and nothing changed since, so they were unmet at it."""
+        for p in [p for p in self.pending if p.deadline < now]:
+            self._report(p, self._left(p) or ["(cleared only after the deadline)"])
+        self.pending = [p for p in self.pending if p.deadline >= now]
+
+    def _drop_met(self) -> None:
+        self.pending = [p for p in self.pending if self._left(p)]
 
     def _report(self, p: _Pending, left: list[str]) -> None:
         if p.what == "finalizers":
@@ -158,13 +155,12 @@ class _CleanupMonitor(BaseMonitor):
         self.report(msg, p.deadline, objs)
 
     async def check_end(self, sim: Simulation) -> None:
-        while True:
-            self._judge(sim.now)
-            waiting = [p.deadline for p in self.pending if p.deadline >= sim.now]
-            if not waiting:
-                break
-            await self.view.wait_change(min(waiting) - sim.now + 1e-6)
-        self._judge(sim.now)
+        while self.pending:
+            self._expire(sim.now)
+            waiting = [p.deadline for p in self.pending]
+            if waiting:
+                await self.view.wait_change(min(waiting) - sim.now + 1e-6)
+        self._expire(sim.now)
         await self._check_redis(sim)
 
     async def _check_redis(self, sim: Simulation) -> None:
