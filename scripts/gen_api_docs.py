@@ -285,7 +285,7 @@ def section_invariants() -> Iterator[str]:
         text = doc(obj)
         rationale = getattr(obj, "rationale", "")
         if inspect.isclass(obj) and rationale and isinstance(rationale, str):
-            text += f"\n\n*{obj.name}*: {rationale}."
+            text += f"\n\n*{getattr(obj, 'name', name)}*: {rationale}."
         yield entry(f"emu.invariants.{name}", signature(obj, name), text)
 
 
