@@ -136,7 +136,7 @@ class _CleanupMonitor(BaseMonitor):
         """Report the items whose deadline passed: they were unmet at the last write before it,
         and nothing changed since, so they were unmet at it."""
         for p in [p for p in self.pending if p.deadline < now]:
-            self._report(p, self._left(p) or ["(cleared only after the deadline)"])
+            self._report(p, self._left(p) or ["cleared only after the deadline"])
         self.pending = [p for p in self.pending if p.deadline >= now]
 
     def _drop_met(self) -> None:
@@ -151,7 +151,7 @@ class _CleanupMonitor(BaseMonitor):
             msg = (f"{p.kind} {p.ns}/{p.name} was deleted at t={p.since:.3f}s but "
                    f"{self.inv.bound:g}s later {len(left)} of its objects remained: "
                    f"{', '.join(left)}")
-            objs = (f"{p.kind}/{p.ns}/{p.name}", *(x for x in left if "/" in x))
+            objs = (f"{p.kind}/{p.ns}/{p.name}", *(x for x in left if x.count("/") == 2))
         self.report(msg, p.deadline, objs)
 
     async def check_end(self, sim: Simulation) -> None:

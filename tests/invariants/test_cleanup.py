@@ -43,7 +43,7 @@ async def test_a_finalizer_that_stays_is_reported_even_if_removed_later(sim):
     assert await monitors.finish(sim) == [Violation(
         "cleanup-after-delete",
         "RayJob default/rj was still present 30s after its deletion at t=5.000s "
-        "((cleared only after the deadline))", 35.0, ("RayJob/default/rj",))]
+        "(cleared only after the deadline)", 35.0, ("RayJob/default/rj",))]
 
 
 class FakeRedisServer:
