@@ -8,7 +8,8 @@
   asks for another run (``checkBackoffLimitAndUpdateStatusIfNeeded`` → Retrying), and that run
   gets a fresh id unless ``spec.jobId`` pins it. Observed through the trace: every
   ``job_submission_received`` a dashboard answered 200 is one run started. Allowed runs of an id:
-  1 + the Retrying transitions of the RayJob that owns it. Bound: none (a second run is at once).
+  1 + the times the RayJob that owns it entered Retrying or Suspended (a resumed RayJob starts
+  again from New, under ``spec.jobId`` if it pins one). Bound: none (a second run is at once).
 - `RayJobStatusConsistent` (``rayjob-status-consistent``). Rationale (SPEC.md 3.5 and 3.7,
   the Running branch of ``Reconcile`` and ``checkTransitionGracePeriodAndUpdateStatusIfNeeded``):
   ``Complete`` is written only when Ray reported SUCCEEDED or STOPPED; ``Failed`` with reason
@@ -72,13 +73,14 @@ def _rayjob_of_cluster(cluster: Obj) -> str | None:
 
 @attrs.frozen
 class OneJobRunPerAttempt(Invariant):
-    """No submission id of a RayJob starts more Ray job runs than 1 + the RayJob's retries."""
+    """No submission id of a RayJob starts more Ray job runs than 1 + the RayJob's retries and
+    suspensions."""
 
     name: ClassVar[str] = "one-job-run-per-attempt"
     rationale: ClassVar[str] = (
         "status.jobId is persisted before any submission and every submitter path is idempotent "
         "(SPEC.md 3.3, 3.6: initRayJobStatusIfNeed, BuildJobSubmitCommand); only a Retrying "
-        "transition asks for another run. No bound: a second run is a violation at once")
+        "transition (or a suspension, then resume) asks for another run. No bound")
 
     def attach(self, sim: Simulation) -> _RunsMonitor:
         return _RunsMonitor(self, sim)
@@ -108,7 +110,7 @@ class _RunsMonitor(BaseMonitor):
                 self.owner.setdefault(str(sid), key)
         now = _status(obj).get("jobDeploymentStatus")
         before = _status(old).get("jobDeploymentStatus") if old is not None else None
-        if now == "Retrying" and before != "Retrying":
+        if now in ("Retrying", "Suspended") and before != now:
             self.retries[key] = self.retries.get(key, 0) + 1
 
     def _on_event(self, ev: TraceEvent) -> None:
@@ -130,7 +132,7 @@ class _RunsMonitor(BaseMonitor):
             ns, job = owner
             self.report(
                 f"RayJob {ns}/{job}: Ray job {sid} started {len(runs)} times ({where}) with "
-                f"{allowed - 1} retries asked for", ev.t,
+                f"{allowed - 1} retries or resumes asked for", ev.t,
                 (f"RayJob/{ns}/{job}", *tuple(sorted({f"Pod/{p}" for _, p in runs}))))
 
 

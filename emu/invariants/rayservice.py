@@ -11,8 +11,11 @@
   5: the operator judges readiness from its cache and the RayCluster status, which may lag the
   Pod by a few seconds) — it ends when that cluster's head becomes Ready or the Service moves on;
   (b) *selects a cluster being deleted or gone* while the RayService is not itself being
-  deleted: no bound. A selected cluster whose head is lost later (head Pod deleted, Node lost) is
-  not a violation: there is nothing else to serve from, and KubeRay recreates the head.
+  deleted or suspended (suspend deletes the clusters first, then the Services): no bound.
+  A selected cluster whose head is lost later (head Pod deleted, Node lost) is not a
+  violation: there is nothing else to serve from, and KubeRay recreates the head. Only the
+  RayService's own serve Service is checked (``spec.serveService`` name or
+  ``<rayservice>-serve-svc``), not an incremental upgrade's per-cluster Services.
 - `NoRefusedRequestsDuringSwitch` (``rayservice-no-refused-requests-during-switch``).
   Rationale (SPEC.md 4.7 and 4.9; the blue/green design): while a RayService has an active and
   a pending cluster and both are ready (exist, not deleting, head Pod Ready), whichever one the
@@ -45,12 +48,31 @@ def _owner_rayservice(obj: Obj) -> str | None:
     return None
 
 
-def _serve_target(svc: Obj) -> str | None:
-    """The cluster a RayService's serve Service selects, or None if ``svc`` is not one."""
+def _serve_target(view: WorldView, svc: Obj) -> str | None:
+    """The cluster a RayService's serve Service selects, or None if ``svc`` is not the serve
+    Service of an existing RayService (``spec.serveService.metadata.name`` or
+    ``<rayservice>-serve-svc``; per-cluster Services of an incremental upgrade are not it)."""
     selector = (svc.get("spec") or {}).get("selector") or {}
-    if "ray.io/serve" not in selector or _owner_rayservice(svc) is None:
+    owner = _owner_rayservice(svc)
+    if "ray.io/serve" not in selector or owner is None:
+        return None
+    ns = str(svc["metadata"].get("namespace", ""))
+    rs = view.get("RayService", ns, owner)
+    if rs is None:
+        return None
+    user = ((rs.get("spec") or {}).get("serveService") or {}).get("metadata") or {}
+    if svc["metadata"]["name"] != (user.get("name") or f"{owner}-serve-svc"):
         return None
     return str(selector.get("ray.io/cluster") or "")
+
+
+def _tearing_down(rs: Obj | None) -> bool:
+    """The RayService is gone, being deleted, or suspending/suspended (SPEC.md 4.11: suspend
+    deletes its clusters, then its Services)."""
+    if rs is None or deleting(rs) or (rs.get("spec") or {}).get("suspend"):
+        return True
+    return any(c.get("type") in ("Suspending", "Suspended") and c.get("status") == "True"
+               for c in (rs.get("status") or {}).get("conditions") or [])
 
 
 def cluster_ready(view: WorldView, ns: str, cluster: str) -> str | None:
@@ -102,7 +124,7 @@ class _ServesMonitor(BaseMonitor):
         if kind == "Service":
             meta = obj["metadata"]
             key = (str(meta.get("namespace", "")), str(meta["name"]))
-            target = _serve_target(obj)
+            target = _serve_target(self.view, obj)
             if type_ == "DELETED" or target is None:
                 self.targets.pop(key, None)
                 self.unready.release(key, now)
@@ -124,8 +146,7 @@ class _ServesMonitor(BaseMonitor):
             rs = self.view.get("RayService", ns, _owner_rayservice(svc) or "")
             cluster = self.view.get("RayCluster", ns, target)
             gone = cluster is None or deleting(cluster)
-            bad = gone and (rs is None or not deleting(rs)) and \
-                cluster_ready(self.view, ns, target) is not None
+            bad = gone and not _tearing_down(rs)
             # a cluster that never existed is (a)'s business; (b) is about a deleted one
             bad = bad and (cluster is not None or self._existed(ns, target))
             self.deleted.set(key, bad, now, self._msg(

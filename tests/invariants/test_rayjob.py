@@ -28,7 +28,7 @@ async def test_a_submission_id_started_twice_in_one_attempt_is_a_violation(sim):
     assert await monitors.finish(sim) == [Violation(
         "one-job-run-per-attempt",
         "RayJob default/rj: Ray job rj-abcde started 2 times (t=0.000s on default/rj-a-head-x, "
-        "t=30.000s on default/rj-b-head-y) with 0 retries asked for",
+        "t=30.000s on default/rj-b-head-y) with 0 retries or resumes asked for",
         30.0, ("RayJob/default/rj", "Pod/default/rj-a-head-x", "Pod/default/rj-b-head-y"))]
 
 
