@@ -121,3 +121,19 @@ async def test_a_next_attempt_after_the_previous_pods_are_gone_is_fenced(sim):
     attempt(sim, "rj", "rj-b")
     create(sim, pod("rj-b-head", cluster="rj-b"))
     await monitors.assert_ok(sim)
+
+
+async def test_a_pinned_id_rerun_after_a_resume_is_not_a_violation(sim):
+    monitors = Monitors.attach(sim, [OneJobRunPerAttempt()])
+    create(sim, rayjob("rj", jobId="pinned", jobDeploymentStatus="Running"))
+    submitted(sim, "pinned")
+    set_status(sim, "RayJob", "rj", jobDeploymentStatus="Suspending")
+    set_status(sim, "RayJob", "rj", jobDeploymentStatus="Suspended")
+    set_status(sim, "RayJob", "rj", jobDeploymentStatus="Running")
+    submitted(sim, "pinned")
+    assert monitors.violations() == []
+    submitted(sim, "pinned")
+    assert [v.message for v in monitors.violations()] == [
+        "RayJob default/rj: Ray job pinned started 3 times (t=0.000s on default/rj-a-head-x, "
+        "t=0.000s on default/rj-a-head-x, t=0.000s on default/rj-a-head-x) with 1 retries or "
+        "resumes asked for"]

@@ -97,3 +97,19 @@ async def test_refusals_outside_a_both_ready_switch_are_not_violations(sim):
                pendingServiceStatus={"rayClusterName": ""})
     refused(sim)                           # no switch in progress
     await monitors.assert_ok(sim)
+
+
+async def test_suspending_deletes_clusters_before_services_without_a_violation(sim):
+    monitors = Monitors.attach(sim, [ServesReadyCluster()])
+    rs = two_clusters(sim, second_ready=True)
+    create(sim, serve_service(rs, "rs-blue"))
+    per_cluster = serve_service(rs, "rs-green")   # an incremental upgrade's own Service
+    per_cluster["metadata"]["name"] = "rs-green-serve-svc"
+    create(sim, per_cluster)
+    obj = sim.api.get("RayService", "rs", "default")
+    obj["spec"]["suspend"] = True
+    sim.api.update(obj, caller="test")
+    delete(sim, "RayCluster", "rs-blue")
+    await sim.sleep(10)
+    delete(sim, "Service", "rs-serve-svc")
+    await monitors.assert_ok(sim)
