@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import emu
+from emu.faults import RedisDown
 from emu.invariants import Monitors, kuberay_invariants
-from emu.scenarios._common import kube, ray_pods, rayjob, start
+from emu.scenarios._common import kube, ray_pods, raycluster, rayjob, start, workers_ready
 
 
 def retried_rayjob(stop_delay: float) -> tuple[Any, list[emu.invariants.Violation]]:
@@ -68,3 +69,27 @@ def test_a_head_lost_mid_job_without_gcs_ft_runs_the_same_submission_twice():
     assert [v.invariant for v in found] == ["one-job-run-per-attempt"]
     assert found[0].message.startswith(f"RayJob default/rj: Ray job {box['sid']} started 2 times")
     assert found[0].message.endswith("with 0 retries or resumes asked for")
+
+
+def test_redis_down_across_a_deletion_leaks_the_clusters_keys_once_its_cleanup_job_fails():
+    # The cleanup Job cannot reach Redis and fails; KubeRay removes the finalizer anyway, so the
+    # cluster goes and its GCS tables stay in Redis (SPEC.md 2.11).
+    box: dict[str, Any] = {}
+
+    async def main(sim: emu.Simulation) -> None:
+        monitors = Monitors.attach(sim, kuberay_invariants())
+        await start(sim, redis=True)
+        await sim.apply(raycluster("a", storage="redis"))
+        rc = await sim.wait_for("RayCluster", "a", workers_ready(1), timeout=300)
+        box["uid"] = rc["metadata"]["uid"]
+        sim.faults.do(RedisDown(address="redis:6379", duration=400.0))
+        await sim.client("kubectl").delete("RayCluster", "a", "default")
+        await sim.wait_until(lambda: sim.api.list("RayCluster", "default")["items"] == [],
+                             timeout=300, every=1.0, what="RayCluster a gone")
+        box["found"] = await monitors.finish(sim)
+
+    emu.run(main, seed=1, cluster=kube(stop_delay=5))
+    found = box["found"]
+    assert [v.invariant for v in found] == ["cleanup-after-delete"]
+    assert f"its storage namespace {box['uid']} still had 2 keys on Redis redis" in \
+        found[0].message
