@@ -93,6 +93,7 @@ class BaseMonitor:
     def __init__(self, invariant: str) -> None:
         self.invariant = invariant
         self._found: list[Violation] = []
+        self._finished = False
 
     def report(self, message: str, at: float, objects: Sequence[str] = (), *,
                severity: Severity = "error") -> Violation:
@@ -112,8 +113,11 @@ class BaseMonitor:
         """Subclasses add end-state checks here (called once by `finish`)."""
 
     async def finish(self, sim: Simulation) -> list[Violation]:
-        await self.check_end(sim)
-        self.close()
+        """Run the end checks once (a second call returns the same violations)."""
+        if not self._finished:
+            self._finished = True
+            await self.check_end(sim)
+            self.close()
         return self.violations()
 
     def close(self) -> None:

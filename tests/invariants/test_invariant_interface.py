@@ -113,3 +113,15 @@ async def test_a_two_leader_window_without_work_is_not_reported_unless_asked(sim
         "two-leader-window", "processes op-0, op-1 all believed they led from t=3.000s until "
         "t=5.000s (op-0: 0 reconciles, op-1: 0 reconciles)", 3.0,
         ("Process/op-0", "Process/op-1"), "info")]
+
+
+async def test_finish_twice_reports_each_violation_once(sim):
+    monitors = Monitors.attach(sim, [EventuallySteady(bound=10.0), OneLiveHead()])
+    create(sim, pod("h-1", cluster="h"))
+    create(sim, pod("h-2", cluster="h"))
+    create(sim, {"apiVersion": "ray.io/v1", "kind": "RayJob",
+                 "metadata": {"name": "rj", "namespace": "default"},
+                 "spec": {"entrypoint": "python -c 'pass'"}})
+    first = await monitors.finish(sim)
+    assert [v.invariant for v in first] == ["one-live-head", "eventually-steady"]
+    assert await monitors.finish(sim) == first
