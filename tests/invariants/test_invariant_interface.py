@@ -125,3 +125,34 @@ async def test_finish_twice_reports_each_violation_once(sim):
     first = await monitors.finish(sim)
     assert [v.invariant for v in first] == ["one-live-head", "eventually-steady"]
     assert await monitors.finish(sim) == first
+
+
+async def test_a_users_own_invariant_is_a_value_like_the_others(sim):
+    import attrs
+
+    from emu.invariants import BaseMonitor
+    from emu.invariants.view import WorldView
+
+    @attrs.frozen
+    class NoPendingPods(Invariant):
+        name = "no-pending-pods"
+        rationale = "this test's own contract"
+        bound: float = 0.0
+
+        def attach(self, sim):
+            monitor = BaseMonitor(self.name)
+            view = WorldView.of(sim)
+
+            def on_change(kind, type_, obj, old):
+                if kind == "Pod" and (obj.get("status") or {}).get("phase") == "Pending":
+                    monitor.report(f"Pod {obj['metadata']['name']} is Pending", view.now,
+                                   [f"Pod/default/{obj['metadata']['name']}"])
+
+            view.subscribe(on_change)
+            return monitor
+
+    monitors = Monitors.attach(sim, [NoPendingPods(), *kuberay_invariants()[:1]])
+    await sim.sleep(1)
+    create(sim, pod("p", cluster="c", phase="Pending", ready=False))
+    with pytest.raises(InvariantViolated, match=r"\[no-pending-pods\] t=1.000s: Pod p is Pending"):
+        await monitors.assert_ok(sim)
