@@ -28,7 +28,10 @@
   ``ray.io/originated-from-crd=RayJob`` and ``ray.io/originated-from-cr-name``), in creation
   order; a Pod *runs* from phase Running until it is gone from the API server (a terminating Pod's
   containers still run). Violation: a Pod of attempt N+1 runs while a Pod of an earlier attempt
-  still runs, for longer than ``bound`` (default 0).
+  still runs, for longer than ``bound`` (default 0). A Pod on a Node that is not Ready is named
+  with it (``on Node N (Ready Unknown)``): its phase is the last its kubelet reported, so it may
+  run (a partition) or be dead (a lost machine) — Kubernetes cannot tell, and KubeRay does not
+  wait to find out.
 """
 
 from __future__ import annotations
@@ -273,11 +276,16 @@ class _FenceMonitor(BaseMonitor):
         live = [(i, c) for i, c in enumerate(self.attempts.get(job, []))
                 if self.running.get((ns, c))]
         overlap = len(live) >= 2
-        parts = [f"attempt {i + 1} (RayCluster {c}: {', '.join(self.running[(ns, c)])})"
+        parts = [f"attempt {i + 1} (RayCluster {c}: "
+                 f"{', '.join(p + self._note(ns, p) for p in self.running[(ns, c)])})"
                  for i, c in live]
         self.overlaps.set(job, overlap, self.view.now,
                           f"RayJob {ns}/{name} had Pods of {' and '.join(parts)} running at once",
                           [f"RayJob/{ns}/{name}"] + [f"RayCluster/{ns}/{c}" for _, c in live])
+
+    def _note(self, ns: str, pod: str) -> str:
+        obj = self.view.get("Pod", ns, pod)
+        return self.view.node_note(obj) if obj is not None else ""
 
     async def check_end(self, sim: Simulation) -> None:
         self.overlaps.check(sim.now)

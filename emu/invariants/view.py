@@ -29,8 +29,8 @@ Key = tuple[str, str]  # (namespace, name)
 Listener = Callable[[str, str, Obj, "Obj | None"], None]
 
 #: The kinds any invariant of this package reads.
-KINDS = frozenset({"Pod", "Service", "Job", "PersistentVolumeClaim", "RayCluster", "RayJob",
-                   "RayService"})
+KINDS = frozenset({"Node", "Pod", "Service", "Job", "PersistentVolumeClaim", "RayCluster",
+                   "RayJob", "RayService"})
 
 _VIEWS: weakref.WeakKeyDictionary[Any, WorldView] = weakref.WeakKeyDictionary()
 
@@ -118,6 +118,18 @@ class WorldView:
         else:
             pool = (o for (ns, _), o in list(self.objects[kind].items()) if ns == namespace)
         return [o for o in pool if all(labels(o).get(k) == v for k, v in want.items())]
+
+    def node_note(self, pod: Obj) -> str:
+        """`` on Node N (Ready Unknown)`` when the Pod's Node is not Ready, else "": such a
+        Pod's phase is the last its kubelet reported, not necessarily what runs."""
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        obj = self.objects["Node"].get(("", node)) if node else None
+        if obj is None:
+            return ""
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "Ready" and c.get("status") != "True":
+                return f" on Node {node} (Ready {c.get('status')})"
+        return ""
 
     def owned_by(self, uid: str) -> list[tuple[str, Obj]]:
         """Objects still present whose owner chain (through any kind seen) reaches ``uid``."""

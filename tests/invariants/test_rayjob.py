@@ -137,3 +137,21 @@ async def test_a_pinned_id_rerun_after_a_resume_is_not_a_violation(sim):
         "RayJob default/rj: Ray job pinned started 3 times (t=0.000s on default/rj-a-head-x, "
         "t=0.000s on default/rj-a-head-x, t=0.000s on default/rj-a-head-x) with 1 retries or "
         "resumes asked for"]
+
+
+async def test_a_previous_attempts_pod_on_an_unready_node_is_named_with_its_node(sim):
+    monitors = Monitors.attach(sim, [RetryAttemptsFenced()])
+    create(sim, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+                 "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
+    attempt(sim, "rj", "rj-a")
+    old = pod("rj-a-head", cluster="rj-a")
+    old["spec"]["nodeName"] = "node-1"
+    create(sim, old)
+    delete(sim, "RayCluster", "rj-a")
+    attempt(sim, "rj", "rj-b")
+    create(sim, pod("rj-b-head", cluster="rj-b"))
+    [found] = await monitors.finish(sim)
+    assert found.message == (
+        "RayJob default/rj had Pods of attempt 1 (RayCluster rj-a: rj-a-head on Node node-1 "
+        "(Ready Unknown)) and attempt 2 (RayCluster rj-b: rj-b-head) running at once, from "
+        "t=0.000s")
