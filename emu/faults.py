@@ -43,18 +43,19 @@ Kubernetes faults (`DeletePod`, `KillContainer`, `FailNode`, `RecoverNode`, `Slo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from .apiserver import errors as api_errors
-from .client.client import ObjectList
+from .apiserver.request import VERBS
+from .client.client import APISERVER, ObjectList
 from .client.informer import Informer, ObservationRule, observation_faults
 from .kernel.faultbase import Fault, FaultPlan
 from .kernel.network import CallInfo, Match
-from .kernel.process import Process
+from .kernel.process import Process, ProcessState
 from .kube.faults import DelayEndpoints, DeletePod, FailNode, KillContainer, RecoverNode, SlowKubelet
 
 __all__ = [
@@ -93,8 +94,72 @@ def api_error_factory(code: int) -> Any:
     return make
 
 
+def _listing(names: Iterable[str], limit: int = 60) -> str:
+    shown = sorted(dict.fromkeys(names))
+    if not shown:
+        return "none"
+    more = len(shown) - limit
+    return ", ".join(shown[:limit]) + (f", ... ({more} more)" if more > 0 else "")
+
+
 def _proc(sim: Simulation, process: str | Process) -> Process:
-    return process if isinstance(process, Process) else sim.processes.get(process)
+    """The named process (its current incarnation); a `ValueError` listing the known ones."""
+    if isinstance(process, Process):
+        return process
+    proc = sim.processes.find(process)
+    if proc is None:
+        raise ValueError(f"no process named {process!r} (known: "
+                         f"{_listing(p.name for p in sim.processes.all())})")
+    return proc
+
+
+def _not_running(proc: Process, sim: Simulation) -> str:
+    return (f"process {proc.name!r} was not running at t={sim.now:g}s "
+            f"({proc.state.value}{', ' + proc.exit_reason if proc.exit_reason else ''})")
+
+
+def _planning(sim: Simulation) -> bool:
+    """Whether the fault being performed comes from a plan (names it refers to may appear
+    later in the run, so an unknown one is reported at the end rather than raised now)."""
+    return bool(getattr(sim.faults, "planning", False))
+
+
+def _party_names(sim: Simulation) -> list[str]:
+    names = [p.name for p in sim.processes.all()] + [p.host for p in sim.processes.all()]
+    return names + sim.network.endpoint_names() + list(sim.network.callers)
+
+
+def _check_names(sim: Simulation, what: str, values: dict[str, str | None],
+                 known: Callable[[], list[str]]) -> str | None:
+    """A problem with names a fault gives (None when each is known): raised now, or, for a
+    planned fault, returned to be re-checked at the end of the run."""
+    names = known()
+    for field, value in values.items():
+        if value is not None and value not in names:
+            return (f"{field}={value!r} names no {what} (known: {_listing(names)})")
+    return None
+
+
+def _deferred(sim: Simulation, problem: str | None, recheck: Callable[[], str | None]) -> Any:
+    """Raise ``problem`` now, or for a planned fault return an end-of-run check of it."""
+    if problem is None:
+        return None
+    if not _planning(sim):
+        raise ValueError(problem)
+    return recheck
+
+
+def _check_kind(sim: Simulation, kind: str | None) -> str | None:
+    if kind is None:
+        return None
+    served = sim.api.kinds.all()
+    if any(info.kind == kind for info in served):
+        return None
+    for info in served:
+        if kind in (info.kind.lower(), info.plural, *info.short_names):
+            return (f"kind={kind!r}: matchers compare the Kind name as clients send it; "
+                    f"use {info.kind!r}")
+    return f"kind={kind!r} is not served (known: {_listing(i.kind for i in served)})"
 
 
 def _request_match(fault: Any) -> Match:
@@ -102,14 +167,67 @@ def _request_match(fault: Any) -> Match:
     return Match(fault.verb, fault.kind, fault.name, fault.namespace, fault.caller, fault.dst)
 
 
+def _apiserver_dst(sim: Simulation, dst: str | None) -> bool:
+    if dst is None:
+        return True
+    ep = sim.network.endpoint(dst)
+    return ep is not None and ep is sim.network.endpoint(APISERVER)
+
+
+def _check_request_fault(sim: Simulation, fault: Any) -> str | None:
+    """Problems with a request matcher's names: verb (against the API verbs, for the API
+    server), kind (against the served kinds), dst (an endpoint), caller (a process, host or
+    client identity)."""
+    if fault.verb is not None and _apiserver_dst(sim, fault.dst) and fault.verb not in VERBS:
+        raise ValueError(f"verb={fault.verb!r} is not an API verb (known: {', '.join(VERBS)})")
+    if _apiserver_dst(sim, fault.dst):
+        problem = _check_kind(sim, fault.kind)
+        if problem is not None:
+            return problem
+    problem = _check_names(sim, "endpoint", {"dst": fault.dst}, sim.network.endpoint_names)
+    if problem is not None:
+        return problem
+    return _check_names(sim, "process, host or client", {"caller": fault.caller},
+                        lambda: _party_names(sim))
+
+
+def _request_outcome(sim: Simulation, fault: Any, rule_id: int) -> Any:
+    """The end-of-run check of a request-matching fault: it took effect when its rule caught
+    at least one call."""
+
+    def check() -> str | None:
+        if sim.network.rule_hits.get(rule_id, 0):
+            return None
+        fields = ", ".join(f"{name}={getattr(fault, name)!r}"
+                           for name in ("verb", "kind", "name", "namespace", "caller", "dst")
+                           if getattr(fault, name) is not None)
+        problem = _check_request_fault_quiet(sim, fault)
+        return (f"no request matched it ({fields or 'every call'})"
+                + (f"; {problem}" if problem else ""))
+
+    return check
+
+
+def _check_request_fault_quiet(sim: Simulation, fault: Any) -> str | None:
+    try:
+        return _check_request_fault(sim, fault)
+    except ValueError as err:
+        return str(err)
+
+
 @attrs.frozen
 class Crash(Fault):
-    """Kill a process abruptly (no cleanup, memory lost)."""
+    """Kill a process abruptly (no cleanup, memory lost). Not performed when the process is
+    not running at that time."""
 
     process: str = ""
 
-    def apply(self, sim: Simulation) -> None:
-        _proc(sim, self.process).crash("fault: crash")
+    def apply(self, sim: Simulation) -> Any:
+        proc = _proc(sim, self.process)
+        if not proc.alive:
+            return _not_running(proc, sim)
+        proc.crash("fault: crash")
+        return None
 
 
 @attrs.frozen
@@ -119,30 +237,40 @@ class Restart(Fault):
     process: str = ""
 
     def apply(self, sim: Simulation) -> None:
+        _proc(sim, self.process)
         sim.processes.restart(self.process)
 
 
 @attrs.frozen
 class Pause(Fault):
-    """Freeze a process (a zombie); resumed after ``duration`` seconds when given."""
+    """Freeze a process (a zombie); resumed after ``duration`` seconds when given. Not
+    performed when the process is not running."""
 
     process: str = ""
     duration: float | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         proc = _proc(sim, self.process)
+        if proc.state is not ProcessState.RUNNING:
+            return _not_running(proc, sim)
         proc.pause()
         if self.duration is not None:
             sim.loop.call_later(self.duration, proc.resume)
+        return None
 
 
 @attrs.frozen
 class Resume(Fault):
-    """Resume a paused process: its in-flight work continues."""
+    """Resume a paused process: its in-flight work continues. Not performed when the process is
+    not paused."""
     process: str = ""
 
-    def apply(self, sim: Simulation) -> None:
-        _proc(sim, self.process).resume()
+    def apply(self, sim: Simulation) -> Any:
+        proc = _proc(sim, self.process)
+        if not proc.paused:
+            return f"process {proc.name!r} was not paused at t={sim.now:g}s ({proc.state.value})"
+        proc.resume()
+        return None
 
 
 @attrs.frozen
@@ -154,20 +282,35 @@ class Partition(Fault):
     b: str = ""
     duration: float | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
+        if not self.a or not self.b:
+            raise ValueError("Partition needs both ends, a= and b=")
         sim.network.partition(self.a, self.b)
         if self.duration is not None:
             sim.loop.call_later(self.duration, sim.network.heal, self.a, self.b)
 
+        def names() -> str | None:
+            return _check_names(sim, "process, host or endpoint", {"a": self.a, "b": self.b},
+                                lambda: _party_names(sim))
+
+        return _deferred(sim, names(), names)
+
 
 @attrs.frozen
 class Heal(Fault):
-    """End the partition between ``a`` and ``b`` (every partition when neither is given)."""
+    """End the partition between ``a`` and ``b`` (every partition when neither is given). Not
+    performed when there was no such partition."""
     a: str | None = None
     b: str | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
+        if (self.a is None) != (self.b is None):
+            raise ValueError("Heal takes both ends (a= and b=) or neither")
+        if not sim.network.partitioned_pairs(self.a, self.b):
+            which = "no partition" if self.a is None else f"no partition {self.a}|{self.b}"
+            return f"there was {which} to heal at t={sim.now:g}s"
         sim.network.heal(self.a, self.b)
+        return None
 
 
 @attrs.frozen
@@ -178,40 +321,75 @@ class Outage(Fault):
     duration: float | None = None
     mode: str = "refuse"
 
-    def apply(self, sim: Simulation) -> None:
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if self.mode not in ("refuse", "blackhole"):
+            raise ValueError(f"Outage mode must be 'refuse' or 'blackhole', not {self.mode!r}")
+
+    def apply(self, sim: Simulation) -> Any:
         sim.network.outage(self.endpoint, self.mode)
         if self.duration is not None:
             sim.loop.call_later(self.duration, sim.network.restore, self.endpoint)
 
+        def names() -> str | None:
+            return _check_names(sim, "endpoint", {"endpoint": self.endpoint},
+                                sim.network.endpoint_names)
+
+        return _deferred(sim, names(), names)
+
 
 @attrs.frozen
 class Restore(Fault):
-    """End an outage of ``endpoint``."""
+    """End an outage of ``endpoint``. Not performed when it was not down."""
     endpoint: str = "apiserver"
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
+        if not sim.network.in_outage(self.endpoint):
+            return f"endpoint {self.endpoint!r} had no outage to end at t={sim.now:g}s"
         sim.network.restore(self.endpoint)
+        return None
 
 
 @attrs.frozen
 class Latency(Fault):
-    """One-way delay of ``seconds`` on matching calls; removed after ``duration``."""
+    """One-way delay of ``seconds`` on matching calls; removed after ``duration``. Performed
+    when it delayed at least one call."""
 
     seconds: float = 0.0
     caller: str | None = None
     dst: str | None = None
     duration: float | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         match = Match(caller=self.caller, dst=self.dst)
         sim.network.set_latency(self.seconds, match)
         if self.duration is not None:
             sim.loop.call_later(self.duration, sim.network.set_latency, 0.0, match)
+        if self.seconds == 0:
+            return None  # removing a latency rule
+        before = sim.network.latency_hits.get(match, 0)
+
+        def names() -> str | None:
+            return (_check_names(sim, "endpoint", {"dst": self.dst}, sim.network.endpoint_names)
+                    or _check_names(sim, "process, host or client", {"caller": self.caller},
+                                    lambda: _party_names(sim)))
+
+        problem = names()
+        if problem is not None and not _planning(sim):
+            raise ValueError(problem)
+
+        def check() -> str | None:
+            if sim.network.latency_hits.get(match, 0) > before:
+                return None
+            return "no call was delayed by it" + (f"; {p}" if (p := names()) else "")
+
+        return check
 
 
 @attrs.frozen
 class FailRequests(Fault):
-    """Matching calls fail with HTTP ``code`` before reaching the endpoint."""
+    """Matching calls fail with HTTP ``code`` before reaching the endpoint. Performed when at
+    least one call matched."""
 
     verb: str | None = None
     kind: str | None = None
@@ -226,14 +404,19 @@ class FailRequests(Fault):
     def match(self) -> Match:
         return _request_match(self)
 
-    def apply(self, sim: Simulation) -> None:
-        sim.network.fail_requests(self.match(), api_error_factory(self.code), count=self.count,
-                                  duration=self.duration)
+    def apply(self, sim: Simulation) -> Any:
+        problem = _check_request_fault(sim, self)
+        if problem is not None and not _planning(sim):
+            raise ValueError(problem)
+        rule = sim.network.fail_requests(self.match(), api_error_factory(self.code),
+                                         count=self.count, duration=self.duration)
+        return _request_outcome(sim, self, rule)
 
 
 @attrs.frozen
 class LoseResponses(Fault):
-    """Matching calls take effect but their responses are lost (the caller times out)."""
+    """Matching calls take effect but their responses are lost (the caller times out).
+    Performed when at least one call matched."""
 
     verb: str | None = None
     kind: str | None = None
@@ -244,9 +427,13 @@ class LoseResponses(Fault):
     count: int | None = 1
     duration: float | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
+        problem = _check_request_fault(sim, self)
+        if problem is not None and not _planning(sim):
+            raise ValueError(problem)
         match = _request_match(self)
-        sim.network.lose_responses(match, count=self.count, duration=self.duration)
+        rule = sim.network.lose_responses(match, count=self.count, duration=self.duration)
+        return _request_outcome(sim, self, rule)
 
 
 @attrs.frozen
@@ -254,7 +441,8 @@ class AfterRequest(Fault):
     """Perform ``then`` right after a matching request took effect at its endpoint, before the
     caller hears back — "crash the leader just after its Job create was committed". Matches like
     `FailRequests` (verb, kind, name, namespace, caller, dst); fires ``count`` times (once by
-    default). ``then``'s own ``at`` is ignored."""
+    default). ``then``'s own ``at`` is ignored; ``then`` is recorded (and checked) as a fault of
+    its own when it fires."""
 
     then: Fault = attrs.field(factory=lambda: Fault())
     verb: str | None = None
@@ -265,14 +453,20 @@ class AfterRequest(Fault):
     dst: str | None = "apiserver"
     count: int | None = 1
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
+        if type(self.then) is Fault:
+            raise ValueError("AfterRequest needs a fault to perform: then=...")
+        problem = _check_request_fault(sim, self)
+        if problem is not None and not _planning(sim):
+            raise ValueError(problem)
         match = _request_match(self)
 
         def fire(info: CallInfo) -> None:
             # On the next loop step: the write is committed, the caller has not resumed yet.
             sim.loop.call_soon(sim.faults.perform_planned, self.then)
 
-        sim.network.after_call(match, fire, count=self.count)
+        rule = sim.network.after_call(match, fire, count=self.count)
+        return _request_outcome(sim, self, rule)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -283,6 +477,27 @@ class AfterRequest(Fault):
 # -- Ray faults (acting through emu.ray's fault functions) ---------------------------------------
 
 
+def _check_signal(signal: str) -> None:
+    if signal not in ("KILL", "TERM"):
+        raise ValueError(f"signal must be 'KILL' or 'TERM', not {signal!r}")
+
+
+def _background(sim: Simulation, coro: Any, what: str) -> Any:
+    """Run a fault's own I/O; its outcome is known at the end of the run."""
+    outcome: list[str | None] = []
+
+    async def run() -> None:
+        try:
+            await coro
+        except Exception as err:
+            outcome.append(f"{what} failed: {type(err).__name__}: {err}")
+        else:
+            outcome.append(None)
+
+    sim.spawn_background(run())
+    return lambda: outcome[0] if outcome else f"{what} never completed"
+
+
 @attrs.frozen
 class KillGcs(Fault):
     """End the ``gcs_server`` of head Pod ``pod`` (``signal`` KILL or TERM); the head
@@ -291,10 +506,18 @@ class KillGcs(Fault):
     pod: str = ""
     signal: str = "KILL"
 
-    def apply(self, sim: Simulation) -> None:
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        _check_signal(self.signal)
+
+    def apply(self, sim: Simulation) -> Any:
         from .ray.faults import kill_gcs
 
-        kill_gcs(sim, self.pod, self.signal)
+        try:
+            kill_gcs(sim, self.pod, self.signal)
+        except LookupError as err:
+            return f"{err} at t={sim.now:g}s"
+        return None
 
 
 @attrs.frozen
@@ -304,10 +527,18 @@ class KillRaylet(Fault):
     pod: str = ""
     signal: str = "KILL"
 
-    def apply(self, sim: Simulation) -> None:
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        _check_signal(self.signal)
+
+    def apply(self, sim: Simulation) -> Any:
         from .ray.faults import kill_raylet
 
-        kill_raylet(sim, self.pod, self.signal)
+        try:
+            kill_raylet(sim, self.pod, self.signal)
+        except LookupError as err:
+            return f"{err} at t={sim.now:g}s"
+        return None
 
 
 @attrs.frozen
@@ -319,12 +550,18 @@ class RedisDown(Fault):
     duration: float | None = None
     mode: str = "refuse"
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         from .ray.faults import redis_down, redis_up
 
         redis_down(sim, self.address, self.mode)
         if self.duration is not None:
             sim.loop.call_later(self.duration, redis_up, sim, self.address)
+
+        def names() -> str | None:
+            return _check_names(sim, "endpoint", {"address": self.address},
+                                sim.network.endpoint_names)
+
+        return _deferred(sim, names(), names)
 
 
 @attrs.frozen
@@ -334,10 +571,11 @@ class FlushRedis(Fault):
     address: str = ""
     password: str | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         from .ray.faults import flush_redis
 
-        sim.spawn_background(flush_redis(sim, self.address, self.password))
+        return _background(sim, flush_redis(sim, self.address, self.password),
+                           f"FLUSHALL on {self.address}")
 
 
 @attrs.frozen
@@ -348,11 +586,12 @@ class WipeRedisNamespace(Fault):
     namespace: str = ""
     password: str | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         from .ray.faults import wipe_redis_namespace
 
-        sim.spawn_background(wipe_redis_namespace(sim, self.address, self.namespace,
-                                                  self.password))
+        return _background(sim, wipe_redis_namespace(sim, self.address, self.namespace,
+                                                      self.password),
+                           f"deleting namespace {self.namespace!r} on {self.address}")
 
 
 @attrs.frozen
@@ -411,6 +650,9 @@ def _kind_names(sim: Simulation, kind: str | None) -> frozenset[str]:
 
 def _observation(sim: Simulation, fault: Any, effect: str, duration: float | None,
                  **fields: Any) -> ObservationRule:
+    problem = _check_kind(sim, fault.kind)
+    if problem is not None and not _planning(sim):
+        raise ValueError(problem)
     obs = observation_faults(sim.network)
     until = None if duration is None else sim.now + duration
     rule = obs.add(ObservationRule(effect, fault.process, _kind_names(sim, fault.kind),
@@ -429,7 +671,12 @@ def _observed(sim: Simulation, fault: Any, rule: ObservationRule, what: str) -> 
             return None
         who = f"process {fault.process!r}" if fault.process else "any process"
         kind = f"{fault.kind} " if fault.kind else ""
-        return f"no {kind}informer of {who} {what} while it was active"
+        why = f"no {kind}informer of {who} {what} while it was active"
+        problem = _check_kind(sim, fault.kind)
+        if problem is None and fault.process is not None:
+            problem = _check_names(sim, "process, host or client", {"process": fault.process},
+                                   lambda: _party_names(sim))
+        return why + (f"; {problem}" if problem else "")
 
     return check
 
@@ -609,6 +856,9 @@ class Faults:
         self._sim = sim
         self.applied: list[Fault] = []
         self._records: list[_Record] = []
+        #: True while a planned fault is performed: names it gives that the world does not
+        #: have (yet) are reported at the end of the run instead of raised.
+        self.planning = False
 
     def plan(self) -> FaultPlan:
         """What was done so far (whether or not it took effect), as a plan that replays it."""
@@ -644,12 +894,15 @@ class Faults:
         fault = record.fault = attrs.evolve(record.fault, at=round(self._sim.now, 9))
         self.applied.append(fault)
         self._sim.trace.emit("faults", "fault", fault=repr(fault))
+        self.planning = True
         try:
             self._settle(record, fault.apply(self._sim))
         except Exception as err:  # an invalid fault for this world: reported at the end
             record.state, record.reason = "failed", f"{type(err).__name__}: {err}"
             self._sim.trace.emit("faults", "fault_invalid", fault=repr(fault),
                                  error=record.reason)
+        finally:
+            self.planning = False
 
     @staticmethod
     def _settle(record: _Record, result: Any) -> None:
