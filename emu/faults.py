@@ -632,16 +632,30 @@ class FailServeDeployment(Fault):
 
 @attrs.frozen
 class FailJob(Fault):
-    """Ray jobs running ``entrypoint`` exit with ``exit_code`` after ``after`` seconds."""
+    """Ray jobs running ``entrypoint`` exit with ``exit_code`` after ``after`` seconds.
+    Performed when a dashboard accepted a job with that entrypoint after the fault."""
 
     entrypoint: str = ""
     exit_code: int = 1
     after: float = 5.0
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         from .ray.faults import fail_job
 
+        if sim.ray_config is None:
+            raise ValueError("FailJob needs the Ray images (emu.run(..., ray=True))")
         fail_job(sim.ray_config, self.entrypoint, self.exit_code, self.after)
+        since, text = sim.now, self.entrypoint.strip()
+        records = sim.ray_config.records
+
+        def check() -> str | None:
+            if any(r.entrypoint.strip() == text and r.t >= since for r in records.accepted()):
+                return None
+            seen = sorted({r.entrypoint.strip() for r in records.accepted()})
+            return (f"no job with entrypoint {text!r} was submitted after t={since:g}s "
+                    f"(entrypoints submitted: {_listing(seen)})")
+
+        return check
 
 
 # -- observation faults (acting through the informers of emu.client.informer) -------------------

@@ -274,3 +274,25 @@ def test_the_pytest_plugin_fails_a_test_whose_fault_never_happened(pytester: Any
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*UnperformedFaults: 1 planned fault never took effect*",
                                  "*no request matched it (verb='delete', kind='ConfigMap'*"])
+
+
+def test_fail_job_is_performed_only_when_such_a_job_was_submitted_after_it() -> None:
+    from emu.faults import FailJob
+    from emu.ray.config import SubmissionRecord
+
+    def main_submitting(entrypoint: str) -> Any:
+        async def main(sim: emu.Simulation) -> None:
+            await sim.sleep(2)
+            # what a dashboard records when it accepts a job
+            sim.ray_config.records.submissions.append(
+                SubmissionRecord(sim.now, "head", "rayjob-1", entrypoint, 200))
+
+        return main
+
+    emu.run(main_submitting("python train.py"), faults=[FailJob(at=1.0,
+                                                               entrypoint="python train.py")])
+    with pytest.raises(UnperformedFaults, match=r"no job with entrypoint 'python trian.py' was "
+                                                r"submitted after t=1s \(entrypoints submitted: "
+                                                r"python train.py\)"):
+        emu.run(main_submitting("python train.py"),
+                faults=[FailJob(at=1.0, entrypoint="python trian.py")])
