@@ -29,6 +29,10 @@ outage             an endpoint refuses (or drops) every call   restore
 latency            one-way delay on matching calls             latency(0)
 fail_requests      matching calls fail with an HTTP code       expires (count/duration)
 lose_responses     matching calls apply; responses are lost    expires (count/duration)
+informer_lag       one process's watch of a kind is late       after duration
+stale_list         its first list at an older revision         (its watch catches up)
+coalesce_events    only the latest state per object, later     after duration
+shuffle_lists      cached lists in seeded random order         after duration
 =================  ==========================================  ===========================
 
 Observation faults perturb what one process's informers see, performed by the informer layer
@@ -1028,6 +1032,29 @@ class Faults:
         """Perform ``then`` right after a matching request takes effect (see `AfterRequest`)."""
         self.do(AfterRequest(then=then, verb=verb, kind=kind, name=name, namespace=namespace,
                              caller=caller, dst=dst, count=count))
+
+    def informer_lag(self, process: str | None, kind: str | None = None, seconds: float = 30.0,
+                     duration: float | None = None) -> None:
+        """``process``'s watch of ``kind`` ``seconds`` late (see `InformerLag`)."""
+        self.do(InformerLag(process=process, kind=kind, seconds=seconds, duration=duration))
+
+    def stale_list(self, process: str | None, kind: str | None = None, *,
+                   revisions_back: int | None = None, at_revision: int | None = None,
+                   hold: float = 0.0, duration: float | None = None) -> None:
+        """``process``'s next first lists served at an older revision (see `StaleList`)."""
+        self.do(StaleList(process=process, kind=kind, revisions_back=revisions_back,
+                          at_revision=at_revision, hold=hold, duration=duration))
+
+    def coalesce_events(self, process: str | None, kind: str | None = None,
+                        duration: float = 30.0) -> None:
+        """Only the latest state per object reaches ``process`` after ``duration`` (see
+        `CoalesceEvents`)."""
+        self.do(CoalesceEvents(process=process, kind=kind, duration=duration))
+
+    def shuffle_lists(self, process: str | None = None, kind: str | None = None,
+                      duration: float | None = None) -> None:
+        """Cached lists in a seeded random order, as Go's map order (see `ShuffleLists`)."""
+        self.do(ShuffleLists(process=process, kind=kind, duration=duration))
 
     async def wait(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass (for symmetry with the verbs in a plan)."""
