@@ -188,10 +188,11 @@ def _apiserver_dst(sim: Simulation, dst: str | None) -> bool:
     return ep is not None and ep is sim.network.endpoint(APISERVER)
 
 
-def _check_request_fault(sim: Simulation, fault: Any) -> str | None:
+def _check_request_fault(sim: Simulation, fault: Any, *, caller: bool = False) -> str | None:
     """Problems with a request matcher's names: verb (against the API verbs, for the API
-    server), kind (against the served kinds), dst (an endpoint), caller (a process, host or
-    client identity)."""
+    server), kind (against the served kinds), dst (an endpoint), and with ``caller`` the caller
+    (a process, host or client identity: a test's client is known only once it has called, so
+    this is checked only when nothing matched)."""
     if fault.verb is not None and _apiserver_dst(sim, fault.dst) and fault.verb not in VERBS:
         raise ValueError(f"verb={fault.verb!r} is not an API verb (known: {', '.join(VERBS)})")
     if _apiserver_dst(sim, fault.dst):
@@ -199,7 +200,7 @@ def _check_request_fault(sim: Simulation, fault: Any) -> str | None:
         if problem is not None:
             return problem
     problem = _check_names(sim, "endpoint", {"dst": fault.dst}, sim.network.endpoint_names)
-    if problem is not None:
+    if problem is not None or not caller:
         return problem
     return _check_names(sim, "process, host or client", {"caller": fault.caller},
                         lambda: _party_names(sim))
@@ -224,7 +225,7 @@ def _request_outcome(sim: Simulation, fault: Any, rule_id: int) -> Any:
 
 def _check_request_fault_quiet(sim: Simulation, fault: Any) -> str | None:
     try:
-        return _check_request_fault(sim, fault)
+        return _check_request_fault(sim, fault, caller=True)
     except ValueError as err:
         return str(err)
 
@@ -304,10 +305,11 @@ class Partition(Fault):
             sim.loop.call_later(self.duration, sim.network.heal, self.a, self.b)
 
         def names() -> str | None:
-            return _check_names(sim, "process, host or endpoint", {"a": self.a, "b": self.b},
-                                lambda: _party_names(sim))
+            return _check_names(sim, "process, host, endpoint or client",
+                                {"a": self.a, "b": self.b}, lambda: _party_names(sim))
 
-        return _deferred(sim, names(), names)
+        # A test's client identity is known only once it has called: checked again at the end.
+        return None if names() is None else names
 
 
 @attrs.frozen
@@ -388,7 +390,7 @@ class Latency(Fault):
                     or _check_names(sim, "process, host or client", {"caller": self.caller},
                                     lambda: _party_names(sim)))
 
-        problem = names()
+        problem = _check_names(sim, "endpoint", {"dst": self.dst}, sim.network.endpoint_names)
         if problem is not None and not _planning(sim):
             raise ValueError(problem)
 

@@ -500,5 +500,6 @@ def observation_faults(network: Network) -> ObservationFaults:
     """The observation rules of the world ``network`` belongs to (created on first use)."""
     obs = _OBSERVATION.get(network)
     if obs is None:
-        obs = _OBSERVATION[network] = ObservationFaults(network._clock)
+        clock = getattr(network, "_clock", None) or (lambda: asyncio.get_event_loop().time())
+        obs = _OBSERVATION[network] = ObservationFaults(clock)
     return obs

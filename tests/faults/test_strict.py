@@ -296,3 +296,18 @@ def test_fail_job_is_performed_only_when_such_a_job_was_submitted_after_it() -> 
                                                 r"python train.py\)"):
         emu.run(main_submitting("python train.py"),
                 faults=[FailJob(at=1.0, entrypoint="python trian.py")])
+
+
+async def test_a_client_identity_may_be_named_before_its_first_call(sim: emu.Simulation) -> None:
+    sim.faults.fail_requests(caller="my-test", verb="create", count=1)
+    sim.faults.partition("other-client", "apiserver", duration=5)
+    with pytest.raises(emu.ApiError):
+        await sim.client("my-test").create(cm("a"))
+    with pytest.raises(emu.Timeout):
+        await sim.client("other-client").get("ConfigMap", "a", "default")
+    assert [type(f).__name__ for f in sim.faults.performed()] == ["FailRequests", "Partition"]
+
+
+def test_a_partition_naming_nobody_is_reported() -> None:
+    with pytest.raises(UnperformedFaults, match=r"b='apiserevr' names no process, host, endpoint"):
+        emu.run(idle, faults=[Partition(at=1.0, a="kube-apiserver", b="apiserevr")])
