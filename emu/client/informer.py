@@ -416,6 +416,8 @@ class Informer:
                 h.on_add(obj)
             else:
                 h.on_update(previous, obj)
+
+
 # -- observation faults ----------------------------------------------------------------------------
 
 
