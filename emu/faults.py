@@ -182,8 +182,10 @@ def _request_match(fault: Any) -> Match:
 
 
 def _apiserver_dst(sim: Simulation, dst: str | None) -> bool:
+    """Whether ``dst`` is the API server (whose verbs and kinds are known; a matcher for every
+    endpoint may name a Ray RPC or an HTTP method as its verb)."""
     if dst is None:
-        return True
+        return False
     ep = sim.network.endpoint(dst)
     return ep is not None and ep is sim.network.endpoint(APISERVER)
 

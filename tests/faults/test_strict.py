@@ -311,3 +311,9 @@ async def test_a_client_identity_may_be_named_before_its_first_call(sim: emu.Sim
 def test_a_partition_naming_nobody_is_reported() -> None:
     with pytest.raises(UnperformedFaults, match=r"b='apiserevr' names no process, host, endpoint"):
         emu.run(idle, faults=[Partition(at=1.0, a="kube-apiserver", b="apiserevr")])
+
+
+async def test_a_matcher_for_every_endpoint_may_name_an_rpc_verb(sim: emu.Simulation) -> None:
+    sim.faults.do(FailRequests(dst=None, verb="HealthCheck", optional=True))  # a GCS RPC
+    with pytest.raises(ValueError, match="is not an API verb"):
+        sim.faults.do(FailRequests(dst="apiserver", verb="HealthCheck"))
