@@ -201,3 +201,43 @@ def test_an_observation_fault_that_changed_nothing_fails_the_run() -> None:
     assert isinstance(fault, InformerLag)
     assert why == ("no Secret informer of process 'ctl' received a watch event while it was "
                    "active")
+
+
+class ValueRecorder:
+    """A small controller on emu.runtime: each reconcile reads its ConfigMap from the cache and
+    records the value it saw."""
+
+    def __init__(self, mgr: Any, seen: list[str]) -> None:
+        self.client = mgr.get_client()
+        self.seen = seen
+
+    async def reconcile(self, request: Any) -> Any:
+        from emu.runtime.reconcile import Result
+
+        obj = await self.client.get("ConfigMap", request.name, request.namespace)
+        self.seen.append(obj["data"]["v"])
+        return Result()
+
+
+@pytest.mark.parametrize("coalesce", [False, True])
+def test_a_controller_under_coalesced_events_reconciles_only_the_final_state(
+        coalesce: bool) -> None:
+    from emu.runtime.operator_process import OperatorConfig, setup_reconciler, start_operator
+
+    async def main(sim: emu.Simulation) -> list[str]:
+        seen: list[str] = []
+        config = OperatorConfig(setup=setup_reconciler("ConfigMap",
+                                                       lambda m: ValueRecorder(m, seen)),
+                                leader_election=False)
+        start_operator(sim, "ctl", config)
+        await sim.apply(cm("one", "0"))
+        await sim.sleep(1)
+        if coalesce:
+            sim.faults.coalesce_events("ctl", "ConfigMap", duration=10)
+        for value in "123":
+            await sim.apply(cm("one", value))
+            await sim.sleep(1)
+        await sim.sleep(10)
+        return seen
+
+    assert emu.run(main) == (["0", "3"] if coalesce else ["0", "1", "2", "3"])
