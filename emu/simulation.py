@@ -22,7 +22,7 @@ from .apiserver.request import ApiRequest
 from .apiserver.server import APIServer
 from .client.apply import apply as apply_manifest
 from .client.client import APISERVER, Client
-from .faults import FaultPlan, Faults
+from .faults import FaultPlan, Faults, UnperformedFaults
 from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
 from .kernel.process import Process
@@ -267,7 +267,9 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         try:
             if plan:
                 sim.faults.schedule(plan)
-            return await main(sim)
+            result = await main(sim)
+            sim.faults.check()  # strict faults: a planned fault that never happened fails
+            return result
         except asyncio.CancelledError:
             if expired:
                 shown = "\n  ".join(expired)
@@ -286,7 +288,11 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             return runner.run(body())
         except BaseException as exc:
             exc.add_note("replay: " + replay_line(main, seed, plan))
-            done = sims[0].faults.plan() if sims else None
+            done = FaultPlan(sims[0].faults.performed()) if sims else None
             if done:
                 exc.add_note(f"faults performed during the run: {done!r}")
+            missed = sims[0].faults.unperformed() if sims else []
+            if missed and not isinstance(exc, UnperformedFaults):
+                exc.add_note("faults that never took effect: "
+                             + "; ".join(f"{f!r} ({why})" for f, why in missed))
             raise
