@@ -44,7 +44,7 @@ async def test_the_deadline_counts_from_the_last_fault_healed(sim):
     create(sim, rayjob("rj", jobDeploymentStatus="Running"))
     create(sim, rayservice("rs", serviceStatus="Running",
                            pendingServiceStatus={"rayClusterName": "rs-new"}))
-    sim.faults.do(Outage(endpoint="nowhere", duration=30.0))
+    sim.faults.do(Outage(endpoint="apiserver", duration=30.0))
     found = await monitors.finish(sim)
     assert [(v.at, v.message) for v in found] == [
         (90.0, "RayJob default/rj not steady at t=90.000s (jobDeploymentStatus Running, "
