@@ -297,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="seconds one benchmark may run before it is stopped "
                               "(default 3600)")
     p_bench.set_defaults(fn=_cmd_bench)
+
+    from .http.command import add_serve_parser
+
+    add_serve_parser(sub)
     return parser
 
 

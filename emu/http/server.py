@@ -1,0 +1,119 @@
+"""The aiohttp server in front of a `Gateway`: real sockets, for kubectl and any HTTP client.
+
+It runs on the simulation's own loop (a wall-clock-paced one under ``emu serve``), binds
+127.0.0.1 by default, and answers every path through the gateway. A request the emulated network
+drops (outage, partition, lost response) drops the TCP connection, which is what a real client
+sees of an unreachable API server; a lost response first waits out the network's timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from ..apiserver.errors import BadRequest, RequestEntityTooLarge
+from .gateway import Gateway
+from .wire import DEFAULT_MAX_BODY, Dropped, HttpRequest, HttpResponse, WatchResponse
+
+if TYPE_CHECKING:
+    from ..simulation import Simulation
+
+
+async def _to_request(request: web.Request, max_body: int) -> HttpRequest | HttpResponse:
+    length = request.content_length
+    if length is not None and length > max_body:
+        err = RequestEntityTooLarge(f"the request body is {length} bytes; the limit is {max_body}")
+        return HttpResponse.json(err.status, err.code)
+    body = await request.content.read(max_body + 1)
+    if len(body) > max_body:
+        err = RequestEntityTooLarge(f"the request body is larger than the limit of {max_body} "
+                                    "bytes")
+        return HttpResponse.json(err.status, err.code)
+    return HttpRequest(request.method, request.path, tuple(request.query.items()),
+                       {k.lower(): v for k, v in request.headers.items()}, body)
+
+
+class HttpServer:
+    """Serve ``sim``'s API server on ``host:port`` (port 0 picks a free one; see `url`)."""
+
+    def __init__(self, sim: Simulation, *, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+                 identity: str | None = None) -> None:
+        self.sim = sim
+        self.host = host
+        self.port = port
+        self.max_body = max_body
+        self.gateway = Gateway(sim, token=token, max_body=max_body, identity=identity)
+        self._runner: web.AppRunner | None = None
+        self._watches: set[WatchResponse] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=self.max_body + 1)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = site._server
+        if self.port == 0 and server is not None:
+            sockets = getattr(server, "sockets", None) or []
+            self.port = sockets[0].getsockname()[1]
+        self.gateway.server_url = self.url
+        return self.url
+
+    async def stop(self) -> None:
+        for watch in sorted(self._watches, key=id):
+            watch.close()
+        self._watches.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        parsed = await _to_request(request, self.max_body)
+        if isinstance(parsed, HttpResponse):
+            return web.Response(status=parsed.status, body=parsed.body,
+                                content_type=parsed.content_type)
+        try:
+            result = await self.gateway.handle(parsed)
+        except Dropped:
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError from None
+        except Exception as exc:  # a bug here must still answer with a Status
+            err = BadRequest(f"internal error: {type(exc).__name__}: {exc}")
+            return web.Response(status=500, body=HttpResponse.json(err.status).body,
+                                content_type="application/json")
+        if isinstance(result, HttpResponse):
+            resp = web.Response(status=result.status, body=result.body)
+            resp.content_type = result.content_type
+            for key, value in result.headers:
+                resp.headers[key] = value
+            return resp
+        return await self._stream(request, result)
+
+    async def _stream(self, request: web.Request, watch: WatchResponse) -> web.StreamResponse:
+        resp = web.StreamResponse(status=200)
+        resp.content_type = watch.content_type
+        resp.enable_chunked_encoding()
+        self._watches.add(watch)
+        try:
+            await resp.prepare(request)
+            async for chunk in watch.chunks:
+                await resp.write(chunk)
+            with contextlib.suppress(ConnectionError):
+                await resp.write_eof()
+        except ConnectionError:
+            pass  # the client went away
+        finally:
+            watch.close()
+            self._watches.discard(watch)
+        return resp
