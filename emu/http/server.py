@@ -48,7 +48,7 @@ class HttpServer:
         self.max_body = max_body
         self.gateway = Gateway(sim, token=token, max_body=max_body, identity=identity)
         self._runner: web.AppRunner | None = None
-        self._watches: set[WatchResponse] = set()
+        self._watches: dict[int, WatchResponse] = {}  # by id, in opening order
 
     @property
     def url(self) -> str:
@@ -70,7 +70,7 @@ class HttpServer:
         return self.url
 
     async def stop(self) -> None:
-        for watch in sorted(self._watches, key=id):
+        for watch in list(self._watches.values()):
             watch.close()
         self._watches.clear()
         if self._runner is not None:
@@ -104,7 +104,7 @@ class HttpServer:
         resp = web.StreamResponse(status=200)
         resp.content_type = watch.content_type
         resp.enable_chunked_encoding()
-        self._watches.add(watch)
+        self._watches[id(watch)] = watch
         try:
             await resp.prepare(request)
             async for chunk in watch.chunks:
@@ -115,5 +115,5 @@ class HttpServer:
             pass  # the client went away
         finally:
             watch.close()
-            self._watches.discard(watch)
+            self._watches.pop(id(watch), None)
         return resp
