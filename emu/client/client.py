@@ -24,13 +24,20 @@ APISERVER = "apiserver"
 
 
 class ObjectList(list[dict[str, Any]]):
-    """The items of a list call, with the collection's ``resourceVersion``."""
+    """The items of a list call, with the collection's ``resourceVersion`` and, for a page of a
+    paginated list, the ``continue_`` token of the next page ("" on the last page) and the
+    server's ``remaining_item_count`` (None when it gives none)."""
 
     resource_version: str = ""
+    continue_: str = ""
+    remaining_item_count: int | None = None
 
-    def __init__(self, items: list[dict[str, Any]], resource_version: str = "") -> None:
+    def __init__(self, items: list[dict[str, Any]], resource_version: str = "",
+                 continue_: str = "", remaining_item_count: int | None = None) -> None:
         super().__init__(items)
         self.resource_version = resource_version
+        self.continue_ = continue_
+        self.remaining_item_count = remaining_item_count
 
 
 def _meta(obj: dict[str, Any]) -> tuple[str, str | None, str | None]:
@@ -71,15 +78,27 @@ class Client:
     # -- reads -----------------------------------------------------------------------------------
 
     async def get(self, kind: str, name: str, namespace: str | None = None, *,
+                  resource_version: str | None = None,
                   api_version: str | None = None) -> dict[str, Any]:
-        """The object, or `NotFound`."""
-        return await self._call(ApiRequest("get", kind, api_version, namespace, name))
+        """The object, or `NotFound`. ``resource_version``: not older than that version."""
+        opts: dict[str, Any] = {}
+        if resource_version is not None:
+            opts["resource_version"] = resource_version
+        return await self._call(ApiRequest("get", kind, api_version, namespace, name, None, opts))
 
     async def list(self, kind: str, namespace: str | None = None, *,
                    label_selector: str | dict[str, str] | None = None,
                    field_selector: str | None = None, resource_version: str | None = None,
+                   resource_version_match: str | None = None, limit: int | None = None,
+                   continue_: str | None = None,
                    api_version: str | None = None) -> ObjectList:
-        """Matching objects (sorted by namespace and name) and the list's resourceVersion."""
+        """Matching objects (sorted by namespace and name) and the list's resourceVersion.
+
+        ``limit`` asks for one page; the result's ``continue_`` token, passed back as
+        ``continue_``, reads the next page at the first page's revision (`Gone` once that
+        revision is compacted). ``resource_version_match="Exact"`` reads the state at
+        ``resource_version``; ``"NotOlderThan"`` any state at least that new.
+        """
         opts: dict[str, Any] = {}
         if label_selector:
             opts["label_selector"] = selector_text(label_selector)
@@ -87,8 +106,35 @@ class Client:
             opts["field_selector"] = field_selector
         if resource_version is not None:
             opts["resource_version"] = resource_version
+        if resource_version_match is not None:
+            opts["resource_version_match"] = resource_version_match
+        if limit is not None:
+            opts["limit"] = limit
+        if continue_:
+            opts["continue"] = continue_
         out = await self._call(ApiRequest("list", kind, api_version, namespace, None, None, opts))
-        return ObjectList(out.get("items") or [], out.get("metadata", {}).get("resourceVersion", ""))
+        meta = out.get("metadata") or {}
+        return ObjectList(out.get("items") or [], meta.get("resourceVersion", ""),
+                          meta.get("continue", ""), meta.get("remainingItemCount"))
+
+    async def list_all(self, kind: str, namespace: str | None = None, *, limit: int = 500,
+                       label_selector: str | dict[str, str] | None = None,
+                       field_selector: str | None = None,
+                       api_version: str | None = None) -> ObjectList:
+        """Every matching object, read in pages of ``limit`` as client-go's pager does (one
+        consistent snapshot: the first page's resourceVersion)."""
+        first = await self.list(kind, namespace, label_selector=label_selector,
+                                field_selector=field_selector, limit=limit,
+                                api_version=api_version)
+        items = list(first)
+        token = first.continue_
+        while token:
+            page = await self.list(kind, namespace, label_selector=label_selector,
+                                   field_selector=field_selector, limit=limit, continue_=token,
+                                   api_version=api_version)
+            items.extend(page)
+            token = page.continue_
+        return ObjectList(items, first.resource_version)
 
     async def watch(self, kind: str, namespace: str | None = None, *,
                     label_selector: str | dict[str, str] | None = None,
