@@ -472,16 +472,34 @@ class APIServer:
     def watch(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
               field_selector: Any = None, resource_version: Any = None,
               allow_bookmarks: bool = False, timeout_seconds: float | None = None,
+              resource_version_match: str | None = None, send_initial_events: bool | None = None,
               api_version: str | None = None) -> WatchStream:
-        """Open a watch (see `WatchHub.open`); the same as `open_watch` without the network."""
+        """Open a watch (see `WatchHub.open`); the same as `open_watch` without the network.
+
+        ``send_initial_events=True`` (a watch-list; needs ``resource_version_match=
+        "NotOlderThan"`` and ``allow_bookmarks``) sends the current objects, then a bookmark
+        annotated ``k8s.io/initial-events-end``, then the changes; a ``resource_version`` newer
+        than the current one is then 504, as kube's watch cache answers after waiting."""
         info, table = self._resolve(kind, api_version)
         labels, fields = self._selectors(info, label_selector, field_selector)
         rev = self._parse_rv(resource_version)
+        causes = self._list_option_causes(resource_version, resource_version_match, None,
+                                          watch=True, send_initial_events=send_initial_events,
+                                          allow_bookmarks=allow_bookmarks)
+        if causes:
+            raise Invalid("ListOptions", "", causes, "meta.k8s.io")
+        if send_initial_events and rev is not None and rev > self.store.rev:
+            raise ServerTimeout(f"Too large resource version: {rev}, current: {self.store.rev}")
+        if timeout_seconds is not None and (isinstance(timeout_seconds, bool) or not isinstance(
+                timeout_seconds, int | float) or not timeout_seconds >= 0):
+            raise BadRequest(f"timeoutSeconds must be a non-negative number, not "
+                             f"{timeout_seconds!r}")
         ns = namespace if info.namespaced else None
         return self.watches.open(table, ns or None, labels, fields, rev,
                                  bookmarks=allow_bookmarks,
                                  bookmark_interval=self.bookmark_interval,
-                                 timeout=timeout_seconds)
+                                 timeout=timeout_seconds or None,
+                                 send_initial_events=send_initial_events)
 
     # -- create ----------------------------------------------------------------------------------
 
@@ -988,4 +1006,6 @@ class APIServer:
                           resource_version=o.get("resource_version"),
                           allow_bookmarks=bool(o.get("allow_bookmarks")),
                           timeout_seconds=o.get("timeout_seconds"),
+                          resource_version_match=o.get("resource_version_match"),
+                          send_initial_events=o.get("send_initial_events"),
                           api_version=req.api_version)

@@ -139,11 +139,23 @@ class Client:
     async def watch(self, kind: str, namespace: str | None = None, *,
                     label_selector: str | dict[str, str] | None = None,
                     field_selector: str | None = None, resource_version: str | None = None,
-                    allow_bookmarks: bool = False,
+                    allow_bookmarks: bool = False, timeout_seconds: float | None = None,
+                    send_initial_events: bool | None = None,
+                    resource_version_match: str | None = None,
                     api_version: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """A stream of ``{"type": ..., "object": ...}`` events; faults can break it
-        (`emu.kernel.network.ConnectionReset`). Close it with ``aclose()`` or by leaving it."""
+        (`emu.kernel.network.ConnectionReset`). Close it with ``aclose()`` or by leaving it.
+
+        ``timeout_seconds`` ends the stream after that long (virtual); ``send_initial_events``
+        with ``resource_version_match="NotOlderThan"`` and ``allow_bookmarks`` is a watch-list:
+        the current objects, then a bookmark annotated ``k8s.io/initial-events-end``."""
         opts: dict[str, Any] = {"allow_bookmarks": allow_bookmarks}
+        if timeout_seconds is not None:
+            opts["timeout_seconds"] = timeout_seconds
+        if send_initial_events is not None:
+            opts["send_initial_events"] = send_initial_events
+        if resource_version_match is not None:
+            opts["resource_version_match"] = resource_version_match
         if label_selector:
             opts["label_selector"] = selector_text(label_selector)
         if field_selector:
@@ -160,7 +172,8 @@ class Client:
     # -- writes ----------------------------------------------------------------------------------
 
     async def create(self, obj: dict[str, Any], *, namespace: str | None = None,
-                     dry_run: bool = False) -> dict[str, Any]:
+                     dry_run: bool = False, field_validation: str | None = None
+                     ) -> dict[str, Any]:
         """Create; `AlreadyExists` when the name is taken.
 
         ``namespace`` is the request's namespace (the URL's, in real Kubernetes): it fills an
@@ -168,30 +181,36 @@ class Client:
         """
         kind, ns, api_version = _meta(obj)
         ns = ns or namespace
-        opts = {"dry_run": True} if dry_run else {}
+        opts = _write_opts(dry_run, field_validation)
         name = obj.get("metadata", {}).get("name")
         return await self._call(ApiRequest("create", kind, api_version, ns, name, obj, opts))
 
-    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def update(self, obj: dict[str, Any], *, dry_run: bool = False,
+                     field_validation: str | None = None) -> dict[str, Any]:
         """Replace; `Conflict` when ``metadata.resourceVersion`` is stale."""
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
-        return await self._call(ApiRequest("update", kind, api_version, ns, name, obj))
+        return await self._call(ApiRequest("update", kind, api_version, ns, name, obj,
+                                           _write_opts(dry_run, field_validation)))
 
-    async def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def update_status(self, obj: dict[str, Any], *, dry_run: bool = False,
+                            field_validation: str | None = None) -> dict[str, Any]:
         """Replace only the status (the ``/status`` subresource)."""
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
-        return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj))
+        return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj,
+                                           _write_opts(dry_run, field_validation)))
 
     async def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None,
+                    dry_run: bool = False, field_validation: str | None = None,
                     api_version: str | None = None) -> dict[str, Any]:
         """Patch with ``merge`` (RFC 7386), ``json`` (RFC 6902) or ``strategic`` merge."""
         if patch_type not in PATCH_TYPES:
             raise BadRequest(f"unknown patch type {patch_type!r}: use one of "
                              + ", ".join(repr(p) for p in PATCH_TYPES))
-        opts: dict[str, Any] = {"patch_type": patch_type}
+        opts: dict[str, Any] = {"patch_type": patch_type, **_write_opts(dry_run,
+                                                                         field_validation)}
         if subresource:
             opts["subresource"] = subresource
         return await self._call(ApiRequest("patch", kind, api_version, namespace, name, patch, opts))
@@ -199,11 +218,11 @@ class Client:
     async def delete(self, kind: str, name: str, namespace: str | None = None, *,
                      propagation_policy: str | None = None,
                      grace_period_seconds: int | None = None,
-                     preconditions: dict[str, str] | None = None,
+                     preconditions: dict[str, str] | None = None, dry_run: bool = False,
                      api_version: str | None = None) -> dict[str, Any]:
         """Delete; the object (still there with ``deletionTimestamp`` while finalizers or a grace
         period hold it) or a success Status. `NotFound` when it does not exist."""
-        opts: dict[str, Any] = {}
+        opts: dict[str, Any] = _write_opts(dry_run, None)
         if propagation_policy is not None:
             opts["propagation_policy"] = propagation_policy
         if grace_period_seconds is not None:
@@ -215,15 +234,30 @@ class Client:
     async def delete_collection(self, kind: str, namespace: str | None = None, *,
                                 label_selector: str | dict[str, str] | None = None,
                                 field_selector: str | None = None,
+                                propagation_policy: str | None = None,
+                                grace_period_seconds: int | None = None, dry_run: bool = False,
                                 api_version: str | None = None) -> dict[str, Any]:
         """``DeleteAllOf``: delete every matching object."""
-        opts: dict[str, Any] = {}
+        opts: dict[str, Any] = _write_opts(dry_run, None)
+        if propagation_policy is not None:
+            opts["propagation_policy"] = propagation_policy
+        if grace_period_seconds is not None:
+            opts["grace_period_seconds"] = grace_period_seconds
         if label_selector:
             opts["label_selector"] = selector_text(label_selector)
         if field_selector:
             opts["field_selector"] = field_selector
         return await self._call(ApiRequest("delete_collection", kind, api_version, namespace, None,
                                            None, opts))
+
+
+def _write_opts(dry_run: bool, field_validation: str | None) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if dry_run:
+        opts["dry_run"] = True
+    if field_validation is not None:
+        opts["field_validation"] = field_validation
+    return opts
 
 
 def selector_text(selector: str | dict[str, str]) -> str:
