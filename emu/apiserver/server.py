@@ -13,6 +13,8 @@ invariants (one revision per commit, nothing half-done) that are clearer kept to
 
 from __future__ import annotations
 
+import base64
+import binascii
 import builtins
 import gc
 from collections.abc import Callable
@@ -30,6 +32,7 @@ from .errors import (
     BadRequest,
     Conflict,
     Forbidden,
+    Gone,
     InternalError,
     Invalid,
     MethodNotAllowed,
@@ -101,6 +104,14 @@ def _decode_all(entries: builtins.list[Entry]) -> builtins.list[Obj]:
 def _status_success(info: KindInfo, name: str, uid: str) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+
+
+def _encode_continue(rev: int, key: tuple[str, str], info: KindInfo, ns: str | None) -> str:
+    """``storage.EncodeContinue``: base64url JSON of the revision and the key after which the
+    next page starts (relative to the list's prefix, as etcd's keys are)."""
+    rel = f"{key[0]}/{key[1]}" if info.namespaced and ns is None else key[1]
+    data = _dumps({"v": "meta.k8s.io/v1", "rv": rev, "start": rel + "\x00"})
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
 def _go_strings(items: list[str]) -> str:
@@ -258,9 +269,16 @@ class APIServer:
     # -- reads ---------------------------------------------------------------------------------
 
     def get(self, kind: str, name: str, namespace: str | None = None, *,
-            api_version: str | None = None) -> Obj:
-        """The object, as a fresh dict; 404 NotFound when it doesn't exist."""
+            resource_version: Any = None, api_version: str | None = None) -> Obj:
+        """The object, as a fresh dict; 404 NotFound when it doesn't exist. A
+        ``resource_version`` means "not older than" (kube's watch cache serves a get at a version
+        that way): the current object, or 504 when the version is newer than the current one."""
         info, table = self._resolve(kind, api_version)
+        if resource_version not in (None, ""):
+            rev = self._parse_rv(resource_version)
+            if rev is not None and rev > self.store.rev:
+                raise ServerTimeout(f"Too large resource version: {rev}, current: "
+                                    f"{self.store.rev}")
         entry = table.objs.get(("" if not info.namespaced else namespace or "default", name))
         if entry is None:
             if not name:
@@ -294,19 +312,158 @@ class APIServer:
 
     def list(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
              field_selector: Any = None, resource_version: Any = None,
-             api_version: str | None = None) -> Obj:
-        """A List object (``PodList`` ...) with items in namespace/name order and the current
-        revision as its resourceVersion. ``namespace`` None lists every namespace."""
+             resource_version_match: str | None = None, limit: int | None = None,
+             continue_: str | None = None, api_version: str | None = None) -> Obj:
+        """A List object (``PodList`` ...) with items in namespace/name order.
+
+        As kube-apiserver: no ``resource_version`` (or ``"0"``, or a version with
+        ``resource_version_match="NotOlderThan"``) reads the current state, and a version newer
+        than the current one is 504; ``resource_version_match="Exact"`` reads the state at that
+        version (410 once compacted). ``limit`` > 0 returns at most that many items, with
+        ``metadata.continue`` when more match (and ``remainingItemCount`` when no selector is
+        set); pass the token back as ``continue_`` to read the next page at the first page's
+        revision, 410 once that revision is compacted. ``namespace`` None lists every
+        namespace."""
         info, table = self._resolve(kind, api_version)
         labels, fields = self._selectors(info, label_selector, field_selector)
         rev = self._parse_rv(resource_version)
-        if rev is not None and rev > self.store.rev:
-            raise ServerTimeout(f"Too large resource version: {rev}, current: {self.store.rev}")
-        ns = namespace if info.namespaced else None
-        entries = table.select(ns or None, labels, fields)
-        return {"apiVersion": info.api_version, "kind": info.list_kind,
-                "metadata": {"resourceVersion": str(self.store.rev)},
+        lim = self._parse_limit(limit)
+        causes = self._list_option_causes(resource_version, resource_version_match, continue_,
+                                          watch=False, send_initial_events=None,
+                                          allow_bookmarks=False)
+        if causes:
+            raise Invalid("ListOptions", "", causes, "meta.k8s.io")
+        ns = (namespace or None) if info.namespaced else None
+        after: tuple[str, str] | None = None
+        if continue_:
+            if resource_version not in (None, "", "0"):
+                raise BadRequest("specifying resource version is not allowed when using continue")
+            read_rev, after = self._decode_continue(continue_, info, ns)
+            if read_rev < 0:  # an inconsistent continuation: the latest state
+                read_rev = self.store.rev
+        elif rev is not None and resource_version_match == "Exact":
+            if rev > self.store.rev:
+                raise ServerTimeout(f"Too large resource version: {rev}, current: "
+                                    f"{self.store.rev}")
+            read_rev = rev
+        else:
+            if rev is not None and rev > self.store.rev:
+                raise ServerTimeout(f"Too large resource version: {rev}, current: "
+                                    f"{self.store.rev}")
+            read_rev = self.store.rev
+        objs = self.store.snapshot(table, read_rev)
+        if objs is None:
+            if continue_:
+                raise self._expired_continue(info, ns, after)
+            raise Gone("The resourceVersion for the provided list is too old.")
+        entries, more, remaining = table.page(objs, ns, labels, fields, after, lim)
+        meta: Obj = {"resourceVersion": str(read_rev)}
+        if more:
+            last = entries[-1]
+            meta["continue"] = _encode_continue(read_rev, (last.ns, last.name), info, ns)
+            if (labels is None or labels.empty) and (fields is None or fields.empty):
+                meta["remainingItemCount"] = remaining
+        return {"apiVersion": info.api_version, "kind": info.list_kind, "metadata": meta,
                 "items": _decode_all(entries)}
+
+    @staticmethod
+    def _parse_limit(limit: Any) -> int:
+        if limit is None or limit == "":
+            return 0
+        if isinstance(limit, bool):
+            raise BadRequest(f"limit must be an integer, not {limit!r}")
+        try:
+            return int(limit)
+        except (TypeError, ValueError):
+            raise BadRequest(f'strconv.ParseInt: parsing "{limit}": invalid syntax') from None
+
+    @staticmethod
+    def _list_option_causes(resource_version: Any, match: Any, continue_: Any, *, watch: bool,
+                            send_initial_events: Any, allow_bookmarks: bool
+                            ) -> builtins.list[StatusCause]:
+        """``ValidateListOptions`` (k8s.io/apimachinery internalversion/validation)."""
+        causes: builtins.list[StatusCause] = []
+        rv = "" if resource_version is None else str(resource_version)
+        match = match or ""
+        if match and not watch and not rv:
+            causes.append(v.forbidden("resourceVersionMatch", "resourceVersionMatch is "
+                                      "forbidden unless resourceVersion is provided"))
+        if match and continue_:
+            causes.append(v.forbidden("resourceVersionMatch", "resourceVersionMatch is "
+                                      "forbidden when continue is provided"))
+        if match and match not in ("Exact", "NotOlderThan"):
+            causes.append(v.not_supported("resourceVersionMatch", match,
+                                          ("Exact", "NotOlderThan", "")))
+        if match == "Exact" and rv == "0":
+            causes.append(v.forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is '
+                                      'forbidden for resourceVersion "0"'))
+        if send_initial_events is not None:
+            if not watch:
+                causes.append(v.forbidden("sendInitialEvents", "sendInitialEvents is forbidden "
+                                          "for list"))
+            else:
+                if match != "NotOlderThan":
+                    causes.append(v.forbidden("resourceVersionMatch", "sendInitialEvents "
+                                              "requires setting resourceVersionMatch to "
+                                              "NotOlderThan"))
+                if not allow_bookmarks:
+                    causes.append(v.forbidden("allowWatchBookmarks", "sendInitialEvents "
+                                              "requires setting allowWatchBookmarks to true"))
+        elif watch and match:
+            causes.append(v.forbidden("resourceVersionMatch", "resourceVersionMatch is "
+                                      "forbidden for watch unless sendInitialEvents is provided"))
+        return causes
+
+    @staticmethod
+    def _decode_continue(token: Any, info: KindInfo, ns: str | None
+                         ) -> tuple[int, tuple[str, str]]:
+        """``storage.DecodeContinue``: the revision of the first page and the last key read."""
+        try:
+            if not isinstance(token, str):
+                raise ValueError("not a string")
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            data = _loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+        except (ValueError, TypeError, orjson.JSONDecodeError, binascii.Error) as e:
+            raise BadRequest(f"invalid continue token: continue key is not valid: {e}") from None
+        if data.get("v") != "meta.k8s.io/v1":
+            raise BadRequest("invalid continue token: continue key is not valid: server does not "
+                             "recognize this encoded version")
+        rv = data.get("rv")
+        start = data.get("start")
+        if not isinstance(rv, int) or isinstance(rv, bool) or rv == 0:
+            raise BadRequest("invalid continue token: continue key is not valid: incorrect "
+                             "encoded start resourceVersion (version meta.k8s.io/v1)")
+        if not isinstance(start, str) or not start:
+            raise BadRequest("invalid continue token: continue key is not valid: encoded start "
+                             "key empty")
+        key = start[:-1] if start.endswith("\x00") else start
+        if info.namespaced and ns is None:
+            obj_ns, sep, name = key.partition("/")
+            if not sep:
+                raise BadRequest("invalid continue token: continue key is not valid: the start "
+                                 f"key {key!r} names no namespace")
+        else:
+            obj_ns, name = (ns or ""), key
+        if ".." in key.split("/"):
+            raise BadRequest("invalid continue token: continue key is not valid: path traversal "
+                             "attempt detected")
+        return rv, (obj_ns, name)
+
+    def _expired_continue(self, info: KindInfo, ns: str | None,
+                          after: tuple[str, str] | None) -> Gone:
+        """410 for a continuation whose revision is compacted, carrying (as kube does) a token
+        that continues from the same key at the latest revision, inconsistently."""
+        err = Gone("The provided continue parameter is too old to display a consistent list "
+                   "result. You can start a new list without the continue parameter, or use the "
+                   "continue token in this response to retrieve the remainder of the results. "
+                   "Continuing with the provided token results in an inconsistent list - objects "
+                   "that were created, modified, or deleted between the time the first chunk was "
+                   "returned and now may show up in the list.")
+        if after is not None:
+            err.continue_token = _encode_continue(-1, after, info, ns)
+        return err
 
     def dependents(self, uid: str) -> builtins.list[Obj]:
         """Objects whose ownerReferences name ``uid`` (for the garbage collector)."""
@@ -315,16 +472,34 @@ class APIServer:
     def watch(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
               field_selector: Any = None, resource_version: Any = None,
               allow_bookmarks: bool = False, timeout_seconds: float | None = None,
+              resource_version_match: str | None = None, send_initial_events: bool | None = None,
               api_version: str | None = None) -> WatchStream:
-        """Open a watch (see `WatchHub.open`); the same as `open_watch` without the network."""
+        """Open a watch (see `WatchHub.open`); the same as `open_watch` without the network.
+
+        ``send_initial_events=True`` (a watch-list; needs ``resource_version_match=
+        "NotOlderThan"`` and ``allow_bookmarks``) sends the current objects, then a bookmark
+        annotated ``k8s.io/initial-events-end``, then the changes; a ``resource_version`` newer
+        than the current one is then 504, as kube's watch cache answers after waiting."""
         info, table = self._resolve(kind, api_version)
         labels, fields = self._selectors(info, label_selector, field_selector)
         rev = self._parse_rv(resource_version)
+        causes = self._list_option_causes(resource_version, resource_version_match, None,
+                                          watch=True, send_initial_events=send_initial_events,
+                                          allow_bookmarks=allow_bookmarks)
+        if causes:
+            raise Invalid("ListOptions", "", causes, "meta.k8s.io")
+        if send_initial_events and rev is not None and rev > self.store.rev:
+            raise ServerTimeout(f"Too large resource version: {rev}, current: {self.store.rev}")
+        if timeout_seconds is not None and (isinstance(timeout_seconds, bool) or not isinstance(
+                timeout_seconds, int | float) or not timeout_seconds >= 0):
+            raise BadRequest(f"timeoutSeconds must be a non-negative number, not "
+                             f"{timeout_seconds!r}")
         ns = namespace if info.namespaced else None
         return self.watches.open(table, ns or None, labels, fields, rev,
                                  bookmarks=allow_bookmarks,
                                  bookmark_interval=self.bookmark_interval,
-                                 timeout=timeout_seconds)
+                                 timeout=timeout_seconds or None,
+                                 send_initial_events=send_initial_events)
 
     # -- create ----------------------------------------------------------------------------------
 
@@ -779,11 +954,14 @@ class APIServer:
         o = req.options
         if verb == "get":
             return self.get(req.kind, req.name or "", req.namespace,
+                            resource_version=o.get("resource_version"),
                             api_version=req.api_version)
         if verb == "list":
             return self.list(req.kind, req.namespace, label_selector=o.get("label_selector"),
                              field_selector=o.get("field_selector"),
                              resource_version=o.get("resource_version"),
+                             resource_version_match=o.get("resource_version_match"),
+                             limit=o.get("limit"), continue_=o.get("continue"),
                              api_version=req.api_version)
         if verb == "create":
             return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
@@ -828,4 +1006,6 @@ class APIServer:
                           resource_version=o.get("resource_version"),
                           allow_bookmarks=bool(o.get("allow_bookmarks")),
                           timeout_seconds=o.get("timeout_seconds"),
+                          resource_version_match=o.get("resource_version_match"),
+                          send_initial_events=o.get("send_initial_events"),
                           api_version=req.api_version)
