@@ -699,11 +699,19 @@ class APIServer:
 
     def patch(self, kind: str, name: str, patch: Any, *, namespace: str | None = None,
               patch_type: str = "merge", subresource: str | None = None, caller: str = "",
-              api_version: str | None = None, dry_run: bool = False) -> Obj:
+              api_version: str | None = None, dry_run: bool = False,
+              field_manager: str | None = None, force: bool = False) -> Obj:
         """Apply a ``merge``, ``json`` or ``strategic`` patch to the stored object, then write it
-        through the update path (``subresource="status"``: only status changes)."""
+        through the update path (``subresource="status"``: only status changes). ``apply`` is
+        server-side apply (`emu.apiserver.ssa`, with ``field_manager`` and ``force``)."""
         info, table = self._resolve(kind, api_version)
         ns = self._scope(info, namespace)
+        if patch_type == "apply":
+            from .ssa import server_side_apply
+
+            return server_side_apply(self, info, ns, name, patch, field_manager=field_manager,
+                                     force=force, subresource=subresource, caller=caller,
+                                     dry_run=dry_run)
         entry = self._lookup(info, table, ns, name)
         if subresource not in (None, "", "status"):
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
@@ -973,7 +981,8 @@ class APIServer:
             return self.patch(req.kind, req.name or "", req.body, namespace=req.namespace,
                               patch_type=o.get("patch_type", "merge"),
                               subresource=o.get("subresource"), caller=caller,
-                              api_version=req.api_version, dry_run=bool(o.get("dry_run")))
+                              api_version=req.api_version, dry_run=bool(o.get("dry_run")),
+                              field_manager=o.get("field_manager"), force=bool(o.get("force")))
         if verb == "delete":
             return self.delete(req.kind, req.name or "", req.namespace,
                                propagation_policy=o.get("propagation_policy"),

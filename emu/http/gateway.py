@@ -207,8 +207,10 @@ class _Call:
         self.dry_run = req.param("dryRun") == "All"
 
     def areq(self, verb: str, body: Any = None, **options: Any) -> ApiRequest:
-        if self.dry_run and verb not in ("get", "list", "watch"):
-            options["dry_run"] = True
+        if verb not in ("get", "list", "watch"):
+            if self.dry_run:
+                options["dry_run"] = True
+            options.setdefault("field_validation", self.req.param("fieldValidation"))
         return ApiRequest(verb, self.info.kind, self.info.api_version, self.namespace, self.name,
                           body, {k: v for k, v in options.items() if v is not None})
 
@@ -236,7 +238,8 @@ class _Call:
         if method == "GET":
             if self.watch:
                 return await self._watch()
-            return self._reply(await self.send("get"))
+            return self._reply(await self.send(
+                "get", resource_version=self.req.param("resourceVersion") or None))
         if method == "PUT":
             return self._reply(await self.send("update", self._json_body()))
         if method == "PATCH":
@@ -303,8 +306,12 @@ class _Call:
                 "field_selector": self.req.param("fieldSelector") or None}
 
     async def _list(self) -> HttpResponse:
-        rv = self.req.param("resourceVersion")
-        out = await self.send("list", None, resource_version=rv or None, **self._selectors())
+        req = self.req
+        out = await self.send("list", None, resource_version=req.param("resourceVersion") or None,
+                              resource_version_match=req.param("resourceVersionMatch") or None,
+                              limit=_int(req, "limit") or None,
+                              **{"continue": req.param("continue") or None},
+                              **self._selectors())
         return self._reply(out)
 
     async def _watch(self) -> WatchResponse:
@@ -318,6 +325,10 @@ class _Call:
                           None, {k: v for k, v in {
                               "resource_version": self.req.param("resourceVersion") or None,
                               "allow_bookmarks": _bool(self.req.param("allowWatchBookmarks")),
+                              "resource_version_match":
+                                  self.req.param("resourceVersionMatch") or None,
+                              "send_initial_events": None if self.req.param("sendInitialEvents")
+                              is None else _bool(self.req.param("sendInitialEvents")),
                               "timeout_seconds": timeout, **sel}.items() if v is not None})
         stream = await self.gw.sim.network.stream(
             None, APISERVER, areq, kind=self.info.kind, namespace=self.namespace or "",

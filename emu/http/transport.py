@@ -1,0 +1,126 @@
+"""In-process transports: Python Kubernetes clients inside a simulation, on virtual time.
+
+kr8s uses httpx and lightkube uses httpx2 (a fork with the same transport interface); both accept
+a transport, so a request never touches a socket: it goes to the simulation's `Gateway` and from
+there over the emulated network, as the caller ``identity``. Everything runs on the virtual-time
+loop, so the client's waits (watch timeouts, retries with backoff) cost no real time and a seed
+replays the same history, digest included.
+
+    transport = emu.httpx_transport(sim)                      # for httpx (kr8s, plain httpx)
+    client = emu.lightkube_client(sim)                        # a lightkube.AsyncClient
+    api = await emu.kr8s_api(sim)                             # a kr8s.asyncio.Api
+
+Faults reach these clients as socket errors: a refused or partitioned call raises the module's
+``ConnectError``, a lost response its ``ReadTimeout`` (after the network's timeout in virtual
+time).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from .gateway import Gateway
+from .wire import Dropped, HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from ..simulation import Simulation
+
+#: The base URL in-process clients are given (any host works; nothing resolves it).
+BASE_URL = "http://emu.invalid"
+
+_CLASSES: dict[str, type] = {}
+
+
+def _transport_class(module_name: str) -> type:
+    """An ``AsyncBaseTransport`` subclass for ``httpx`` or ``httpx2``, built once per module."""
+    found = _CLASSES.get(module_name)
+    if found is not None:
+        return found
+    mod = importlib.import_module(module_name)
+
+    class _Stream(mod.AsyncByteStream):  # type: ignore[name-defined]
+        def __init__(self, chunks: AsyncIterator[bytes], close: Any) -> None:
+            self._chunks = chunks
+            self._close = close
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._chunks:
+                yield chunk
+
+        async def aclose(self) -> None:
+            self._close()
+
+    class EmuTransport(mod.AsyncBaseTransport):  # type: ignore[name-defined]
+        """Sends each request to a simulation's gateway; no sockets."""
+
+        def __init__(self, gateway: Gateway) -> None:
+            self.gateway = gateway
+
+        async def handle_async_request(self, request: Any) -> Any:
+            body = await request.aread()
+            url = request.url
+            req = HttpRequest(request.method, url.path,
+                              tuple((str(k), str(v)) for k, v in url.params.multi_items()),
+                              {k.lower(): v for k, v in request.headers.items()}, body)
+            try:
+                result = await self.gateway.handle(req)
+            except Dropped as err:
+                if err.timeout:
+                    raise mod.ReadTimeout(str(err), request=request) from None
+                raise mod.ConnectError(str(err), request=request) from None
+            if isinstance(result, HttpResponse):
+                return mod.Response(result.status,
+                                    headers=[("content-type", result.content_type),
+                                             *result.headers],
+                                    content=result.body, request=request)
+            return mod.Response(200, headers=[("content-type", result.content_type),
+                                              ("transfer-encoding", "chunked")],
+                                stream=_Stream(result.chunks, result.close), request=request)
+
+    EmuTransport.__qualname__ = f"EmuTransport[{module_name}]"
+    _CLASSES[module_name] = EmuTransport
+    return EmuTransport
+
+
+def httpx_transport(sim: Simulation, *, identity: str | None = None,
+                    module: str = "httpx") -> Any:
+    """An async transport for ``module`` (``"httpx"`` or ``"httpx2"``) answering from ``sim``'s
+    API server as ``identity`` (default: from each request's User-Agent)."""
+    return _transport_class(module)(Gateway(sim, identity=identity, server_url=BASE_URL))
+
+
+def lightkube_client(sim: Simulation, *, identity: str = "lightkube",
+                     namespace: str = "default", **options: Any) -> Any:
+    """A ``lightkube.AsyncClient`` wired to ``sim`` through an in-process transport."""
+    from lightkube import AsyncClient, KubeConfig
+
+    config = KubeConfig.from_dict({
+        "clusters": [{"name": "emu", "cluster": {"server": BASE_URL}}],
+        "users": [{"name": "emu", "user": {}}],
+        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "emu",
+                                                 "namespace": namespace}}],
+        "current-context": "emu"})
+    return AsyncClient(config, transport=httpx_transport(sim, identity=identity,
+                                                         module="httpx2"),
+                       trust_env=False, **options)
+
+
+async def kr8s_api(sim: Simulation, *, identity: str = "kr8s",
+                   namespace: str = "default") -> Any:
+    """A ``kr8s.asyncio.Api`` wired to ``sim`` through an in-process transport."""
+    import httpx
+    import kr8s.asyncio
+
+    api = await kr8s.asyncio.api(url=BASE_URL, namespace=namespace)
+    transport = httpx_transport(sim, identity=identity)
+
+    async def create_session() -> None:
+        api._session = httpx.AsyncClient(base_url=BASE_URL, transport=transport,
+                                         headers={"content-type": "application/json"},
+                                         timeout=api._timeout, follow_redirects=True)
+
+    api._create_session = create_session  # type: ignore[method-assign]
+    await create_session()
+    return api
