@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from .faults import Restart as Restart
     from .faults import Restore as Restore
     from .faults import Resume as Resume
+    from .http.server import HttpServer as HttpServer
+    from .http.transport import httpx_transport as httpx_transport
+    from .http.transport import kr8s_api as kr8s_api
+    from .http.transport import lightkube_client as lightkube_client
     from .kernel.loop import Deadlock as Deadlock
     from .kernel.network import ConnectionRefused as ConnectionRefused
     from .kernel.network import ConnectionReset as ConnectionReset
@@ -82,6 +86,10 @@ _EXPORTS = {
     "Restart": ".faults",
     "Restore": ".faults",
     "Resume": ".faults",
+    "HttpServer": ".http.server",
+    "httpx_transport": ".http.transport",
+    "kr8s_api": ".http.transport",
+    "lightkube_client": ".http.transport",
     "Deadlock": ".kernel.loop",
     "ConnectionRefused": ".kernel.network",
     "ConnectionReset": ".kernel.network",
@@ -98,9 +106,12 @@ __all__ = [
     "AfterRequest", "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict",
     "ConnectionRefused",
     "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
+    "HttpServer",
     "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
-    "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout", "run",
+    "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout",
+    "httpx_transport", "kr8s_api", "lightkube_client",
+    "run",
 ]
 
 

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from .gateway import Gateway
-from .wire import Dropped, HttpRequest, HttpResponse
+from .wire import DEFAULT_MAX_BODY, Dropped, HttpRequest, HttpResponse
 
 if TYPE_CHECKING:
     from ..simulation import Simulation
@@ -84,11 +84,14 @@ def _transport_class(module_name: str) -> type:
     return EmuTransport
 
 
-def httpx_transport(sim: Simulation, *, identity: str | None = None,
-                    module: str = "httpx") -> Any:
+def httpx_transport(sim: Simulation, *, identity: str | None = None, module: str = "httpx",
+                    token: str | None = None, max_body: int = DEFAULT_MAX_BODY) -> Any:
     """An async transport for ``module`` (``"httpx"`` or ``"httpx2"``) answering from ``sim``'s
-    API server as ``identity`` (default: from each request's User-Agent)."""
-    return _transport_class(module)(Gateway(sim, identity=identity, server_url=BASE_URL))
+    API server as ``identity`` (default: from each request's User-Agent); ``token`` and
+    ``max_body`` as for ``emu serve``."""
+    gateway = Gateway(sim, identity=identity, token=token, max_body=max_body,
+                      server_url=BASE_URL)
+    return _transport_class(module)(gateway)
 
 
 def lightkube_client(sim: Simulation, *, identity: str = "lightkube",
