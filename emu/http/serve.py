@@ -11,6 +11,7 @@ the garbage collector collects), KubeRay with ``--kuberay``; ``-f`` applies mani
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import selectors
 import signal
@@ -85,10 +86,14 @@ class ServeOptions:
     expose: tuple[str, ...] = ()
 
 
-def kubeconfig_text(url: str, token: str | None, namespace: str = "default") -> str:
+def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
+                    ca_pem: bytes | None = None) -> str:
     user: dict[str, Any] = {"token": token} if token else {}
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     doc = {"apiVersion": "v1", "kind": "Config",
-           "clusters": [{"name": "emu", "cluster": {"server": url}}],
+           "clusters": [{"name": "emu", "cluster": cluster}],
            "users": [{"name": "emu", "user": user}],
            "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "emu",
                                                     "namespace": namespace}}],
@@ -116,8 +121,16 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)
     sim = Simulation(seed=opts.seed, **sim_options)
+    ssl_context, ca_pem, tls_dir = None, None, None
+    if opts.token:
+        # client-go sends credentials only over TLS: a token needs HTTPS.
+        from .tls import self_signed
+
+        cert = self_signed(opts.host)
+        tls_dir = tempfile.TemporaryDirectory(prefix="emu-serve-tls-")
+        ssl_context, ca_pem = cert.server_context(Path(tls_dir.name)), cert.cert_pem
     server = HttpServer(sim, host=opts.host, port=opts.port, token=opts.token,
-                        max_body=opts.max_body)
+                        max_body=opts.max_body, ssl_context=ssl_context)
     forwards: list[Any] = []
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
@@ -150,7 +163,7 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             forwards.append(fwd)
         path = Path(opts.kubeconfig) if opts.kubeconfig else \
             Path(tempfile.gettempdir()) / f"emu-kubeconfig-{server.port}"
-        path.write_text(kubeconfig_text(url, opts.token))
+        path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem))
         os.chmod(path, 0o600)
         extra = "".join(f" {f.describe()}" for f in forwards)
         print(f"emu serve: ready at {url} (KUBECONFIG={path}){extra}", file=out, flush=True)
@@ -163,6 +176,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             await fwd.stop()
         await server.stop()
         sim.close()
+        if tls_dir is not None:
+            tls_dir.cleanup()
         for sig in handled:
             loop.remove_signal_handler(sig)
 

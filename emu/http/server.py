@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -41,8 +41,9 @@ class HttpServer:
 
     def __init__(self, sim: Simulation, *, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
-                 identity: str | None = None) -> None:
+                 identity: str | None = None, ssl_context: Any = None) -> None:
         self.sim = sim
+        self.ssl_context = ssl_context
         self.host = host
         self.port = port
         self.max_body = max_body
@@ -52,7 +53,8 @@ class HttpServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     async def start(self) -> str:
         app = web.Application(client_max_size=self.max_body + 1)
@@ -60,7 +62,8 @@ class HttpServer:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True,
+                           ssl_context=self.ssl_context)
         await site.start()
         server = site._server
         if self.port == 0 and server is not None:
