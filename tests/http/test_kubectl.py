@@ -10,7 +10,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from serving import MANIFESTS, Served, start_serve
 
 pytestmark = [pytest.mark.external, pytest.mark.usefixtures("kubectl_found")]
