@@ -53,9 +53,10 @@ class PacedLoop(VirtualTimeLoop):
     virtual seconds; nothing jumps (real sockets are waited on for real)."""
 
     def __init__(self, *, speed: float = 1.0, start: float = 0.0) -> None:
-        if not speed > 0:
-            raise ValueError(f"speed must be positive, got {speed!r}")
         super().__init__(wall_clock=True, start=start)
+        if not speed > 0:
+            self.close()
+            raise ValueError(f"speed must be positive, got {speed!r}")
         self.speed = float(speed)
         self._origin = _monotonic()
         self._start = float(start)
@@ -102,8 +103,9 @@ def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
 
 
 async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
-                     out: Any = None) -> int:
-    """Build the world, serve it until ``stop`` is set (or a signal arrives); 0 on a clean stop."""
+                     out: Any = None, ready: asyncio.Event | None = None) -> int:
+    """Build the world, serve it until ``stop`` is set (or a signal arrives); 0 on a clean stop.
+    ``ready`` is set once the ready line is printed."""
     from ..simulation import Simulation
     from .expose import parse_expose
     from .server import HttpServer
@@ -167,6 +169,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         os.chmod(path, 0o600)
         extra = "".join(f" {f.describe()}" for f in forwards)
         print(f"emu serve: ready at {url} (KUBECONFIG={path}){extra}", file=out, flush=True)
+        if ready is not None:
+            ready.set()
         await stop.wait()
         return 0
     finally:
