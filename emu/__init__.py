@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from .faults import Resume as Resume
     from .http.server import HttpServer as HttpServer
     from .http.transport import httpx_transport as httpx_transport
-    from .http.transport import kr8s_api as kr8s_api
     from .http.transport import lightkube_client as lightkube_client
     from .kernel.loop import Deadlock as Deadlock
     from .kernel.network import ConnectionRefused as ConnectionRefused
@@ -88,7 +87,6 @@ _EXPORTS = {
     "Resume": ".faults",
     "HttpServer": ".http.server",
     "httpx_transport": ".http.transport",
-    "kr8s_api": ".http.transport",
     "lightkube_client": ".http.transport",
     "Deadlock": ".kernel.loop",
     "ConnectionRefused": ".kernel.network",
@@ -110,7 +108,7 @@ __all__ = [
     "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
     "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout",
-    "httpx_transport", "kr8s_api", "lightkube_client",
+    "httpx_transport", "lightkube_client",
     "run",
 ]
 

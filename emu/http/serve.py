@@ -1,11 +1,12 @@
 """``emu serve``: an emulated cluster behind a real HTTP port, for kubectl and any client.
 
-Virtual time is paced by the wall clock times ``--speed`` (`PacedLoop`): at speed 10 a Lease's
-15 s take 1.5 s of real time. Virtual time starts at the real current instant, so timestamps and
-ages look like a real cluster's. The Kubernetes built-ins always run (Pods start, Jobs finish,
-the garbage collector collects), KubeRay with ``--kuberay``; ``-f`` applies manifests first,
-``--scenario`` runs a named scenario in the served world. A kubeconfig is written, one line
-``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or SIGTERM) stops it.
+Virtual time is paced by the wall clock times ``--speed`` (`emu.kernel.paced.PacedLoop`): at
+speed 10 a Lease's 15 s take 1.5 s of real time. Virtual time starts at the real current instant,
+so timestamps and ages look like a real cluster's. The Kubernetes built-ins always run (Pods
+start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay``; ``-f`` applies
+manifests first, ``--scenario`` runs a named scenario in the served world. A kubeconfig is
+written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
+SIGTERM) stops it.
 """
 
 from __future__ import annotations
@@ -13,63 +14,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import selectors
 import signal
 import sys
 import tempfile
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 import yaml
 
-from ..kernel.clock import EPOCH
-from ..kernel.loop import VirtualTimeLoop
+from ..kernel.paced import PacedLoop, real_now_as_virtual
 from .wire import DEFAULT_MAX_BODY
-
-_monotonic = time.monotonic  # noqa: TID251 - pacing virtual time by the wall clock is the point
-
-
-class _ScaledSelector:
-    """The real selector, with asyncio's virtual timeouts turned into real ones (÷ speed)."""
-
-    def __init__(self, real: selectors.BaseSelector, speed: float) -> None:
-        self._real = real
-        self._speed = speed
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if timeout is not None and timeout > 0:
-            timeout = timeout / self._speed
-        return self._real.select(timeout)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-
-class PacedLoop(VirtualTimeLoop):
-    """A loop whose virtual time runs ``speed`` times as fast as the wall clock, from ``start``
-    virtual seconds; nothing jumps (real sockets are waited on for real)."""
-
-    def __init__(self, *, speed: float = 1.0, start: float = 0.0) -> None:
-        super().__init__(wall_clock=True, start=start)
-        if not speed > 0:
-            self.close()
-            raise ValueError(f"speed must be positive, got {speed!r}")
-        self.speed = float(speed)
-        self._origin = _monotonic()
-        self._start = float(start)
-        virtual = self._selector
-        virtual._real = _ScaledSelector(virtual._real, self.speed)  # type: ignore[assignment]
-
-    def time(self) -> float:
-        return self._start + (_monotonic() - self._origin) * self.speed
-
-
-def real_now_as_virtual() -> float:
-    """Virtual seconds that make ``EPOCH + t`` the current real instant."""
-    return max(0.0, (datetime.now(UTC) - EPOCH).total_seconds())  # noqa: TID251
 
 
 @attrs.frozen

@@ -37,7 +37,10 @@ async def _to_request(request: web.Request, max_body: int) -> HttpRequest | Http
 
 
 class HttpServer:
-    """Serve ``sim``'s API server on ``host:port`` (port 0 picks a free one; see `url`)."""
+    """Serve ``sim``'s API server on ``host:port`` (port 0 picks a free one): ``await start()``
+    returns the URL, ``await stop()`` closes open watches and the socket. Run it on a loop that
+    really waits for sockets (``emu.kernel.paced.PacedLoop``, or ``emu.run(...,
+    wall_clock=True)``); a virtual-time loop would jump past the clients."""
 
     def __init__(self, sim: Simulation, *, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, max_body: int = DEFAULT_MAX_BODY,

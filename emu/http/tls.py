@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import attrs
+
+from ..kernel.paced import wall_now
 
 
 @attrs.frozen
@@ -46,7 +48,7 @@ def self_signed(host: str) -> SelfSigned:
             sans.append(x509.IPAddress(addr))
     except ValueError:
         sans.append(x509.DNSName(host))
-    now = datetime.now(UTC)  # noqa: TID251 - a real certificate needs the real date
+    now = wall_now()  # a real certificate needs the real date
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=1))

@@ -1,18 +1,21 @@
 """In-process transports: Python Kubernetes clients inside a simulation, on virtual time.
 
-kr8s uses httpx and lightkube uses httpx2 (a fork with the same transport interface); both accept
-a transport, so a request never touches a socket: it goes to the simulation's `Gateway` and from
-there over the emulated network, as the caller ``identity``. Everything runs on the virtual-time
-loop, so the client's waits (watch timeouts, retries with backoff) cost no real time and a seed
-replays the same history, digest included.
+lightkube uses httpx2 (a fork of httpx with the same transport interface) and accepts a
+transport; plain httpx clients do too. A request then never touches a socket: it goes to the
+simulation's `Gateway` and from there over the emulated network, as the caller ``identity``.
+Everything runs on the virtual-time loop, so the client's waits (watch timeouts, retries with
+backoff) cost no real time and a seed replays the same history, digest included.
 
-    transport = emu.httpx_transport(sim)                      # for httpx (kr8s, plain httpx)
-    client = emu.lightkube_client(sim)                        # a lightkube.AsyncClient
-    api = await emu.kr8s_api(sim)                             # a kr8s.asyncio.Api
+    transport = emu.httpx_transport(sim)          # for httpx.AsyncClient(transport=...)
+    client = emu.lightkube_client(sim)            # a lightkube.AsyncClient
 
-Faults reach these clients as socket errors: a refused or partitioned call raises the module's
-``ConnectError``, a lost response its ``ReadTimeout`` (after the network's timeout in virtual
-time).
+kr8s is not wired in: it reads its configuration in worker threads while it connects, and a
+virtual-time loop cannot wait on threads it does not know about (the run would jump to its time
+limit); use it against ``emu serve`` instead.
+
+Faults reach these clients as socket errors: a refused call raises the module's
+``ConnectError``, a partitioned call or a lost response its ``ReadTimeout`` (after the network's
+timeout, in virtual time).
 """
 
 from __future__ import annotations
@@ -108,22 +111,3 @@ def lightkube_client(sim: Simulation, *, identity: str = "lightkube",
     return AsyncClient(config, transport=httpx_transport(sim, identity=identity,
                                                          module="httpx2"),
                        trust_env=False, **options)
-
-
-async def kr8s_api(sim: Simulation, *, identity: str = "kr8s",
-                   namespace: str = "default") -> Any:
-    """A ``kr8s.asyncio.Api`` wired to ``sim`` through an in-process transport."""
-    import httpx
-    import kr8s.asyncio
-
-    api = await kr8s.asyncio.api(url=BASE_URL, namespace=namespace)
-    transport = httpx_transport(sim, identity=identity)
-
-    async def create_session() -> None:
-        api._session = httpx.AsyncClient(base_url=BASE_URL, transport=transport,
-                                         headers={"content-type": "application/json"},
-                                         timeout=api._timeout, follow_redirects=True)
-
-    api._create_session = create_session  # type: ignore[method-assign]
-    await create_session()
-    return api

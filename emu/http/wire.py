@@ -2,7 +2,7 @@
 
 The aiohttp server (`emu.http.server`) and the in-process httpx transport (`emu.http.transport`)
 both turn their framework's request into an `HttpRequest`, hand it to one `Gateway`, and turn the
-`HttpResponse` or `WatchResponse` back; so a kubectl call over a socket and a kr8s call on virtual
+`HttpResponse` or `WatchResponse` back; so a kubectl call over a socket and a lightkube call on virtual
 time take the same path to the API server.
 """
 

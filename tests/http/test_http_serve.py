@@ -13,7 +13,9 @@ import pytest
 
 from emu.cli import main
 from emu.http.expose import ExposeSpec, parse_expose
-from emu.http.serve import PacedLoop, ServeOptions, _ScaledSelector, kubeconfig_text, serve_main
+from emu.http.serve import ServeOptions, kubeconfig_text, serve_main
+from emu.kernel.paced import PacedLoop
+from emu.kernel.paced import ScaledSelector as _ScaledSelector
 
 
 def test_bad_arguments_exit_2_with_a_message(capsys):
