@@ -72,14 +72,6 @@ def served(kinds: KindRegistry, group_name: str, version_name: str) -> list[Kind
                   key=lambda i: i.plural)
 
 
-def by_plural(kinds: KindRegistry, group_name: str, version_name: str,
-              plural: str) -> KindInfo | None:
-    for info in kinds.all():
-        if info.plural == plural and info.group == group_name and info.version == version_name:
-            return info
-    return None
-
-
 def resource_list(kinds: KindRegistry, group_name: str, version_name: str) -> Obj | None:
     infos = served(kinds, group_name, version_name)
     if not infos:

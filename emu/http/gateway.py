@@ -102,6 +102,17 @@ class Gateway:
         self.max_body = max_body
         self.server_url = server_url
         self.requests = 0
+        self._index: dict[tuple[str, str, str], KindInfo] = {}
+        self._index_gen = -1
+
+    def kind_at(self, group: str, version: str, plural: str) -> KindInfo | None:
+        """The kind served at ``<group>/<version>/<plural>``; the index is rebuilt when the
+        registry changes (a CRD applied), since this runs on every request."""
+        kinds = self.sim.api.kinds
+        if self._index_gen != kinds.generation:
+            self._index = {(i.group, i.version, i.plural): i for i in kinds.all()}
+            self._index_gen = kinds.generation
+        return self._index.get((group, version, plural))
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -184,7 +195,6 @@ class _Call:
         self.gw = gw
         self.req = req
         self.caller = gw.caller(req)
-        kinds = gw.sim.api.kinds
         ns: str | None = None
         watch_path = False
         if rest[:1] == ["watch"]:  # the deprecated /watch/ prefix
@@ -194,7 +204,7 @@ class _Call:
             ns, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise _no_resource()
-        info = discovery.by_plural(kinds, group, version, rest[0])
+        info = gw.kind_at(group, version, rest[0])
         if info is None:
             raise _no_resource()
         if ns is not None and not info.namespaced:

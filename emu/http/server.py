@@ -32,8 +32,9 @@ async def _to_request(request: web.Request, max_body: int) -> HttpRequest | Http
         err = RequestEntityTooLarge(f"the request body is larger than the limit of {max_body} "
                                     "bytes")
         return HttpResponse.json(err.status, err.code)
+    # aiohttp's headers are already case-insensitive: no copy
     return HttpRequest(request.method, request.path, tuple(request.query.items()),
-                       {k.lower(): v for k, v in request.headers.items()}, body)
+                       request.headers, body)
 
 
 class HttpServer:

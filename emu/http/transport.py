@@ -66,7 +66,7 @@ def _transport_class(module_name: str) -> type:
             url = request.url
             req = HttpRequest(request.method, url.path,
                               tuple((str(k), str(v)) for k, v in url.params.multi_items()),
-                              {k.lower(): v for k, v in request.headers.items()}, body)
+                              request.headers, body)  # httpx headers are case-insensitive
             try:
                 result = await self.gateway.handle(req)
             except Dropped as err:

@@ -22,7 +22,9 @@ DEFAULT_MAX_BODY = 3 * 1024 * 1024
 
 @attrs.frozen
 class HttpRequest:
-    """One request: ``headers`` keys are lower case; ``query`` keeps repeated keys in order."""
+    """One request: ``headers`` is a mapping looked up with lower-case names (a plain dict with
+    lower-case keys, or a framework's case-insensitive headers); ``query`` keeps repeated keys in
+    order."""
 
     method: str
     path: str
