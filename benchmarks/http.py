@@ -4,7 +4,7 @@ Workload W (issue 13): N ConfigMaps (2,000; 200 with ``--quick``) created, read,
 200 stale updates (each a 409), lists by label, and a watch that replays every object — all as
 plain HTTP requests from aiohttp clients (8 in flight) over loopback. The floor is a bare dict
 store behind the same HTTP stack (aiohttp, orjson, the same URLs and status codes) in the same
-process and run; the target is ≥ 0.8× the floor on every step. Also: the in-process httpx
+process and run; the target is ≥ 0.8x the floor on every step. Also: the in-process httpx
 transport's ops/s beside the in-process client's, on virtual time (no sockets).
 
 Prints figures and ratios; asserts nothing.
