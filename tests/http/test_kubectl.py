@@ -5,12 +5,17 @@ own guards (400 on malformed JSON, 413, bearer token, clean Ctrl-C)."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import ssl
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
-from serving import MANIFESTS, Served, start_serve
+from serving import MANIFESTS, Served, env, require, start_serve
 
 pytestmark = [pytest.mark.external, pytest.mark.usefixtures("kubectl_found")]
 
@@ -164,5 +169,28 @@ def test_bearer_token_and_ctrl_c(tmp_path):
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}).encode(),
             {"authorization": "Bearer t0ken"})
         assert code == 201
+    finally:
+        assert srv.stop() == 0
+
+
+def test_ray_job_submit_through_expose(tmp_path):
+    ray = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
+    require(Path(ray).exists(), "the ray CLI")
+    srv = start_serve(tmp_path, "--kuberay", "--speed", "20", "-f",
+                      str(MANIFESTS / "raycluster.yaml"), "--expose",
+                      "svc/sample-cluster-head-svc:8265")
+    try:
+        dashboard = re.search(r"8265=(\S+)", srv.ready_line).group(1)
+        srv.kubectl("wait", "raycluster/sample-cluster", "--for=jsonpath={.status.state}=ready",
+                    "--timeout=60s")
+        done = subprocess.run([ray, "job", "submit", "--address", dashboard, "--no-wait",
+                               "--submission-id", "via-expose", "--", "python", "-c",
+                               "'print(1)'"], capture_output=True, text=True, timeout=120,
+                              env=env())
+        assert done.returncode == 0, done.stderr
+        with urllib.request.urlopen(f"{dashboard}/api/jobs/via-expose", timeout=30) as resp:
+            job = json.loads(resp.read())
+        assert job["submission_id"] == "via-expose"
+        assert "print(1)" in job["entrypoint"]
     finally:
         assert srv.stop() == 0
