@@ -273,6 +273,10 @@ class _Call:
     def _json_body(self) -> Any:
         ctype = self.req.header("content-type", JSON).split(";")[0].strip().lower()
         body = self.req.body
+        if ctype == "application/vnd.kubernetes.protobuf":
+            from .protobuf import decode
+
+            return decode(body)
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
             try:
                 return yaml.safe_load(body.decode()) if body else None

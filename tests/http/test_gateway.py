@@ -355,3 +355,29 @@ def test_lightkube_in_process_is_deterministic(seed):
     runs = [emu.run(_lightkube_session, seed=seed) for _ in range(2)]
     assert runs[0] == runs[1]
     assert [s.split("@")[0] for s in runs[0][0]] == ["MODIFIED:1", "MODIFIED:2", "MODIFIED:3"]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    type_meta = _field(1, api_version.encode()) + _field(2, kind.encode())
+    return b"k8s\x00" + _field(1, type_meta) + _field(2, raw)
+
+
+async def test_protobuf_bodies_of_the_typed_generators(sim):
+    proto = {"content-type": "application/vnd.kubernetes.protobuf"}
+    meta = _field(1, b"pb") + _field(11, _field(1, b"app") + _field(2, b"x"))
+    raw = _field(1, meta) + _field(2, _field(1, b"k") + _field(2, b"v"))
+    async with client(sim) as c:
+        r = await c.post(CM, content=_envelope("v1", "ConfigMap", raw), headers=proto)
+        assert r.status_code == 201, r.text
+        assert r.json()["data"] == {"k": "v"} and r.json()["metadata"]["labels"] == {"app": "x"}
+        r = await c.post("/apis/apps/v1/namespaces/default/deployments",
+                         content=_envelope("apps/v1", "Deployment", _field(1, meta)),
+                         headers=proto)
+        assert r.status_code == 415 and "must be sent as JSON" in r.json()["message"]
+        r = await c.post(CM, content=b"\x01\x02", headers=proto)
+        assert r.status_code == 400

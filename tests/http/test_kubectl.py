@@ -194,3 +194,22 @@ def test_ray_job_submit_through_expose(tmp_path):
         assert "print(1)" in job["entrypoint"]
     finally:
         assert srv.stop() == 0
+
+
+def test_typed_generators_send_protobuf(served: Served):
+    served.kubectl("create", "namespace", "kc-typed")
+    served.kubectl("create", "configmap", "cfg", "-n", "kc-typed", "--from-literal=a=1",
+                   "--from-literal=b=two")
+    served.kubectl("create", "secret", "generic", "s", "-n", "kc-typed",
+                   "--from-literal=pw=hunter2")
+    served.kubectl("create", "serviceaccount", "robot", "-n", "kc-typed")
+    cm = json.loads(served.kubectl("get", "cm", "cfg", "-n", "kc-typed", "-o", "json").stdout)
+    assert cm["data"] == {"a": "1", "b": "two"}
+    secret = json.loads(served.kubectl("get", "secret", "s", "-n", "kc-typed", "-o",
+                                       "json").stdout)
+    assert secret["data"] == {"pw": "aHVudGVyMg=="} and secret["type"] == "Opaque"
+    assert served.kubectl("get", "sa", "robot", "-n", "kc-typed", "-o", "name").stdout.strip() \
+        == "serviceaccount/robot"
+    other = served.kubectl("create", "deployment", "web", "--image=nginx", "-n", "kc-typed",
+                           check=False)
+    assert other.returncode != 0 and "must be sent as JSON" in other.stderr
