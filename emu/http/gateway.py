@@ -27,7 +27,6 @@ from ..apiserver.errors import (
     ApiError,
     BadRequest,
     MethodNotAllowed,
-    NotFound,
     RequestEntityTooLarge,
     UnsupportedMediaType,
 )
@@ -156,7 +155,7 @@ class Gateway:
             if len(parts) == 2:
                 found = discovery.group(api.kinds, parts[1])
                 if found is None:
-                    raise NotFound("", parts[1])
+                    raise _no_resource()
                 return HttpResponse.json(found)
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
@@ -200,7 +199,10 @@ class _Call:
         if rest[:1] == ["watch"]:  # the deprecated /watch/ prefix
             watch_path = True
             rest = rest[1:]
-        if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        namespace_sub = (len(rest) == 3 and rest[0] == "namespaces" and not group
+                         and rest[2] in ("status", "finalize")
+                         and gw.kind_at(group, version, rest[2]) is None)
+        if rest[:1] == ["namespaces"] and len(rest) >= 3 and not namespace_sub:
             ns, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise _no_resource()

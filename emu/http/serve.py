@@ -107,8 +107,19 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         if sc is not None:
             from ..scenarios import Report
 
+            report = Report(sim)
+            began = sim.now
+
             async def scenario() -> None:
-                await sc.fn(sim, Report(sim))
+                try:
+                    await sc.fn(sim, report)
+                except Exception as exc:  # the world keeps serving; say what happened
+                    print(f"emu serve: scenario {sc.name} failed: {type(exc).__name__}: {exc}",
+                          file=sys.stderr, flush=True)
+                    return
+                verdict = "ok" if report.ok else "expectations failed"
+                print(f"emu serve: scenario {sc.name} finished ({verdict}) after "
+                      f"{sim.now - began:.1f} virtual seconds", file=sys.stderr, flush=True)
 
             background.append(loop.create_task(scenario(), name="scenario"))
         url = await server.start()

@@ -381,3 +381,19 @@ async def test_protobuf_bodies_of_the_typed_generators(sim):
         assert r.status_code == 415 and "must be sent as JSON" in r.json()["message"]
         r = await c.post(CM, content=b"\x01\x02", headers=proto)
         assert r.status_code == 400
+
+
+async def test_namespace_status_and_finalize_paths(sim):
+    async with client(sim) as c:
+        r = await c.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": "team"}})
+        assert r.status_code == 201
+        status = (await c.get("/api/v1/namespaces/team/status")).json()
+        assert status["metadata"]["name"] == "team" and status["status"]["phase"] == "Active"
+        r = await c.post("/api/v1/namespaces/team/configmaps", json=cm("inside"))
+        assert r.status_code == 201 and r.json()["metadata"]["namespace"] == "team"
+        listed = (await c.get("/api/v1/namespaces/team/configmaps")).json()
+        assert [i["metadata"]["name"] for i in listed["items"]] == ["inside"]
+        r = await c.delete("/api/v1/namespaces/team")
+        assert r.status_code in (200, 202)
+        assert (await c.get("/apis/nope.example.com")).status_code == 404
