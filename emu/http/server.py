@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from ..apiserver.errors import BadRequest, RequestEntityTooLarge
+from ..apiserver.errors import InternalError, RequestEntityTooLarge
 from .gateway import Gateway
 from .wire import DEFAULT_MAX_BODY, Dropped, HttpRequest, HttpResponse, WatchResponse
 
@@ -96,7 +96,7 @@ class HttpServer:
                 request.transport.abort()
             raise asyncio.CancelledError from None
         except Exception as exc:  # a bug here must still answer with a Status
-            err = BadRequest(f"internal error: {type(exc).__name__}: {exc}")
+            err = InternalError(f"an error on the server: {type(exc).__name__}: {exc}")
             return web.Response(status=500, body=HttpResponse.json(err.status).body,
                                 content_type="application/json")
         if isinstance(result, HttpResponse):
