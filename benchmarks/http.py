@@ -96,8 +96,9 @@ class FloorStore:
             resp.content_type = "application/json"
             resp.enable_chunked_encoding()
             await resp.prepare(request)
-            for _, data, _ in self.objs.values():
-                await resp.write(b'{"type":"ADDED","object":' + data + b"}\n")
+            # one chunk, as emu's server writes events that are ready together
+            await resp.write(b"".join(b'{"type":"ADDED","object":' + data + b"}\n"
+                                      for _, data, _ in self.objs.values()))
             return resp
         key, _, value = request.query.get("labelSelector", "=").partition("=")
         items = [data for _, data, labels in self.objs.values() if labels.get(key) == value]
