@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ..kernel.clock import rfc3339
+from ..kernel.clock import parse_time, rfc3339
 from ..kernel.network import CallInfo
 from ..kernel.rng import SimRandom
 from . import validation as v
@@ -112,6 +112,34 @@ def _encode_continue(rev: int, key: tuple[str, str], info: KindInfo, ns: str | N
     rel = f"{key[0]}/{key[1]}" if info.namespaced and ns is None else key[1]
     data = _dumps({"v": "meta.k8s.io/v1", "rv": rev, "start": rel + "\x00"})
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _gc_finalizers(info: KindInfo, finalizers: list[str], policy: str | None) -> list[str]:
+    """``deletionFinalizersForGarbageCollection``: the object's finalizers after a delete with
+    ``policy``: both GC finalizers removed, then ``orphan`` and/or ``foregroundDeletion`` added
+    back as the policy, the finalizers already present, or the kind's default policy say (a
+    batch/v1 Job orphans its Pods by default, for compatibility). Unchanged as a set: the list
+    as it was."""
+    if policy is not None:
+        orphan = policy == "Orphan"
+        foreground = policy == "Foreground"
+    else:
+        orphan = foreground = False
+        for f in finalizers:
+            if f == ORPHAN:
+                orphan = True
+                break
+            if f == FOREGROUND:
+                foreground = True
+                break
+        else:
+            orphan = info.kind == "Job" and info.group == "batch"
+    new = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+    if orphan:
+        new.append(ORPHAN)
+    if foreground:
+        new.append(FOREGROUND)
+    return finalizers if set(new) == set(finalizers) else new
 
 
 def _go_strings(items: list[str]) -> str:
@@ -504,8 +532,10 @@ class APIServer:
     # -- create ----------------------------------------------------------------------------------
 
     def create(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None) -> Obj:
-        """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in)."""
+               namespace: str | None = None, field_validation: str | None = None) -> Obj:
+        """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in).
+        Unknown fields are dropped, or refused with ``field_validation="Strict"``."""
+        mode = v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         meta = obj.get("metadata")
         if meta is None:
@@ -524,6 +554,7 @@ class APIServer:
         new["metadata"] = meta
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
+        v.prune_unknown(info.group, info.kind, new, meta, mode)
         ns = self._scope(info, meta.get("namespace") or namespace)
         if info.namespaced:
             meta["namespace"] = ns
@@ -568,8 +599,10 @@ class APIServer:
         rev = self.store.rev + 1
         meta["resourceVersion"] = str(rev)
         entry = self._entry(info, ns, name, new, rev)
-        if dry_run:
-            return _loads(entry.data)
+        if dry_run:  # a dry-run object was never stored, so it has no resourceVersion
+            out = _loads(entry.data)
+            del out["metadata"]["resourceVersion"]
+            return out
         self.store.commit(table, "ADDED", entry, None)
         self._record("create", info, entry, caller)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
@@ -579,17 +612,18 @@ class APIServer:
     # -- update ----------------------------------------------------------------------------------
 
     def update(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None) -> Obj:
+               namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Replace the object (status is ignored for kinds with a status subresource)."""
-        return self._update(obj, caller, False, dry_run, namespace)
+        return self._update(obj, caller, False, dry_run, namespace, field_validation)
 
     def update_status(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-                      namespace: str | None = None) -> Obj:
+                      namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Replace only ``status`` (the ``/status`` subresource)."""
-        return self._update(obj, caller, True, dry_run, namespace)
+        return self._update(obj, caller, True, dry_run, namespace, field_validation)
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
-                namespace: str | None) -> Obj:
+                namespace: str | None, field_validation: str | None = None) -> Obj:
+        mode = v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         if status_only and not info.has_status:
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
@@ -609,6 +643,11 @@ class APIServer:
             raise Invalid(info.kind, name, [StatusCause(
                 "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion")], info.group)
+        uid = meta.get("uid")
+        if uid and uid != entry.uid:  # the uid precondition holds for /status too
+            raise Conflict(info.plural, name, info.group,
+                           why=f"Precondition failed: UID in precondition: {uid}, UID in "
+                               f"object meta: {entry.uid}")
         old: Obj = _loads(entry.data)
         old_meta: Obj = old["metadata"]
         spec_changed: bool | None = None
@@ -636,11 +675,7 @@ class APIServer:
             new["metadata"] = nmeta
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
-            uid = nmeta.get("uid")
-            if uid and uid != entry.uid:
-                raise Conflict(info.plural, name, info.group,
-                               why=f"Precondition failed: UID in precondition: {uid}, UID in "
-                                   f"object meta: {entry.uid}")
+            v.prune_unknown(info.group, info.kind, new, nmeta, mode)
             for fname in _SERVER_META:
                 if fname in old_meta:
                     nmeta[fname] = old_meta[fname]
@@ -683,14 +718,18 @@ class APIServer:
             return old
         if entry.deleting and not nmeta.get("finalizers") and (
                 not info.graceful_delete or not nmeta.get("deletionGracePeriodSeconds")):
+            # The update empties the finalizers of an object being deleted: kube does not
+            # store it but deletes the stored object, so the answer and the DELETED event
+            # carry what was stored (``deleteWithoutFinalizers``), not the update's content.
+            stored: Obj = _loads(entry.data)
             if dry_run:
-                return new
-            return self._remove(info, table, entry, new, caller, "update")
+                return stored
+            return self._remove(info, table, entry, stored, caller, "update")
+        if dry_run:  # what would be written, at the revision it has now (nothing is committed)
+            return _loads(self._entry(info, ns, name, new, entry.rev).data)
         rev = self.store.rev + 1
         nmeta["resourceVersion"] = str(rev)
         fresh = self._entry(info, ns, name, new, rev)
-        if dry_run:
-            return _loads(fresh.data)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("update_status" if status_only else "update", info, fresh, caller)
         return _loads(fresh.data)
@@ -699,7 +738,8 @@ class APIServer:
 
     def patch(self, kind: str, name: str, patch: Any, *, namespace: str | None = None,
               patch_type: str = "merge", subresource: str | None = None, caller: str = "",
-              api_version: str | None = None, dry_run: bool = False) -> Obj:
+              api_version: str | None = None, dry_run: bool = False,
+              field_validation: str | None = None) -> Obj:
         """Apply a ``merge``, ``json`` or ``strategic`` patch to the stored object, then write it
         through the update path (``subresource="status"``: only status changes)."""
         info, table = self._resolve(kind, api_version)
@@ -738,7 +778,8 @@ class APIServer:
         patched["kind"] = info.kind
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
-        return self._update(patched, caller, subresource == "status", dry_run, ns)
+        return self._update(patched, caller, subresource == "status", dry_run, ns,
+                            field_validation)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -779,38 +820,36 @@ class APIServer:
                                    f"{want_rv}, ResourceVersion in object meta: {entry.rv}")
         obj: Obj = _loads(entry.data)
         meta: Obj = obj["metadata"]
-        finalizers = list(meta.get("finalizers") or ())
-        before = list(finalizers)
-        if policy == "Orphan":
-            finalizers = [f for f in finalizers if f != FOREGROUND]
-            if ORPHAN not in finalizers:
-                finalizers.append(ORPHAN)
-        elif policy == "Foreground":
-            finalizers = [f for f in finalizers if f != ORPHAN]
-            if FOREGROUND not in finalizers:
-                finalizers.append(FOREGROUND)
-        if info.graceful_delete:
-            spec = obj.get("spec") or {}
-            phase = (obj.get("status") or {}).get("phase")
-            if grace is None:
-                grace = spec.get("terminationGracePeriodSeconds", 30)
-            if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-                grace = 0
-        else:
-            grace = 0
-        assert grace is not None
+        before = list(meta.get("finalizers") or ())
         is_ns = info.kind == "Namespace" and not info.group
         now = self._clock()
         if entry.deleting:
-            current = meta.get("deletionGracePeriodSeconds") or 0
-            shorter = info.graceful_delete and grace < current
-            if not shorter and finalizers == before:
-                return obj  # already being deleted: nothing to do
-            if shorter:
-                meta["deletionTimestamp"] = rfc3339(now + grace)
+            pending = meta.get("deletionGracePeriodSeconds") or 0
+            if info.graceful_delete and pending:
+                # ``BeforeDelete`` on an object already being deleted gracefully: only an
+                # explicit shorter grace period changes anything (the deadline moves earlier by
+                # the difference, generation stays); otherwise nothing changes, not even the
+                # finalizers a propagation policy would add.
+                if grace is None or grace >= pending:
+                    return obj
+                deadline = parse_time(meta["deletionTimestamp"]) - pending + grace
+                meta["deletionTimestamp"] = rfc3339(deadline)
                 meta["deletionGracePeriodSeconds"] = grace
-                _bump_generation(meta)
+            finalizers = _gc_finalizers(info, before, policy)
+            if not (info.graceful_delete and pending) and finalizers == before:
+                return obj  # already being deleted: nothing to do
         else:
+            finalizers = _gc_finalizers(info, before, policy)
+            if info.graceful_delete:
+                spec = obj.get("spec") or {}
+                phase = (obj.get("status") or {}).get("phase")
+                if grace is None:
+                    grace = spec.get("terminationGracePeriodSeconds", 30)
+                if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+                    grace = 0
+            else:
+                grace = 0
+            assert grace is not None
             if not finalizers and grace == 0 and not is_ns:
                 if dry_run:
                     return obj if info.return_deleted_object else _status_success(
@@ -829,11 +868,12 @@ class APIServer:
             return self._remove(info, table, entry, obj, caller, "delete")
         if is_ns:
             obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+        if dry_run:  # what would be written, at the revision it has now (nothing is committed)
+            self._entry(info, entry.ns, name, obj, entry.rev)
+            return obj
         rev = self.store.rev + 1
         meta["resourceVersion"] = str(rev)
         fresh = self._entry(info, entry.ns, name, obj, rev)
-        if dry_run:
-            return _loads(fresh.data)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("delete", info, fresh, caller)
         if is_ns:
@@ -869,8 +909,9 @@ class APIServer:
             if not table.info.namespaced:
                 continue
             for entry in list((table.by_ns.get(ns) or {}).values()):
-                if not entry.deleting:
-                    self._delete(table.info, table, entry, None, None, None, caller, False)
+                if not entry.deleting:  # the namespace deleter's DeleteCollection: Background
+                    self._delete(table.info, table, entry, "Background", None, None, caller,
+                                 False)
         self._maybe_finish_namespace(ns, caller)
 
     def _maybe_finish_namespace(self, ns: str, caller: str) -> None:
@@ -965,15 +1006,18 @@ class APIServer:
                              api_version=req.api_version)
         if verb == "create":
             return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
-                               namespace=req.namespace)
+                               namespace=req.namespace,
+                               field_validation=o.get("field_validation"))
         if verb in ("update", "update_status"):
             return self._update(self._body(req), caller, verb == "update_status",
-                                bool(o.get("dry_run")), req.namespace)
+                                bool(o.get("dry_run")), req.namespace,
+                                o.get("field_validation"))
         if verb == "patch":
             return self.patch(req.kind, req.name or "", req.body, namespace=req.namespace,
                               patch_type=o.get("patch_type", "merge"),
                               subresource=o.get("subresource"), caller=caller,
-                              api_version=req.api_version, dry_run=bool(o.get("dry_run")))
+                              api_version=req.api_version, dry_run=bool(o.get("dry_run")),
+                              field_validation=o.get("field_validation"))
         if verb == "delete":
             return self.delete(req.kind, req.name or "", req.namespace,
                                propagation_policy=o.get("propagation_policy"),

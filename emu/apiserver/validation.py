@@ -520,3 +520,81 @@ def validate_lease(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Stat
     if lds is not None and (not isinstance(lds, int) or lds <= 0):
         out.append(invalid("spec.leaseDurationSeconds", lds, "must be greater than 0"))
     return out
+
+
+# -- unknown fields (decoding into Go structs) -----------------------------------------------------
+
+_OBJECT = ("apiVersion", "kind", "metadata")
+_SPEC_STATUS = (*_OBJECT, "spec", "status")
+#: Top-level fields of the built-in kinds' Go types; anything else is dropped on decode (or, with
+#: ``fieldValidation=Strict``, refused). Kinds not listed here (custom resources, kinds added
+#: later) are not pruned at the top level.
+BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
+    ("", "Namespace"): frozenset(_SPEC_STATUS),
+    ("", "Node"): frozenset(_SPEC_STATUS),
+    ("", "Pod"): frozenset(_SPEC_STATUS),
+    ("", "Service"): frozenset(_SPEC_STATUS),
+    ("", "PersistentVolumeClaim"): frozenset(_SPEC_STATUS),
+    ("", "PersistentVolume"): frozenset(_SPEC_STATUS),
+    ("", "ConfigMap"): frozenset((*_OBJECT, "data", "binaryData", "immutable")),
+    ("", "Secret"): frozenset((*_OBJECT, "data", "stringData", "type", "immutable")),
+    ("", "ServiceAccount"): frozenset((*_OBJECT, "secrets", "imagePullSecrets",
+                                       "automountServiceAccountToken")),
+    ("", "Endpoints"): frozenset((*_OBJECT, "subsets")),
+    ("", "Event"): frozenset((*_OBJECT, "involvedObject", "reason", "message", "source",
+                              "firstTimestamp", "lastTimestamp", "count", "type", "eventTime",
+                              "series", "action", "related", "reportingComponent",
+                              "reportingInstance")),
+    ("apps", "Deployment"): frozenset(_SPEC_STATUS),
+    ("apps", "ReplicaSet"): frozenset(_SPEC_STATUS),
+    ("batch", "Job"): frozenset(_SPEC_STATUS),
+    ("coordination.k8s.io", "Lease"): frozenset((*_OBJECT, "spec")),
+    ("discovery.k8s.io", "EndpointSlice"): frozenset((*_OBJECT, "addressType", "endpoints",
+                                                      "ports")),
+    ("events.k8s.io", "Event"): frozenset((*_OBJECT, "eventTime", "series", "reportingController",
+                                           "reportingInstance", "action", "reason", "regarding",
+                                           "related", "note", "type", "deprecatedSource",
+                                           "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
+                                           "deprecatedCount")),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): frozenset(_SPEC_STATUS),
+}
+#: ``metav1.ObjectMeta``'s fields.
+OBJECT_META_FIELDS = frozenset((
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields"))
+#: ObjectMeta fields serialized with ``omitempty``: an empty value is the same as none.
+_OMIT_EMPTY_META = ("labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+def check_field_validation(mode: Any) -> str:
+    """The ``fieldValidation`` parameter: Ignore, Warn or Strict (default Warn, as kube's)."""
+    if mode is None or mode == "":
+        return "Warn"
+    if mode not in FIELD_VALIDATION:
+        raise BadRequest(f'fieldValidation parameter unsupported: "{mode}", must be one of '
+                         '"Ignore", "Warn", "Strict"')
+    return str(mode)
+
+
+def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, Any],
+                  mode: str) -> None:
+    """Drop (in place) the fields a Go decoder would not keep: unknown top-level fields of a
+    built-in kind and unknown ObjectMeta fields; and empty ``omitempty`` metadata (``labels:
+    {}`` is no labels), so a write that differs only there changes nothing. ``mode`` Strict
+    refuses unknown fields instead, with kube's 400 message; ``meta`` is ``obj["metadata"]``."""
+    known = BUILTIN_FIELDS.get((group, kind))
+    unknown = [k for k in obj if k not in known] if known is not None else []
+    unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
+    if mode == "Strict" and (unknown or unknown_meta):
+        shown = [f'unknown field "{k}"' for k in unknown]
+        shown += [f'unknown field "metadata.{k}"' for k in unknown_meta]
+        raise BadRequest("strict decoding error: " + ", ".join(shown))
+    for k in unknown:
+        del obj[k]
+    for k in unknown_meta:
+        del meta[k]
+    for k in _OMIT_EMPTY_META:
+        if k in meta and (meta[k] is None or meta[k] == {} or meta[k] == []):
+            del meta[k]
