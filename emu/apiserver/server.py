@@ -59,6 +59,9 @@ Obj = dict[str, Any]
 
 #: etcd's default request limit, which bounds one object.
 MAX_OBJECT_BYTES = 1536 * 1024
+#: kube-apiserver's ``MaxRequestBodyBytes``: the largest request body it reads.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+_BODY_VERBS = frozenset(("create", "update", "update_status", "patch"))
 #: Namespaces that exist from the start, as in a fresh cluster.
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
@@ -86,6 +89,11 @@ def _spec_changed(new: Obj, old: Obj) -> bool:
         if key not in _NOT_SPEC and old.get(key) != value:
             return True
     return any(key not in _NOT_SPEC and key not in new for key in old)
+
+
+def _meta_differs(meta: Obj, old_meta: Obj) -> bool:
+    return any((meta.get(f) or None) != (old_meta.get(f) or None)
+               for f in ("labels", "annotations", "finalizers", "ownerReferences"))
 
 
 def _decode_all(entries: builtins.list[Entry]) -> builtins.list[Obj]:
@@ -555,6 +563,9 @@ class APIServer:
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
         v.prune_unknown(info.group, info.kind, new, meta, mode)
+        data_validator = v.DATA_KINDS.get((info.group, info.kind))
+        if data_validator is not None:
+            v.check_data_types(info.kind, info.api_version, new)
         ns = self._scope(info, meta.get("namespace") or namespace)
         if info.namespaced:
             meta["namespace"] = ns
@@ -592,6 +603,8 @@ class APIServer:
         causes.extend(self._check_meta_causes(info, meta, None))
         if info.validator is not None:
             causes.extend(info.validator(new, None))
+        if data_validator is not None:
+            causes.extend(data_validator(new, None))
         if causes:
             raise Invalid(info.kind, name, causes, info.group)
         if (ns, name) in table.objs:
@@ -659,6 +672,31 @@ class APIServer:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            kept = v.STATUS_KEEPS_META.get((info.group, info.kind))
+            if kept is not None and _meta_differs(meta, old_meta):
+                # Older built-in kinds' status strategies copy only the spec back, so metadata
+                # sent to /status is written too, less what the kind resets (a Pod's
+                # ownerReferences, a Deployment's labels); custom resources keep only status.
+                v.check_metadata_types(info.kind, info.api_version, meta, old_meta)
+                sent = dict(meta)
+                v.prune_unknown(info.group, info.kind, {}, sent, "Ignore")
+                for fname in v.STATUS_META_FIELDS:
+                    if fname in kept:
+                        continue
+                    if fname in sent:
+                        nmeta[fname] = sent[fname]
+                    else:
+                        nmeta.pop(fname, None)
+                causes = self._check_meta_causes(info, nmeta, old_meta)
+                if entry.deleting:
+                    added = [f for f in nmeta.get("finalizers") or ()
+                             if f not in entry.finalizers]
+                    if added:
+                        causes.append(v.forbidden(
+                            "metadata.finalizers", "no new finalizers can be added if the "
+                            f"object is being deleted, found new finalizers {_go_strings(added)}"))
+                if causes:
+                    raise Invalid(info.kind, name, causes, info.group)
             if info.defaulter is not None:
                 info.defaulter(new, old)
         else:
@@ -676,6 +714,9 @@ class APIServer:
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
             v.prune_unknown(info.group, info.kind, new, nmeta, mode)
+            data_validator = v.DATA_KINDS.get((info.group, info.kind))
+            if data_validator is not None:
+                v.check_data_types(info.kind, info.api_version, new)
             for fname in _SERVER_META:
                 if fname in old_meta:
                     nmeta[fname] = old_meta[fname]
@@ -695,6 +736,8 @@ class APIServer:
             causes = self._check_meta_causes(info, nmeta, old_meta) if meta_changed else []
             if info.validator is not None:
                 causes.extend(info.validator(new, old))
+            if data_validator is not None:
+                causes.extend(data_validator(new, old))
             if entry.deleting:
                 added = [f for f in nmeta.get("finalizers") or () if f not in entry.finalizers]
                 if added:
@@ -990,9 +1033,18 @@ class APIServer:
         return self.serve(payload, caller=info.src)
 
     def serve(self, req: ApiRequest, caller: str = "") -> Any:
-        """`handle` without the network: dispatch an `ApiRequest` to the verb methods."""
+        """`handle` without the network: dispatch an `ApiRequest` to the verb methods. A body
+        over kube-apiserver's 3 MiB request limit is 413 before anything else."""
         verb = req.verb
         o = req.options
+        if req.body is not None and verb in _BODY_VERBS:
+            try:
+                size = len(_dumps(req.body))
+            except (TypeError, orjson.JSONEncodeError) as e:
+                raise BadRequest(f"the body of the request cannot be encoded as JSON: {e}") from None
+            if size > MAX_REQUEST_BYTES:
+                raise RequestEntityTooLarge(f"Request entity too large: limit is "
+                                            f"{MAX_REQUEST_BYTES}")
         if verb == "get":
             return self.get(req.kind, req.name or "", req.namespace,
                             resource_version=o.get("resource_version"),

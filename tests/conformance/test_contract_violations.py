@@ -198,3 +198,51 @@ def test_background_removes_gc_finalizers_from_an_object_being_deleted(api):
     assert api.get("ConfigMap", "a", "default")["metadata"]["finalizers"] == ["x.io/f", "orphan"]
     api.delete("ConfigMap", "a", "default", propagation_policy="Background")
     assert api.get("ConfigMap", "a", "default")["metadata"]["finalizers"] == ["x.io/f"]
+
+
+# -- metadata sent to /status ----------------------------------------------------------------------
+
+
+def test_status_of_a_pod_writes_labels_and_annotations_but_not_owner_references(api):
+    api.create(pod("p", labels={"a": "1"}))
+    obj = api.get("Pod", "p", "default")
+    obj["metadata"]["labels"] = {"a": "2"}
+    obj["metadata"]["annotations"] = {"n": "x"}
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": "n",
+                                           "uid": "u"}]
+    obj["spec"]["nodeName"] = "ignored"
+    obj["status"] = {"phase": "Running"}
+    out = api.update_status(obj)
+    assert out["metadata"]["labels"] == {"a": "2"} and out["metadata"]["annotations"] == {"n": "x"}
+    assert "ownerReferences" not in out["metadata"] and "nodeName" not in out["spec"]
+    assert out["status"] == {"phase": "Running"}
+
+
+def test_status_of_a_deployment_keeps_labels_and_of_a_custom_resource_keeps_all_metadata(api):
+    from conformance_objects import deployment, raycluster
+    api.create(deployment("d"))
+    obj = api.get("Deployment", "d", "default")
+    labels = obj["metadata"].get("labels")
+    obj["metadata"]["labels"] = {"new": "x"}
+    obj["metadata"]["annotations"] = {"n": "x"}
+    out = api.update_status(obj)
+    assert out["metadata"].get("labels") == labels and out["metadata"]["annotations"] == {"n": "x"}
+    api.create(raycluster("rc"))
+    rc = api.get("RayCluster", "rc", "default")
+    rc["metadata"]["labels"] = {"new": "x"}
+    rc["status"] = {"state": "ready"}
+    out = api.update_status(rc)
+    assert "new" not in (out["metadata"].get("labels") or {})
+
+
+def test_status_cannot_add_finalizers_while_deleting_and_validates_labels(api):
+    api.create(pod("p", node="n1", finalizers=["x.io/f"]))
+    api.delete("Pod", "p", "default")
+    obj = api.get("Pod", "p", "default")
+    obj["metadata"]["finalizers"] = ["x.io/f", "y.io/g"]
+    with pytest.raises(Exception, match="no new finalizers can be added"):
+        api.update_status(obj)
+    obj["metadata"]["finalizers"] = ["x.io/f"]
+    obj["metadata"]["labels"] = {"bad key!": "v"}
+    with pytest.raises(Exception, match="Invalid value"):
+        api.update_status(obj)
