@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ..kernel.clock import rfc3339
+from ..kernel.clock import parse_time, rfc3339
 from ..kernel.network import CallInfo
 from ..kernel.rng import SimRandom
 from . import validation as v
@@ -59,6 +59,9 @@ Obj = dict[str, Any]
 
 #: etcd's default request limit, which bounds one object.
 MAX_OBJECT_BYTES = 1536 * 1024
+#: kube-apiserver's ``MaxRequestBodyBytes``: the largest request body it reads.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+_BODY_VERBS = frozenset(("create", "update", "update_status", "patch"))
 #: Namespaces that exist from the start, as in a fresh cluster.
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
@@ -88,6 +91,11 @@ def _spec_changed(new: Obj, old: Obj) -> bool:
     return any(key not in _NOT_SPEC and key not in new for key in old)
 
 
+def _meta_differs(meta: Obj, old_meta: Obj) -> bool:
+    return any((meta.get(f) or None) != (old_meta.get(f) or None)
+               for f in ("labels", "annotations", "finalizers", "ownerReferences"))
+
+
 def _decode_all(entries: builtins.list[Entry]) -> builtins.list[Obj]:
     """Decode many stored objects. The cyclic GC is paused meanwhile: decoding thousands of
     nested dicts would otherwise trigger collections that rescan the growing result (this
@@ -112,6 +120,34 @@ def _encode_continue(rev: int, key: tuple[str, str], info: KindInfo, ns: str | N
     rel = f"{key[0]}/{key[1]}" if info.namespaced and ns is None else key[1]
     data = _dumps({"v": "meta.k8s.io/v1", "rv": rev, "start": rel + "\x00"})
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _gc_finalizers(info: KindInfo, finalizers: list[str], policy: str | None) -> list[str]:
+    """``deletionFinalizersForGarbageCollection``: the object's finalizers after a delete with
+    ``policy``: both GC finalizers removed, then ``orphan`` and/or ``foregroundDeletion`` added
+    back as the policy, the finalizers already present, or the kind's default policy say (a
+    batch/v1 Job orphans its Pods by default, for compatibility). Unchanged as a set: the list
+    as it was."""
+    if policy is not None:
+        orphan = policy == "Orphan"
+        foreground = policy == "Foreground"
+    else:
+        orphan = foreground = False
+        for f in finalizers:
+            if f == ORPHAN:
+                orphan = True
+                break
+            if f == FOREGROUND:
+                foreground = True
+                break
+        else:
+            orphan = info.kind == "Job" and info.group == "batch"
+    new = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+    if orphan:
+        new.append(ORPHAN)
+    if foreground:
+        new.append(FOREGROUND)
+    return finalizers if set(new) == set(finalizers) else new
 
 
 def _go_strings(items: list[str]) -> str:
@@ -504,8 +540,10 @@ class APIServer:
     # -- create ----------------------------------------------------------------------------------
 
     def create(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None) -> Obj:
-        """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in)."""
+               namespace: str | None = None, field_validation: str | None = None) -> Obj:
+        """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in).
+        Unknown fields are dropped, or refused with ``field_validation="Strict"``."""
+        mode = v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         meta = obj.get("metadata")
         if meta is None:
@@ -524,6 +562,10 @@ class APIServer:
         new["metadata"] = meta
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
+        v.prune_unknown(info.group, info.kind, new, meta, mode)
+        data_validator = v.DATA_KINDS.get((info.group, info.kind))
+        if data_validator is not None:
+            v.check_data_types(info.kind, info.api_version, new)
         ns = self._scope(info, meta.get("namespace") or namespace)
         if info.namespaced:
             meta["namespace"] = ns
@@ -561,6 +603,8 @@ class APIServer:
         causes.extend(self._check_meta_causes(info, meta, None))
         if info.validator is not None:
             causes.extend(info.validator(new, None))
+        if data_validator is not None:
+            causes.extend(data_validator(new, None))
         if causes:
             raise Invalid(info.kind, name, causes, info.group)
         if (ns, name) in table.objs:
@@ -568,8 +612,10 @@ class APIServer:
         rev = self.store.rev + 1
         meta["resourceVersion"] = str(rev)
         entry = self._entry(info, ns, name, new, rev)
-        if dry_run:
-            return _loads(entry.data)
+        if dry_run:  # a dry-run object was never stored, so it has no resourceVersion
+            out = _loads(entry.data)
+            del out["metadata"]["resourceVersion"]
+            return out
         self.store.commit(table, "ADDED", entry, None)
         self._record("create", info, entry, caller)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
@@ -579,17 +625,18 @@ class APIServer:
     # -- update ----------------------------------------------------------------------------------
 
     def update(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None) -> Obj:
+               namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Replace the object (status is ignored for kinds with a status subresource)."""
-        return self._update(obj, caller, False, dry_run, namespace)
+        return self._update(obj, caller, False, dry_run, namespace, field_validation)
 
     def update_status(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-                      namespace: str | None = None) -> Obj:
+                      namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Replace only ``status`` (the ``/status`` subresource)."""
-        return self._update(obj, caller, True, dry_run, namespace)
+        return self._update(obj, caller, True, dry_run, namespace, field_validation)
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
-                namespace: str | None) -> Obj:
+                namespace: str | None, field_validation: str | None = None) -> Obj:
+        mode = v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         if status_only and not info.has_status:
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
@@ -609,6 +656,11 @@ class APIServer:
             raise Invalid(info.kind, name, [StatusCause(
                 "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion")], info.group)
+        uid = meta.get("uid")
+        if uid and uid != entry.uid:  # the uid precondition holds for /status too
+            raise Conflict(info.plural, name, info.group,
+                           why=f"Precondition failed: UID in precondition: {uid}, UID in "
+                               f"object meta: {entry.uid}")
         old: Obj = _loads(entry.data)
         old_meta: Obj = old["metadata"]
         spec_changed: bool | None = None
@@ -620,6 +672,31 @@ class APIServer:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            kept = v.STATUS_KEEPS_META.get((info.group, info.kind))
+            if kept is not None and _meta_differs(meta, old_meta):
+                # Older built-in kinds' status strategies copy only the spec back, so metadata
+                # sent to /status is written too, less what the kind resets (a Pod's
+                # ownerReferences, a Deployment's labels); custom resources keep only status.
+                v.check_metadata_types(info.kind, info.api_version, meta, old_meta)
+                sent = dict(meta)
+                v.prune_unknown(info.group, info.kind, {}, sent, "Ignore")
+                for fname in v.STATUS_META_FIELDS:
+                    if fname in kept:
+                        continue
+                    if fname in sent:
+                        nmeta[fname] = sent[fname]
+                    else:
+                        nmeta.pop(fname, None)
+                causes = self._check_meta_causes(info, nmeta, old_meta)
+                if entry.deleting:
+                    added = [f for f in nmeta.get("finalizers") or ()
+                             if f not in entry.finalizers]
+                    if added:
+                        causes.append(v.forbidden(
+                            "metadata.finalizers", "no new finalizers can be added if the "
+                            f"object is being deleted, found new finalizers {_go_strings(added)}"))
+                if causes:
+                    raise Invalid(info.kind, name, causes, info.group)
             if info.defaulter is not None:
                 info.defaulter(new, old)
         else:
@@ -636,11 +713,10 @@ class APIServer:
             new["metadata"] = nmeta
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
-            uid = nmeta.get("uid")
-            if uid and uid != entry.uid:
-                raise Conflict(info.plural, name, info.group,
-                               why=f"Precondition failed: UID in precondition: {uid}, UID in "
-                                   f"object meta: {entry.uid}")
+            v.prune_unknown(info.group, info.kind, new, nmeta, mode)
+            data_validator = v.DATA_KINDS.get((info.group, info.kind))
+            if data_validator is not None:
+                v.check_data_types(info.kind, info.api_version, new)
             for fname in _SERVER_META:
                 if fname in old_meta:
                     nmeta[fname] = old_meta[fname]
@@ -660,6 +736,8 @@ class APIServer:
             causes = self._check_meta_causes(info, nmeta, old_meta) if meta_changed else []
             if info.validator is not None:
                 causes.extend(info.validator(new, old))
+            if data_validator is not None:
+                causes.extend(data_validator(new, old))
             if entry.deleting:
                 added = [f for f in nmeta.get("finalizers") or () if f not in entry.finalizers]
                 if added:
@@ -683,14 +761,18 @@ class APIServer:
             return old
         if entry.deleting and not nmeta.get("finalizers") and (
                 not info.graceful_delete or not nmeta.get("deletionGracePeriodSeconds")):
+            # The update empties the finalizers of an object being deleted: kube does not
+            # store it but deletes the stored object, so the answer and the DELETED event
+            # carry what was stored (``deleteWithoutFinalizers``), not the update's content.
+            stored: Obj = _loads(entry.data)
             if dry_run:
-                return new
-            return self._remove(info, table, entry, new, caller, "update")
+                return stored
+            return self._remove(info, table, entry, stored, caller, "update")
+        if dry_run:  # what would be written, at the revision it has now (nothing is committed)
+            return _loads(self._entry(info, ns, name, new, entry.rev).data)
         rev = self.store.rev + 1
         nmeta["resourceVersion"] = str(rev)
         fresh = self._entry(info, ns, name, new, rev)
-        if dry_run:
-            return _loads(fresh.data)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("update_status" if status_only else "update", info, fresh, caller)
         return _loads(fresh.data)
@@ -700,6 +782,7 @@ class APIServer:
     def patch(self, kind: str, name: str, patch: Any, *, namespace: str | None = None,
               patch_type: str = "merge", subresource: str | None = None, caller: str = "",
               api_version: str | None = None, dry_run: bool = False,
+              field_validation: str | None = None,
               field_manager: str | None = None, force: bool = False) -> Obj:
         """Apply a ``merge``, ``json`` or ``strategic`` patch to the stored object, then write it
         through the update path (``subresource="status"``: only status changes). ``apply`` is
@@ -711,7 +794,7 @@ class APIServer:
 
             return server_side_apply(self, info, ns, name, patch, field_manager=field_manager,
                                      force=force, subresource=subresource, caller=caller,
-                                     dry_run=dry_run)
+                                     dry_run=dry_run, field_validation=field_validation)
         entry = self._lookup(info, table, ns, name)
         if subresource not in (None, "", "status"):
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
@@ -746,7 +829,8 @@ class APIServer:
         patched["kind"] = info.kind
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
-        return self._update(patched, caller, subresource == "status", dry_run, ns)
+        return self._update(patched, caller, subresource == "status", dry_run, ns,
+                            field_validation)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -787,38 +871,36 @@ class APIServer:
                                    f"{want_rv}, ResourceVersion in object meta: {entry.rv}")
         obj: Obj = _loads(entry.data)
         meta: Obj = obj["metadata"]
-        finalizers = list(meta.get("finalizers") or ())
-        before = list(finalizers)
-        if policy == "Orphan":
-            finalizers = [f for f in finalizers if f != FOREGROUND]
-            if ORPHAN not in finalizers:
-                finalizers.append(ORPHAN)
-        elif policy == "Foreground":
-            finalizers = [f for f in finalizers if f != ORPHAN]
-            if FOREGROUND not in finalizers:
-                finalizers.append(FOREGROUND)
-        if info.graceful_delete:
-            spec = obj.get("spec") or {}
-            phase = (obj.get("status") or {}).get("phase")
-            if grace is None:
-                grace = spec.get("terminationGracePeriodSeconds", 30)
-            if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-                grace = 0
-        else:
-            grace = 0
-        assert grace is not None
+        before = list(meta.get("finalizers") or ())
         is_ns = info.kind == "Namespace" and not info.group
         now = self._clock()
         if entry.deleting:
-            current = meta.get("deletionGracePeriodSeconds") or 0
-            shorter = info.graceful_delete and grace < current
-            if not shorter and finalizers == before:
-                return obj  # already being deleted: nothing to do
-            if shorter:
-                meta["deletionTimestamp"] = rfc3339(now + grace)
+            pending = meta.get("deletionGracePeriodSeconds") or 0
+            if info.graceful_delete and pending:
+                # ``BeforeDelete`` on an object already being deleted gracefully: only an
+                # explicit shorter grace period changes anything (the deadline moves earlier by
+                # the difference, generation stays); otherwise nothing changes, not even the
+                # finalizers a propagation policy would add.
+                if grace is None or grace >= pending:
+                    return obj
+                deadline = parse_time(meta["deletionTimestamp"]) - pending + grace
+                meta["deletionTimestamp"] = rfc3339(deadline)
                 meta["deletionGracePeriodSeconds"] = grace
-                _bump_generation(meta)
+            finalizers = _gc_finalizers(info, before, policy)
+            if not (info.graceful_delete and pending) and finalizers == before:
+                return obj  # already being deleted: nothing to do
         else:
+            finalizers = _gc_finalizers(info, before, policy)
+            if info.graceful_delete:
+                spec = obj.get("spec") or {}
+                phase = (obj.get("status") or {}).get("phase")
+                if grace is None:
+                    grace = spec.get("terminationGracePeriodSeconds", 30)
+                if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+                    grace = 0
+            else:
+                grace = 0
+            assert grace is not None
             if not finalizers and grace == 0 and not is_ns:
                 if dry_run:
                     return obj if info.return_deleted_object else _status_success(
@@ -837,11 +919,12 @@ class APIServer:
             return self._remove(info, table, entry, obj, caller, "delete")
         if is_ns:
             obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+        if dry_run:  # what would be written, at the revision it has now (nothing is committed)
+            self._entry(info, entry.ns, name, obj, entry.rev)
+            return obj
         rev = self.store.rev + 1
         meta["resourceVersion"] = str(rev)
         fresh = self._entry(info, entry.ns, name, obj, rev)
-        if dry_run:
-            return _loads(fresh.data)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("delete", info, fresh, caller)
         if is_ns:
@@ -877,8 +960,9 @@ class APIServer:
             if not table.info.namespaced:
                 continue
             for entry in list((table.by_ns.get(ns) or {}).values()):
-                if not entry.deleting:
-                    self._delete(table.info, table, entry, None, None, None, caller, False)
+                if not entry.deleting:  # the namespace deleter's DeleteCollection: Background
+                    self._delete(table.info, table, entry, "Background", None, None, caller,
+                                 False)
         self._maybe_finish_namespace(ns, caller)
 
     def _maybe_finish_namespace(self, ns: str, caller: str) -> None:
@@ -957,9 +1041,18 @@ class APIServer:
         return self.serve(payload, caller=info.src)
 
     def serve(self, req: ApiRequest, caller: str = "") -> Any:
-        """`handle` without the network: dispatch an `ApiRequest` to the verb methods."""
+        """`handle` without the network: dispatch an `ApiRequest` to the verb methods. A body
+        over kube-apiserver's 3 MiB request limit is 413 before anything else."""
         verb = req.verb
         o = req.options
+        if req.body is not None and verb in _BODY_VERBS:
+            try:
+                size = len(_dumps(req.body))
+            except (TypeError, orjson.JSONEncodeError) as e:
+                raise BadRequest(f"the body of the request cannot be encoded as JSON: {e}") from None
+            if size > MAX_REQUEST_BYTES:
+                raise RequestEntityTooLarge(f"Request entity too large: limit is "
+                                            f"{MAX_REQUEST_BYTES}")
         if verb == "get":
             return self.get(req.kind, req.name or "", req.namespace,
                             resource_version=o.get("resource_version"),
@@ -973,15 +1066,18 @@ class APIServer:
                              api_version=req.api_version)
         if verb == "create":
             return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
-                               namespace=req.namespace)
+                               namespace=req.namespace,
+                               field_validation=o.get("field_validation"))
         if verb in ("update", "update_status"):
             return self._update(self._body(req), caller, verb == "update_status",
-                                bool(o.get("dry_run")), req.namespace)
+                                bool(o.get("dry_run")), req.namespace,
+                                o.get("field_validation"))
         if verb == "patch":
             return self.patch(req.kind, req.name or "", req.body, namespace=req.namespace,
                               patch_type=o.get("patch_type", "merge"),
                               subresource=o.get("subresource"), caller=caller,
                               api_version=req.api_version, dry_run=bool(o.get("dry_run")),
+                              field_validation=o.get("field_validation"),
                               field_manager=o.get("field_manager"), force=bool(o.get("force")))
         if verb == "delete":
             return self.delete(req.kind, req.name or "", req.namespace,

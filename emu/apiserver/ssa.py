@@ -267,7 +267,7 @@ def merge_applied(info: KindInfo, live: Obj, applied: Obj, manager: str, force: 
 
 def server_side_apply(api: APIServer, info: KindInfo, ns: str, name: str, patch: Any, *,
                       field_manager: str | None, force: bool, subresource: str | None,
-                      caller: str, dry_run: bool) -> Obj:
+                      caller: str, dry_run: bool, field_validation: str | None = None) -> Obj:
     """``PATCH ...?fieldManager=M[&force=true]`` with an apply patch: create or merge."""
     if not field_manager:
         raise BadRequest("PATCH /apply requests require a non-empty fieldManager")
@@ -300,11 +300,14 @@ def server_side_apply(api: APIServer, info: KindInfo, ns: str, name: str, patch:
         obj["apiVersion"], obj["kind"] = info.api_version, info.kind
         if info.namespaced:
             obj["metadata"]["namespace"] = ns
-        return api.create(obj, caller=caller, dry_run=dry_run, namespace=ns)
+        return api.create(obj, caller=caller, dry_run=dry_run, namespace=ns,
+                          field_validation=field_validation)
     want_rv = ameta.get("resourceVersion")
     merged = merge_applied(info, live, applied, field_manager, force, now)
     merged["metadata"]["resourceVersion"] = str(want_rv) if want_rv else live["metadata"][
         "resourceVersion"]
     if subresource == "status":
-        return api.update_status(merged, caller=caller, dry_run=dry_run, namespace=ns)
-    return api.update(merged, caller=caller, dry_run=dry_run, namespace=ns)
+        return api.update_status(merged, caller=caller, dry_run=dry_run, namespace=ns,
+                                 field_validation=field_validation)
+    return api.update(merged, caller=caller, dry_run=dry_run, namespace=ns,
+                      field_validation=field_validation)

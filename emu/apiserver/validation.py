@@ -11,6 +11,7 @@ user-visible contract.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -520,3 +521,279 @@ def validate_lease(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Stat
     if lds is not None and (not isinstance(lds, int) or lds <= 0):
         out.append(invalid("spec.leaseDurationSeconds", lds, "must be greater than 0"))
     return out
+
+
+# -- unknown fields (decoding into Go structs) -----------------------------------------------------
+
+_OBJECT = ("apiVersion", "kind", "metadata")
+_SPEC_STATUS = (*_OBJECT, "spec", "status")
+#: Top-level fields of the built-in kinds' Go types; anything else is dropped on decode (or, with
+#: ``fieldValidation=Strict``, refused). Kinds not listed here (custom resources, kinds added
+#: later) are not pruned at the top level.
+BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
+    ("", "Namespace"): frozenset(_SPEC_STATUS),
+    ("", "Node"): frozenset(_SPEC_STATUS),
+    ("", "Pod"): frozenset(_SPEC_STATUS),
+    ("", "Service"): frozenset(_SPEC_STATUS),
+    ("", "PersistentVolumeClaim"): frozenset(_SPEC_STATUS),
+    ("", "PersistentVolume"): frozenset(_SPEC_STATUS),
+    ("", "ConfigMap"): frozenset((*_OBJECT, "data", "binaryData", "immutable")),
+    ("", "Secret"): frozenset((*_OBJECT, "data", "stringData", "type", "immutable")),
+    ("", "ServiceAccount"): frozenset((*_OBJECT, "secrets", "imagePullSecrets",
+                                       "automountServiceAccountToken")),
+    ("", "Endpoints"): frozenset((*_OBJECT, "subsets")),
+    ("", "Event"): frozenset((*_OBJECT, "involvedObject", "reason", "message", "source",
+                              "firstTimestamp", "lastTimestamp", "count", "type", "eventTime",
+                              "series", "action", "related", "reportingComponent",
+                              "reportingInstance")),
+    ("apps", "Deployment"): frozenset(_SPEC_STATUS),
+    ("apps", "ReplicaSet"): frozenset(_SPEC_STATUS),
+    ("batch", "Job"): frozenset(_SPEC_STATUS),
+    ("coordination.k8s.io", "Lease"): frozenset((*_OBJECT, "spec")),
+    ("discovery.k8s.io", "EndpointSlice"): frozenset((*_OBJECT, "addressType", "endpoints",
+                                                      "ports")),
+    ("events.k8s.io", "Event"): frozenset((*_OBJECT, "eventTime", "series", "reportingController",
+                                           "reportingInstance", "action", "reason", "regarding",
+                                           "related", "note", "type", "deprecatedSource",
+                                           "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
+                                           "deprecatedCount")),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): frozenset(_SPEC_STATUS),
+}
+#: ``metav1.ObjectMeta``'s fields.
+OBJECT_META_FIELDS = frozenset((
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields"))
+#: ObjectMeta fields serialized with ``omitempty``: an empty value is the same as none.
+_OMIT_EMPTY_META = ("labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+def check_field_validation(mode: Any) -> str:
+    """The ``fieldValidation`` parameter: Ignore, Warn or Strict (default Warn, as kube's)."""
+    if mode is None or mode == "":
+        return "Warn"
+    if mode not in FIELD_VALIDATION:
+        raise BadRequest(f'fieldValidation parameter unsupported: "{mode}", must be one of '
+                         '"Ignore", "Warn", "Strict"')
+    return str(mode)
+
+
+def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, Any],
+                  mode: str) -> None:
+    """Drop (in place) the fields a Go decoder would not keep: unknown top-level fields of a
+    built-in kind and unknown ObjectMeta fields; and empty ``omitempty`` metadata (``labels:
+    {}`` is no labels), so a write that differs only there changes nothing. ``mode`` Strict
+    refuses unknown fields instead, with kube's 400 message; ``meta`` is ``obj["metadata"]``."""
+    known = BUILTIN_FIELDS.get((group, kind))
+    unknown = [k for k in obj if k not in known] if known is not None else []
+    unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
+    if mode == "Strict" and (unknown or unknown_meta):
+        shown = [f'unknown field "{k}"' for k in unknown]
+        shown += [f'unknown field "metadata.{k}"' for k in unknown_meta]
+        raise BadRequest("strict decoding error: " + ", ".join(shown))
+    for k in unknown:
+        del obj[k]
+    for k in unknown_meta:
+        del meta[k]
+    for k in _OMIT_EMPTY_META:
+        if k in meta and (meta[k] is None or meta[k] == {} or meta[k] == []):
+            del meta[k]
+
+
+# -- ConfigMap and Secret data ---------------------------------------------------------------------
+
+#: ``core.MaxSecretSize``: the most data a ConfigMap or a Secret may hold.
+MAX_DATA_BYTES = 1024 * 1024
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_KEY_MSG = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+                  "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation "
+                  "is '[-._a-zA-Z0-9]+')")
+_IMMUTABLE_SET = "field is immutable when `immutable` is set"
+
+
+def base64_error(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding`` fails on ``text`` (its ``CorruptInputError`` offset,
+    following ``decodeQuantum``), or None when it decodes. Newlines are skipped, as Go does."""
+    n = len(text)
+    si = 0
+    while True:
+        j = 0
+        while j < 4:
+            if si == n:
+                return None if j == 0 else si - j
+            c = text[si]
+            si += 1
+            if c in "\r\n":
+                continue
+            if c in _B64_ALPHABET:
+                j += 1
+                continue
+            if c != "=" or j < 2:
+                return si - 1
+            if j == 2:  # "==" expected: the second "=" must follow
+                while si < n and text[si] in "\r\n":
+                    si += 1
+                if si == n:
+                    return n
+                if text[si] != "=":
+                    return si - 1
+                si += 1
+            while si < n and text[si] in "\r\n":
+                si += 1
+            return si if si < n else None
+
+
+def _map_types(kind: str, api_version: str, obj: Mapping[str, Any], field: str,
+               value_type: str) -> None:
+    value = obj.get(field)
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise decode_error(kind, api_version, (
+            f"json: cannot unmarshal {_go_kind(value)} into Go struct field {kind}.{field} of "
+            f"type map[string]{value_type}"))
+    for item in value.values():
+        if not isinstance(item, str):
+            raise decode_error(kind, api_version, (
+                f"json: cannot unmarshal {_go_kind(item)} into Go struct field {kind}.{field} "
+                f"of type {value_type}"))
+        if value_type == "[]uint8":
+            at = base64_error(item)
+            if at is not None:
+                raise decode_error(kind, api_version, f"illegal base64 data at input byte {at}")
+
+
+def check_data_types(kind: str, api_version: str, obj: dict[str, Any]) -> None:
+    """What Go's decoder refuses in a ConfigMap's or a Secret's fields (400): maps that are not
+    string maps, bytes that are not base64, a non-boolean ``immutable``, a non-string Secret
+    ``type``. A Secret's ``stringData`` is then merged into ``data`` (base64) and dropped, as
+    the v1 conversion does."""
+    if kind == "ConfigMap":
+        _map_types(kind, api_version, obj, "data", "string")
+        _map_types(kind, api_version, obj, "binaryData", "[]uint8")
+    else:
+        _map_types(kind, api_version, obj, "data", "[]uint8")
+        _map_types(kind, api_version, obj, "stringData", "string")
+        kind_of_type = obj.get("type")
+        if kind_of_type is not None and not isinstance(kind_of_type, str):
+            raise decode_error(kind, api_version, (
+                f"json: cannot unmarshal {_go_kind(kind_of_type)} into Go struct field "
+                "Secret.type of type v1.SecretType"))
+        string_data = obj.pop("stringData", None)
+        if string_data:
+            data = dict(obj.get("data") or {})
+            for key, text in string_data.items():
+                data[key] = base64.b64encode(text.encode()).decode()
+            obj["data"] = data
+    imm = obj.get("immutable")
+    if imm is not None and not isinstance(imm, bool):
+        raise decode_error(kind, api_version, (
+            f"json: cannot unmarshal {_go_kind(imm)} into Go struct field {kind}.immutable of "
+            "type bool"))
+    for field in ("data", "binaryData"):
+        if field in obj and not obj[field]:
+            del obj[field]  # omitempty: an empty map is no map
+
+
+def _config_key(field: str, key: str) -> list[StatusCause]:
+    msgs = []
+    if len(key) > 253:
+        msgs.append("must be no more than 253 characters")
+    if not _CONFIG_KEY_RE.match(key):
+        msgs.append(CONFIG_KEY_MSG)
+    if key == ".":
+        msgs.append("must not be '.'")
+    elif key == "..":
+        msgs.append("must not be '..'")
+    elif key.startswith(".."):
+        msgs.append("must not start with '..'")
+    return [invalid(f"{field}[{key}]", key, m) for m in msgs]
+
+
+def _immutable_causes(obj: Mapping[str, Any], old: Mapping[str, Any] | None,
+                      fields: tuple[str, ...]) -> list[StatusCause]:
+    if old is None or not old.get("immutable"):
+        return []
+    out = [forbidden(f, _IMMUTABLE_SET) for f in fields if obj.get(f) != old.get(f)]
+    if obj.get("immutable") is not True:
+        out.append(forbidden("immutable", _IMMUTABLE_SET))
+    return out
+
+
+def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    """``ValidateConfigMap`` / ``ValidateConfigMapUpdate``: keys, data and binaryData sharing
+    no key, at most 1 MiB in all, nothing changed once immutable."""
+    out: list[StatusCause] = []
+    data = obj.get("data") or {}
+    binary = obj.get("binaryData") or {}
+    size = 0
+    for key, value in data.items():
+        out.extend(_config_key("data", key))
+        size += len(value.encode())
+    for key, value in binary.items():
+        out.extend(_config_key("binaryData", key))
+        if key in data:
+            out.append(invalid(f"binaryData[{key}]", key, "duplicate of key present in data"))
+        size += len(base64.b64decode(value))
+    if size > MAX_DATA_BYTES:
+        out.append(StatusCause("FieldValueTooLong",
+                               f"Too long: must have at most {MAX_DATA_BYTES} bytes", "[]"))
+    out.extend(_immutable_causes(obj, old, ("data", "binaryData")))
+    return out
+
+
+_SECRET_REQUIRED_KEYS = {
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+}
+
+
+def validate_secret(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    """``ValidateSecret`` / ``ValidateSecretUpdate``: keys, at most 1 MiB of data, the keys a
+    typed Secret requires, an immutable type, nothing changed once immutable."""
+    out: list[StatusCause] = []
+    data = obj.get("data") or {}
+    size = 0
+    for key, value in data.items():
+        out.extend(_config_key("data", key))
+        size += len(base64.b64decode(value))
+    if size > MAX_DATA_BYTES:
+        out.append(StatusCause("FieldValueTooLong",
+                               f"Too long: must have at most {MAX_DATA_BYTES} bytes", "data"))
+    for key in _SECRET_REQUIRED_KEYS.get(obj.get("type") or "", ()):
+        if key not in data:
+            out.append(required(f"data[{key}]"))
+    if old is not None and (old.get("type") or "Opaque") != (obj.get("type") or "Opaque"):
+        out.append(immutable("type", obj.get("type")))
+    out.extend(_immutable_causes(obj, old, ("data",)))
+    return out
+
+
+#: Built-in kinds whose data fields are type-checked and validated beyond their `KindInfo`.
+DATA_KINDS: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any] | None],
+                                           list[StatusCause]]] = {
+    ("", "ConfigMap"): validate_configmap,
+    ("", "Secret"): validate_secret,
+}
+
+
+#: Metadata a ``/status`` write of an older built-in kind may change.
+STATUS_META_FIELDS = ("labels", "annotations", "finalizers", "ownerReferences")
+#: Built-in kinds whose status strategy lets ``/status`` change metadata, with what each resets
+#: (``podStatusStrategy`` keeps ownerReferences, ``deploymentStatusStrategy`` labels). Kinds not
+#: listed (custom resources, newer kinds using ``ResetObjectMetaForStatus``) change only status.
+STATUS_KEEPS_META: dict[tuple[str, str], frozenset[str]] = {
+    ("", "Pod"): frozenset(("ownerReferences",)),
+    ("", "Node"): frozenset(),
+    ("", "Namespace"): frozenset(),
+    ("", "Service"): frozenset(),
+    ("", "PersistentVolumeClaim"): frozenset(),
+    ("", "PersistentVolume"): frozenset(),
+    ("apps", "Deployment"): frozenset(("labels",)),
+    ("apps", "ReplicaSet"): frozenset(),
+    ("batch", "Job"): frozenset(),
+}
