@@ -397,3 +397,27 @@ async def test_namespace_status_and_finalize_paths(sim):
         r = await c.delete("/api/v1/namespaces/team")
         assert r.status_code in (200, 202)
         assert (await c.get("/apis/nope.example.com")).status_code == 404
+
+
+_SESSION_SCRIPT = """
+import emu, test_gateway
+print(emu.run(test_gateway._lightkube_session, seed=5)[1])
+"""
+
+
+def test_lightkube_digest_is_the_same_under_other_hash_seeds():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    digests = set()
+    for hash_seed in ("1", "977"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed,
+               "PYTHONPATH": os.pathsep.join([str(here.parents[1]), str(here)])}
+        done = subprocess.run([sys.executable, "-c", _SESSION_SCRIPT], env=env, timeout=120,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        digests.add(done.stdout.strip().splitlines()[-1])
+    assert len(digests) == 1
