@@ -99,6 +99,7 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         except (NotImplementedError, RuntimeError, ValueError):
             pass
     background: list[asyncio.Task[Any]] = []
+    written: Path | None = None
     try:
         if opts.kuberay:
             await sim.install_kuberay()
@@ -131,6 +132,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             forwards.append(fwd)
         path = Path(opts.kubeconfig) if opts.kubeconfig else \
             Path(tempfile.gettempdir()) / f"emu-kubeconfig-{server.port}"
+        if not opts.kubeconfig:
+            written = path  # ours to remove at the end; a --kubeconfig file stays
         path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem))
         os.chmod(path, 0o600)
         extra = "".join(f" {f.describe()}" for f in forwards)
@@ -148,6 +151,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         sim.close()
         if tls_dir is not None:
             tls_dir.cleanup()
+        if written is not None:
+            written.unlink(missing_ok=True)
         for sig in handled:
             loop.remove_signal_handler(sig)
 
