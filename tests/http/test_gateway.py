@@ -4,6 +4,7 @@ every verb, subresources, list and watch, errors as Status, Tables, server-side 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import httpx
 import orjson
@@ -421,3 +422,26 @@ def test_lightkube_digest_is_the_same_under_other_hash_seeds():
         assert done.returncode == 0, done.stderr
         digests.add(done.stdout.strip().splitlines()[-1])
     assert len(digests) == 1
+
+
+async def _rayjob_with_lightkube(sim) -> tuple[str, float]:
+    import yaml
+    from lightkube.generic_resource import create_namespaced_resource
+
+    rayjob_kind = create_namespaced_resource("ray.io", "v1", "RayJob", "rayjobs")
+    await sim.install_kuberay()
+    lk = emu.lightkube_client(sim)
+    manifest = yaml.safe_load((Path(__file__).parent / "manifests" / "rayjob.yaml").read_text())
+    created = await lk.create(rayjob_kind(manifest), namespace="default")
+    async for _kind, obj in lk.watch(rayjob_kind, namespace="default",
+                                     resource_version=created.metadata.resourceVersion):
+        status = obj.get("status") or {}
+        if status.get("jobDeploymentStatus") == "Complete":
+            return status.get("jobStatus", ""), sim.now
+    raise AssertionError("the watch ended before the RayJob completed")
+
+
+def test_a_rayjob_completes_for_an_in_process_lightkube_client():
+    job_status, at = emu.run(_rayjob_with_lightkube, seed=3, cluster=True)
+    assert job_status == "SUCCEEDED"
+    assert at < 300  # virtual seconds: the whole RayJob costs no real waiting
