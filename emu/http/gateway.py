@@ -217,6 +217,7 @@ class _Call:
         self.sub: str | None = rest[2] if len(rest) == 3 else None
         self.watch = watch_path or _bool(req.param("watch"))
         self.dry_run = req.param("dryRun") == "All"
+        self._orphan: bool | None = None
 
     def areq(self, verb: str, body: Any = None, **options: Any) -> ApiRequest:
         if verb not in ("get", "list", "watch"):
@@ -257,11 +258,13 @@ class _Call:
         if method == "PATCH":
             return await self._patch(None)
         if method == "DELETE":
-            out = await self.send("delete", None, **self._delete_options())
-            # kube answers 202 Accepted while the object lingers (finalizers, grace period).
-            code = 202 if out.get("kind") != "Status" and \
-                (out.get("metadata") or {}).get("deletionTimestamp") else 200
-            return self._reply(out, code)
+            opts = self._delete_options()
+            out = await self.send("delete", None, **opts)
+            # kube's DeleteResource: 202 Accepted only when the object lingers and the caller
+            # set orphanDependents=false; 200 otherwise (graceful Pods and finalizers included).
+            lingers = out.get("kind") != "Status" and \
+                bool((out.get("metadata") or {}).get("deletionTimestamp"))
+            return self._reply(out, 202 if lingers and self._orphan is False else 200)
         raise MethodNotAllowed(f"{method} is not supported on {self.info.resource}")
 
     def _reply(self, obj: Any, status: int = 200) -> HttpResponse:
@@ -305,6 +308,7 @@ class _Call:
         orphan = self.req.param("orphanDependents")
         if orphan is None and "orphanDependents" in body:
             orphan = str(body["orphanDependents"])
+        self._orphan = None if orphan is None else _bool(orphan)
         if policy is None and orphan is not None:
             policy = "Orphan" if _bool(orphan) else "Background"
         grace = _int(self.req, "gracePeriodSeconds")
