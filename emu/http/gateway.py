@@ -36,6 +36,7 @@ from ..apiserver.request import ApiRequest
 from ..client.client import APISERVER
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
 from . import discovery, openapi, tables
+from .logs import LogFollowers, pod_log
 from .wire import DEFAULT_MAX_BODY, JSON, Dropped, HttpRequest, HttpResponse, WatchResponse
 
 if TYPE_CHECKING:
@@ -103,6 +104,12 @@ class Gateway:
         self.requests = 0
         self._index: dict[tuple[str, str, str], KindInfo] = {}
         self._index_gen = -1
+        self._followers: LogFollowers | None = None
+
+    def log_followers(self) -> LogFollowers:
+        if self._followers is None:
+            self._followers = LogFollowers(self.sim)
+        return self._followers
 
     def kind_at(self, group: str, version: str, plural: str) -> KindInfo | None:
         """The kind served at ``<group>/<version>/<plural>``; the index is rebuilt when the
@@ -398,7 +405,7 @@ class _Call:
 
     # -- subresources --------------------------------------------------------------------------
 
-    async def _subresource(self, method: str) -> HttpResponse:
+    async def _subresource(self, method: str) -> HttpResponse | WatchResponse:
         sub = self.sub
         if sub == "status" and self.info.has_status:
             if method == "GET":
@@ -411,7 +418,11 @@ class _Call:
             return await self._scale(method)
         elif sub == "log" and self.info.kind == "Pod" and not self.info.group and method == "GET":
             pod = await self.send("get")
-            text = _pod_log(self.gw.sim, pod, self.req.param("container"))
+            container = self.req.param("container")
+            if _bool(self.req.param("follow")):
+                chunks, close = self.gw.log_followers().follow(pod, container)
+                return WatchResponse(chunks, close, "text/plain")
+            text = pod_log(self.gw.sim, pod, container)
             return HttpResponse(200, text.encode(), "text/plain")
         elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
             return self._reply(await self.send("update", self._json_body()))
@@ -467,11 +478,3 @@ class _Call:
             patch["metadata"] = {"resourceVersion": rv}
         out = await self.send("patch", patch, patch_type="merge")
         return HttpResponse.json(self._scale_of(out))
-
-
-def _pod_log(sim: Simulation, pod: Obj, container: str | None) -> str:
-    """What ``kubectl logs`` shows: the container's program output as the emulated world
-    recorded it (see `emu.http.logs`)."""
-    from .logs import pod_log
-
-    return pod_log(sim, pod, container)

@@ -446,3 +446,37 @@ def test_a_rayjob_completes_for_an_in_process_lightkube_client():
     job_status, at = emu.run(_rayjob_with_lightkube, seed=3, cluster=True)
     assert job_status == "SUCCEEDED"
     assert at < 300  # virtual seconds: the whole RayJob costs no real waiting
+
+
+async def _ticker(ctx) -> int:
+    ctx.set_ready()
+    for n in range(3):
+        await asyncio.sleep(5)
+        ctx.process.log("tick", n=n)
+    return 0
+
+
+@pytest.mark.emu(cluster=True)
+async def test_pod_logs_and_follow(sim):
+    sim.programs.register("emu-test/ticker", _ticker)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "tick"},
+           "spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "emu-test/ticker:1"}]}}
+    path = "/api/v1/namespaces/default/pods/tick"
+    async with client(sim) as c:
+        assert (await c.post("/api/v1/namespaces/default/pods", json=pod)).status_code == 201
+        await sim.wait_for("Pod", "tick", lambda p: (p.get("status") or {}).get("phase")
+                           == "Running")
+        lines = []
+        async with c.stream("GET", f"{path}/log", params={"follow": "true"}) as resp:
+            assert resp.headers["content-type"].startswith("text/plain")
+            async for line in resp.aiter_lines():
+                lines.append(line)
+        events = [line.split()[1] for line in lines if line]
+        assert events[:1] == ["process_started"]
+        assert [e for e in events if e == "tick"] == ["tick"] * 3
+        assert events[-1] in ("process_exited", "process_stopped")
+        done = await c.get(f"{path}/log", params={"follow": "true"})  # exited: returns at once
+        assert done.text.count(" tick ") == 3
+        bad = await c.get(f"{path}/log", params={"container": "nope"})
+        assert bad.status_code == 400
