@@ -419,10 +419,13 @@ class _Call:
         elif sub == "log" and self.info.kind == "Pod" and not self.info.group and method == "GET":
             pod = await self.send("get")
             container = self.req.param("container")
+            tail = _int(self.req, "tailLines")
+            if tail is not None and tail < 0:
+                tail = None  # kubectl's --tail=-1: everything
             if _bool(self.req.param("follow")):
-                chunks, close = self.gw.log_followers().follow(pod, container)
+                chunks, close = self.gw.log_followers().follow(pod, container, tail)
                 return WatchResponse(chunks, close, "text/plain")
-            text = pod_log(self.gw.sim, pod, container)
+            text = pod_log(self.gw.sim, pod, container, tail)
             return HttpResponse(200, text.encode(), "text/plain")
         elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
             return self._reply(await self.send("update", self._json_body()))

@@ -47,9 +47,14 @@ def log_line(ev: TraceEvent) -> str:
     return f"{rfc3339(ev.t)} {ev.event}" + (f" {fields}" if fields else "") + "\n"
 
 
-def pod_log(sim: Simulation, pod: dict[str, Any], container: str | None) -> str:
+def pod_log(sim: Simulation, pod: dict[str, Any], container: str | None,
+            tail: int | None = None) -> str:
+    """The container's log; ``tail`` keeps only that many last lines (``tailLines``)."""
     process = container_process(pod, container)
-    return "".join(log_line(ev) for ev in sim.trace.select(process=process))
+    lines = [log_line(ev) for ev in sim.trace.select(process=process)]
+    if tail is not None:
+        lines = lines[max(0, len(lines) - tail):]
+    return "".join(lines)
 
 
 #: Events after which a container's process writes nothing more.
@@ -75,8 +80,8 @@ class LogFollowers:
             if ev.event in _ENDS:
                 queue.put_nowait(None)
 
-    def follow(self, pod: dict[str, Any], container: str | None) -> tuple[AsyncIterator[bytes],
-                                                                           Callable[[], None]]:
+    def follow(self, pod: dict[str, Any], container: str | None, tail: int | None = None
+               ) -> tuple[AsyncIterator[bytes], Callable[[], None]]:
         """The log so far, then each new line until the container's process ends."""
         process = container_process(pod, container)
         if not self._subscribed:
@@ -84,7 +89,7 @@ class LogFollowers:
             self._subscribed = True
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._queues.setdefault(process, {})[id(queue)] = queue
-        backlog = pod_log(self.sim, pod, container)
+        backlog = pod_log(self.sim, pod, container, tail)
         proc = self.sim.processes.find(process)
         if proc is None or not proc.alive:
             queue.put_nowait(None)

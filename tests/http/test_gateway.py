@@ -478,5 +478,7 @@ async def test_pod_logs_and_follow(sim):
         assert events[-1] in ("process_exited", "process_stopped")
         done = await c.get(f"{path}/log", params={"follow": "true"})  # exited: returns at once
         assert done.text.count(" tick ") == 3
+        last = await c.get(f"{path}/log", params={"tailLines": "2"})
+        assert len(last.text.splitlines()) == 2 and last.text.splitlines()[-1] == lines[-1]
         bad = await c.get(f"{path}/log", params={"container": "nope"})
         assert bad.status_code == 400
