@@ -141,10 +141,22 @@ class Gateway:
         except NetworkError as err:
             raise Dropped(str(err), timeout=False) from err
 
+    async def _reachable(self, req: HttpRequest) -> None:
+        """Discovery, OpenAPI and health documents are computed here, not by a verb; a cheap
+        read over the emulated network first makes network faults reach them too."""
+        probe = ApiRequest("get", "Namespace", "v1", None, "default")
+        try:
+            await self.call(self.caller(req), probe)
+        except ApiError:
+            pass  # the server answered: it is reachable
+
     async def _route(self, req: HttpRequest) -> HttpResponse | WatchResponse:
         path = req.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
         api = self.sim.api
+        if len(parts) < 3 or parts[0] not in ("api", "apis") or \
+                (parts[0] == "apis" and len(parts) < 4):
+            await self._reachable(req)
         if path in ("/healthz", "/livez", "/readyz"):
             return HttpResponse(200, b"ok", "text/plain")
         if path == "/version":

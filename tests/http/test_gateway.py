@@ -302,6 +302,8 @@ async def test_faults_reach_http_callers(sim):
         sim.faults.outage("apiserver")
         with pytest.raises(httpx.ConnectError):
             await c.get(f"{CM}/f")
+        with pytest.raises(httpx.ConnectError):
+            await c.get("/api/v1")  # discovery is down too
         sim.faults.restore("apiserver")
         sim.faults.lose_responses(caller="my-tool", verb="create")
         start = sim.now
