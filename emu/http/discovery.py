@@ -3,7 +3,8 @@ and OpenAPI v3 for the served kinds.
 
 Computed from the API server's kind registry on every request, so a CustomResourceDefinition
 applied a moment ago is served at once (kube reports it once Established). Aggregated discovery
-(``apidiscovery.k8s.io/v2``) is not offered: clients that ask for it accept the legacy documents.
+(``apidiscovery.k8s.io/v2``, one document with every resource) is served at ``/api`` and
+``/apis`` to clients that ask for it first, as kubectl does.
 """
 
 from __future__ import annotations
@@ -100,3 +101,56 @@ def resource_list(kinds: KindRegistry, group_name: str, version_name: str) -> Ob
     gv = f"{group_name}/{version_name}" if group_name else version_name
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
             "resources": resources}
+
+
+#: The content type of aggregated discovery (``apidiscovery.k8s.io/v2``).
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept: str) -> bool:
+    """Whether the client asked for aggregated discovery first (kubectl ≥ 1.26 does)."""
+    first = accept.split(",")[0].replace(" ", "").lower()
+    return "as=apigroupdiscoverylist" in first and "v=v2;" in first + ";"
+
+
+def _resource_discovery(info: KindInfo) -> Obj:
+    gvk = {"group": info.group, "version": info.version, "kind": info.kind}
+    entry: Obj = {"resource": info.plural, "responseKind": gvk,
+                  "scope": "Namespaced" if info.namespaced else "Cluster",
+                  "singularResource": info.kind.lower(), "verbs": VERBS}
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if (info.group, info.kind) in ALL_CATEGORY:
+        entry["categories"] = ["all"]
+    subs: list[Obj] = []
+    if info.has_status:
+        subs.append({"subresource": "status", "responseKind": gvk,
+                     "verbs": ["get", "patch", "update"]})
+    if (info.group, info.kind) in _SCALABLE:
+        subs.append({"subresource": "scale",
+                     "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                     "verbs": ["get", "patch", "update"]})
+    if info.kind == "Pod" and not info.group:
+        subs.append({"subresource": "log", "responseKind": {"group": "", "version": "v1",
+                                                             "kind": "Pod"}, "verbs": ["get"]})
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def aggregated(kinds: KindRegistry, core: bool) -> Obj:
+    """``APIGroupDiscoveryList`` for ``/api`` (core) or ``/apis`` (every named group)."""
+    by_group: dict[str, dict[str, list[KindInfo]]] = {}
+    for info in kinds.all():
+        if (info.group == "") == core:
+            by_group.setdefault(info.group, {}).setdefault(info.version, []).append(info)
+    items = []
+    for name in sorted(by_group):
+        versions = [{"version": version,
+                     "resources": [_resource_discovery(i)
+                                   for i in sorted(infos, key=lambda i: i.plural)],
+                     "freshness": "Current"}
+                    for version, infos in by_group[name].items()]
+        items.append({"metadata": {"name": name} if name else {}, "versions": versions})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {}, "items": items}

@@ -161,6 +161,9 @@ class Gateway:
             return HttpResponse(200, b"ok", "text/plain")
         if path == "/version":
             return HttpResponse.json(discovery.version())
+        if path in ("/api", "/apis") and discovery.wants_aggregated(req.header("accept")):
+            listing = discovery.aggregated(api.kinds, core=path == "/api")
+            return HttpResponse(200, orjson.dumps(listing), discovery.AGGREGATED)
         if path == "/api":
             return HttpResponse.json(discovery.core_versions(self.server_url))
         if path == "/apis":

@@ -484,3 +484,25 @@ async def test_pod_logs_and_follow(sim):
         assert len(last.text.splitlines()) == 2 and last.text.splitlines()[-1] == lines[-1]
         bad = await c.get(f"{path}/log", params={"container": "nope"})
         assert bad.status_code == 400
+
+
+async def test_aggregated_discovery_when_asked_first(sim):
+    accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+              "application/json")
+    async with client(sim) as c:
+        r = await c.get("/apis", headers={"accept": accept})
+        assert r.headers["content-type"] == ("application/json;g=apidiscovery.k8s.io;v=v2;"
+                                             "as=APIGroupDiscoveryList")
+        groups = {g["metadata"]["name"]: g for g in r.json()["items"]}
+        ray = {res["resource"]: res for res in groups["ray.io"]["versions"][0]["resources"]}
+        assert ray["rayjobs"]["responseKind"] == {"group": "ray.io", "version": "v1",
+                                                  "kind": "RayJob"}
+        assert ray["rayjobs"]["scope"] == "Namespaced"
+        assert [s["subresource"] for s in ray["rayjobs"]["subresources"]] == ["status"]
+        core = (await c.get("/api", headers={"accept": accept})).json()
+        assert core["items"][0]["metadata"] == {}
+        pods = next(res for res in core["items"][0]["versions"][0]["resources"]
+                    if res["resource"] == "pods")
+        assert {s["subresource"] for s in pods["subresources"]} == {"status", "log"}
+        legacy = (await c.get("/apis")).json()  # without the Accept: the legacy document
+        assert legacy["kind"] == "APIGroupList"
