@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 import yaml
 
+from ..apiserver.errors import ApiError
 from ..kernel.paced import PacedLoop, real_now_as_virtual
 from .wire import DEFAULT_MAX_BODY
 
@@ -103,8 +104,11 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
     try:
         if opts.kuberay:
             await sim.install_kuberay()
-        for text in texts:
-            await sim.apply(text)
+        for fname, text in zip(opts.files, texts, strict=True):
+            try:
+                await sim.apply(text)
+            except (ApiError, yaml.YAMLError, ValueError, TypeError) as err:
+                raise ServeError(f"-f {fname}: {err}") from None
         if sc is not None:
             from ..scenarios import Report
 
@@ -123,12 +127,20 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
                       f"{sim.now - began:.1f} virtual seconds", file=sys.stderr, flush=True)
 
             background.append(loop.create_task(scenario(), name="scenario"))
-        url = await server.start()
+        try:
+            url = await server.start()
+        except OSError as err:
+            raise ServeError(f"cannot listen on {opts.host}:{opts.port}: {err.strerror or err}"
+                             ) from None
         for spec in exposes:
             from .expose import Expose
 
             fwd = Expose(sim, spec, host=opts.host)
-            await fwd.start()
+            try:
+                await fwd.start()
+            except OSError as err:
+                raise ServeError(f"--expose {fwd.describe()}: cannot listen: "
+                                 f"{err.strerror or err}") from None
             forwards.append(fwd)
         path = Path(opts.kubeconfig) if opts.kubeconfig else \
             Path(tempfile.gettempdir()) / f"emu-kubeconfig-{server.port}"
@@ -157,11 +169,19 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             loop.remove_signal_handler(sig)
 
 
+class ServeError(Exception):
+    """Something the person running ``emu serve`` can fix (a bad manifest, a port in use)."""
+
+
 def run_serve(opts: ServeOptions) -> int:
-    """``emu serve``: run `serve_main` on a `PacedLoop` until Ctrl-C."""
+    """``emu serve``: run `serve_main` on a `PacedLoop` until Ctrl-C; 2 with a message on an
+    error the user can fix."""
     loop = PacedLoop(speed=opts.speed, start=real_now_as_virtual())
     with asyncio.Runner(loop_factory=lambda: loop) as runner:
         try:
             return runner.run(serve_main(opts))
         except KeyboardInterrupt:
             return 0
+        except ServeError as err:
+            print(f"emu serve: {err}", file=sys.stderr)
+            return 2

@@ -183,3 +183,20 @@ def test_expose_forwards_to_an_emulated_service():
             sim.close()
 
     _run_paced(body)
+
+
+def test_user_errors_while_starting_exit_2_with_a_message(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Widget\nmetadata: {name: w}\n")
+    assert main(["serve", "-f", str(bad), "--kubeconfig", str(tmp_path / "kc")]) == 2
+    err = capsys.readouterr().err
+    assert f"emu serve: -f {bad}:" in err and "Widget" in err
+    assert not (tmp_path / "kc").exists()  # nothing was served
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--kubeconfig", str(tmp_path / "kc")]) == 2
+    assert f"emu serve: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
