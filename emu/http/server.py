@@ -54,6 +54,8 @@ class HttpServer:
         self.gateway = Gateway(sim, token=token, max_body=max_body, identity=identity)
         self._runner: web.AppRunner | None = None
         self._watches: dict[int, WatchResponse] = {}  # by id, in opening order
+        #: Set each time a watch stream ends (tests wait on it; cleared by whoever waits).
+        self.watch_ended = asyncio.Event()
 
     @property
     def url(self) -> str:
@@ -63,8 +65,10 @@ class HttpServer:
     async def start(self) -> str:
         app = web.Application(client_max_size=self.max_body + 1)
         app.router.add_route("*", "/{tail:.*}", self._handle)
+        # handler_cancellation: a client that hangs up cancels its handler, so a quiet watch
+        # whose client went away is closed at once instead of at its next event.
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                                     shutdown_timeout=0.5)
+                                     shutdown_timeout=0.5, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True,
                            ssl_context=self.ssl_context)
@@ -148,4 +152,5 @@ class HttpServer:
             task.cancel()
             watch.close()
             self._watches.pop(id(watch), None)
+            self.watch_ended.set()
         return resp

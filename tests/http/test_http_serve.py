@@ -200,3 +200,26 @@ def test_user_errors_while_starting_exit_2_with_a_message(tmp_path, capsys):
         port = taken.getsockname()[1]
         assert main(["serve", "--port", str(port), "--kubeconfig", str(tmp_path / "kc")]) == 2
     assert f"emu serve: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_a_client_that_goes_away_closes_its_watch():
+    async def body() -> None:
+        from emu.http.server import HttpServer
+        from emu.simulation import Simulation
+
+        sim = Simulation(seed=0)
+        srv = HttpServer(sim)
+        url = await srv.start()
+        try:
+            async with aiohttp.ClientSession() as session:
+                resp = await session.get(f"{url}/api/v1/namespaces/default/configmaps?watch=1")
+                assert resp.status == 200
+                assert sim.api.watches.count() == 1
+                resp.close()  # the client hangs up on a quiet watch
+            await asyncio.wait_for(srv.watch_ended.wait(), 30)
+            assert sim.api.watches.count() == 0, "the watch outlived its client"
+        finally:
+            await srv.stop()
+            sim.close()
+
+    _run_paced(body)
