@@ -9,6 +9,7 @@ applied a moment ago is served at once (kube reports it once Established). Aggre
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ..apiserver.kinds import KindInfo, KindRegistry
@@ -23,7 +24,7 @@ ALL_CATEGORY = frozenset({("", "Pod"), ("", "Service"), ("apps", "Deployment"),
                           ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("batch", "Job"),
                           ("ray.io", "RayCluster"), ("ray.io", "RayJob"),
                           ("ray.io", "RayService")})
-#: Kinds served with a scale subresource (mirrors `emu.http.gateway.SCALABLE`).
+#: Built-in kinds served with a scale subresource (CRDs add theirs: `emu.http.scale`).
 _SCALABLE = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
 
 
@@ -73,7 +74,8 @@ def served(kinds: KindRegistry, group_name: str, version_name: str) -> list[Kind
                   key=lambda i: i.plural)
 
 
-def resource_list(kinds: KindRegistry, group_name: str, version_name: str) -> Obj | None:
+def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
+                  scalable: Collection[tuple[str, str]] = _SCALABLE) -> Obj | None:
     infos = served(kinds, group_name, version_name)
     if not infos:
         return None
@@ -90,7 +92,7 @@ def resource_list(kinds: KindRegistry, group_name: str, version_name: str) -> Ob
             resources.append({"name": f"{info.plural}/status", "singularName": "",
                               "namespaced": info.namespaced, "kind": info.kind,
                               "verbs": ["get", "patch", "update"]})
-        if (info.group, info.kind) in _SCALABLE:
+        if (info.group, info.kind) in scalable:
             resources.append({"name": f"{info.plural}/scale", "singularName": "",
                               "namespaced": info.namespaced, "kind": "Scale",
                               "group": "autoscaling", "version": "v1",
@@ -113,7 +115,7 @@ def wants_aggregated(accept: str) -> bool:
     return "as=apigroupdiscoverylist" in first and "v=v2;" in first + ";"
 
 
-def _resource_discovery(info: KindInfo) -> Obj:
+def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]]) -> Obj:
     gvk = {"group": info.group, "version": info.version, "kind": info.kind}
     entry: Obj = {"resource": info.plural, "responseKind": gvk,
                   "scope": "Namespaced" if info.namespaced else "Cluster",
@@ -126,7 +128,7 @@ def _resource_discovery(info: KindInfo) -> Obj:
     if info.has_status:
         subs.append({"subresource": "status", "responseKind": gvk,
                      "verbs": ["get", "patch", "update"]})
-    if (info.group, info.kind) in _SCALABLE:
+    if (info.group, info.kind) in scalable:
         subs.append({"subresource": "scale",
                      "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
                      "verbs": ["get", "patch", "update"]})
@@ -138,7 +140,8 @@ def _resource_discovery(info: KindInfo) -> Obj:
     return entry
 
 
-def aggregated(kinds: KindRegistry, core: bool) -> Obj:
+def aggregated(kinds: KindRegistry, core: bool,
+               scalable: Collection[tuple[str, str]] = _SCALABLE) -> Obj:
     """``APIGroupDiscoveryList`` for ``/api`` (core) or ``/apis`` (every named group)."""
     by_group: dict[str, dict[str, list[KindInfo]]] = {}
     for info in kinds.all():
@@ -147,7 +150,7 @@ def aggregated(kinds: KindRegistry, core: bool) -> Obj:
     items = []
     for name in sorted(by_group):
         versions = [{"version": version,
-                     "resources": [_resource_discovery(i)
+                     "resources": [_resource_discovery(i, scalable)
                                    for i in sorted(infos, key=lambda i: i.plural)],
                      "freshness": "Current"}
                     for version, infos in by_group[name].items()]

@@ -37,6 +37,7 @@ from ..client.client import APISERVER
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
 from . import discovery, openapi, tables
 from .logs import LogFollowers, pod_log
+from .scale import ScalePaths, replicas_patch, scalable, scale_of, scale_paths
 from .wire import DEFAULT_MAX_BODY, JSON, Dropped, HttpRequest, HttpResponse, WatchResponse
 
 if TYPE_CHECKING:
@@ -52,10 +53,6 @@ PATCH_CONTENT_TYPES = {
     "application/apply-patch+yaml": "apply",
     "application/apply-patch+cbor": "apply",
 }
-
-#: Kinds served with a ``scale`` subresource (``spec.replicas``), by (group, kind).
-SCALABLE = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"),
-                      ("", "ReplicationController")})
 
 _PRODUCT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -162,7 +159,8 @@ class Gateway:
         if path == "/version":
             return HttpResponse.json(discovery.version())
         if path in ("/api", "/apis") and discovery.wants_aggregated(req.header("accept")):
-            listing = discovery.aggregated(api.kinds, core=path == "/api")
+            listing = discovery.aggregated(api.kinds, core=path == "/api",
+                                           scalable=scalable(self.sim))
             return HttpResponse(200, orjson.dumps(listing), discovery.AGGREGATED)
         if path == "/api":
             return HttpResponse.json(discovery.core_versions(self.server_url))
@@ -185,7 +183,7 @@ class Gateway:
                                         "message": "the server could not find the requested "
                                                    "resource"})
         if not rest:
-            doc = discovery.resource_list(api.kinds, group, version)
+            doc = discovery.resource_list(api.kinds, group, version, scalable(self.sim))
             if doc is None:
                 raise _no_resource()
             return HttpResponse.json(doc)
@@ -429,8 +427,8 @@ class _Call:
                 return self._reply(await self.send("update_status", self._json_body()))
             if method == "PATCH":
                 return await self._patch("status")
-        elif sub == "scale" and (self.info.group, self.info.kind) in SCALABLE:
-            return await self._scale(method)
+        elif sub == "scale" and (paths := scale_paths(self.gw.sim, self.info)) is not None:
+            return await self._scale(method, paths)
         elif sub == "log" and self.info.kind == "Pod" and not self.info.group and method == "GET":
             pod = await self.send("get")
             container = self.req.param("container")
@@ -448,25 +446,9 @@ class _Call:
             raise _no_resource()
         raise MethodNotAllowed(f"{method} is not supported on {self.info.plural}/{sub}")
 
-    def _scale_of(self, obj: Obj) -> Obj:
-        meta = obj["metadata"]
-        spec = obj.get("spec") or {}
-        status = obj.get("status") or {}
-        selector = spec.get("selector") or {}
-        labels = selector.get("matchLabels") if isinstance(selector, dict) else None
-        out: Obj = {"kind": "Scale", "apiVersion": "autoscaling/v1",
-                    "metadata": {k: meta[k] for k in ("name", "namespace", "uid",
-                                                       "resourceVersion", "creationTimestamp")
-                                 if k in meta},
-                    "spec": {"replicas": spec.get("replicas", 1)},
-                    "status": {"replicas": status.get("replicas", 0)}}
-        if labels:
-            out["status"]["selector"] = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        return out
-
-    async def _scale(self, method: str) -> HttpResponse:
+    async def _scale(self, method: str, paths: ScalePaths) -> HttpResponse:
         obj = await self.send("get")
-        scale = self._scale_of(obj)
+        scale = scale_of(obj, paths)
         if method == "GET":
             return HttpResponse.json(scale)
         if method == "PUT":
@@ -490,9 +472,9 @@ class _Call:
                 "code": 422, "reason": "Invalid",
                 "message": f'Scale.autoscaling "{self.name}" is invalid: spec.replicas: Invalid '
                            f"value: {replicas!r}: must be greater than or equal to 0"})
-        patch: Obj = {"spec": {"replicas": replicas}}
+        patch = replicas_patch(paths, replicas)
         rv = (wanted.get("metadata") or {}).get("resourceVersion")
         if rv:
             patch["metadata"] = {"resourceVersion": rv}
         out = await self.send("patch", patch, patch_type="merge")
-        return HttpResponse.json(self._scale_of(out))
+        return HttpResponse.json(scale_of(out, paths))

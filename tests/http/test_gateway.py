@@ -506,3 +506,37 @@ async def test_aggregated_discovery_when_asked_first(sim):
         assert {s["subresource"] for s in pods["subresources"]} == {"status", "log"}
         legacy = (await c.get("/apis")).json()  # without the Accept: the legacy document
         assert legacy["kind"] == "APIGroupList"
+
+
+SCALED_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "pools.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"kind": "Pool", "plural": "pools", "singular": "pool"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}, "scale": {
+                               "specReplicasPath": ".spec.size",
+                               "statusReplicasPath": ".status.ready",
+                               "labelSelectorPath": ".status.selector"}},
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object",
+                               "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+async def test_scale_subresource_of_a_crd(sim):
+    path = "/apis/example.com/v1/namespaces/default/pools"
+    async with client(sim) as c:
+        r = await c.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                         json=SCALED_CRD)
+        assert r.status_code == 201, r.text
+        found = {res["name"] for res in (await c.get("/apis/example.com/v1")).json()["resources"]}
+        assert "pools/scale" in found
+        r = await c.post(path, json={"apiVersion": "example.com/v1", "kind": "Pool",
+                                     "metadata": {"name": "p"}, "spec": {"size": 2}})
+        assert r.status_code == 201, r.text
+        scale = (await c.get(f"{path}/p/scale")).json()
+        assert scale["spec"] == {"replicas": 2} and scale["status"] == {"replicas": 0}
+        r = await c.put(f"{path}/p/scale", json={**scale, "spec": {"replicas": 5}})
+        assert r.status_code == 200 and r.json()["spec"]["replicas"] == 5
+        assert sim.api.get("Pool", "p", "default")["spec"]["size"] == 5
+        assert (await c.get(f"{CM}/x/scale")).status_code == 404  # ConfigMaps do not scale

@@ -213,3 +213,11 @@ def test_typed_generators_send_protobuf(served: Served):
     other = served.kubectl("create", "deployment", "web", "--image=nginx", "-n", "kc-typed",
                            check=False)
     assert other.returncode != 0 and "must be sent as JSON" in other.stderr
+
+
+def test_kubectl_scale_a_deployment(served: Served):
+    ns = namespace(served, "kc-scale")
+    served.kubectl("apply", "-n", ns, "-f", "-", stdin=deployment("web"))
+    served.kubectl("scale", "-n", ns, "deployment/web", "--replicas=3")
+    served.kubectl("wait", "-n", ns, "deployment/web", "--for=jsonpath={.status.readyReplicas}=3",
+                   "--timeout=60s")
