@@ -540,3 +540,18 @@ async def test_scale_subresource_of_a_crd(sim):
         assert r.status_code == 200 and r.json()["spec"]["replicas"] == 5
         assert sim.api.get("Pool", "p", "default")["spec"]["size"] == 5
         assert (await c.get(f"{CM}/x/scale")).status_code == 404  # ConfigMaps do not scale
+
+
+async def test_watch_list_streams_the_initial_state_then_a_bookmark(sim):
+    async with client(sim) as c:
+        for name in ("w1", "w2"):
+            await c.post(CM, json=cm(name))
+        params = {"watch": "1", "sendInitialEvents": "true", "allowWatchBookmarks": "true",
+                  "resourceVersionMatch": "NotOlderThan", "resourceVersion": ""}
+        async with c.stream("GET", CM, params=params) as resp:
+            events = await _events(resp, 3)
+        assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK"]
+        annotations = events[2]["object"]["metadata"]["annotations"]
+        assert annotations == {"k8s.io/initial-events-end": "true"}
+        bad = await c.get(CM, params={"watch": "1", "sendInitialEvents": "true"})
+        assert bad.status_code == 422  # watch-lists need allowWatchBookmarks and the match
