@@ -163,7 +163,7 @@ def decode(body: bytes) -> Obj:
         raise UnsupportedMediaType(
             f"the body of the request was in protobuf, which this server reads only for "
             f"{', '.join(k for _, k in KINDS)}; {api_version} {kind} must be sent as JSON "
-            "(kubectl apply -f)")
+            "(kubectl apply -f; Go clients: ContentType application/json on the rest.Config)")
     raw = fields(envelope.get(2, [b""])[-1])
     obj: Obj = {"apiVersion": api_version, "kind": kind,
                 "metadata": _meta(raw[1][-1]) if 1 in raw else {}}
