@@ -18,6 +18,7 @@ selectors and compaction:
 - nothing but `ApiError` subclasses is ever raised.
 
     PYTHONPATH=. python benchmarks/fuzz_apiserver.py --ops 100000 [--steps 60] [--json]
+    PYTHONPATH=. python benchmarks/fuzz_apiserver.py --ops 1000000 --soak 1   # the soak
 
 Prints operations per second and findings (a Hypothesis falsifying example, shrunk, with the
 ``@reproduce_failure`` blob to replay it); exits 1 on a finding. Examples are random, as
@@ -34,8 +35,10 @@ import argparse
 import base64
 import itertools
 import json
+import random
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -301,9 +304,16 @@ class ApiContract(RuleBasedStateMachine):
         if out["metadata"]["resourceVersion"] != str(self.api.resource_version):
             raise Finding("create answered a resourceVersion other than its commit's")
 
-    def _pick(self, data: st.DataObject) -> tuple[tuple[str, str], str, str] | None:
+    @staticmethod
+    def _choose(data: Any, options: list[Any]) -> Any:
+        """Draw one of ``options`` from Hypothesis's data, or from the soak's `random.Random`."""
+        if isinstance(data, random.Random):
+            return data.choice(options)
+        return data.draw(st.sampled_from(options))
+
+    def _pick(self, data: Any) -> tuple[tuple[str, str], str, str] | None:
         keys = sorted(k for k in self.state if k[0][1] != "Namespace")
-        return data.draw(st.sampled_from(keys)) if keys else None
+        return self._choose(data, keys) if keys else None
 
     def _get(self, key: tuple[tuple[str, str], str, str]) -> Obj | None:
         (group, kind), ns, name = key
@@ -312,7 +322,7 @@ class ApiContract(RuleBasedStateMachine):
         return None if isinstance(out, ApiError) else out
 
     @rule(data=st.data(), labels=LABELS, stale=st.booleans(), value=st.sampled_from("pqr"))
-    def update(self, data: st.DataObject, labels: Any, stale: bool, value: str) -> None:
+    def update(self, data: Any, labels: Any, stale: bool, value: str) -> None:
         key = self._pick(data)
         obj = self._get(key) if key else None
         if obj is None:
@@ -327,7 +337,7 @@ class ApiContract(RuleBasedStateMachine):
         self._wrote(out)
 
     @rule(data=st.data(), phase=st.sampled_from(["Pending", "Running", "Done"]))
-    def update_status(self, data: st.DataObject, phase: str) -> None:
+    def update_status(self, data: Any, phase: str) -> None:
         key = self._pick(data)
         obj = self._get(key) if key else None
         if obj is None:
@@ -336,7 +346,7 @@ class ApiContract(RuleBasedStateMachine):
         self._wrote(self.call(self.api.update_status, obj))
 
     @rule(data=st.data(), ptype=st.sampled_from(["merge", "json", "strategic"]), labels=LABELS)
-    def patch(self, data: st.DataObject, ptype: str, labels: Any) -> None:
+    def patch(self, data: Any, ptype: str, labels: Any) -> None:
         key = self._pick(data)
         if key is None:
             return
@@ -352,7 +362,7 @@ class ApiContract(RuleBasedStateMachine):
 
     @rule(data=st.data(), policy=st.sampled_from([None, "Background", "Foreground", "Orphan"]),
           grace=st.sampled_from([None, 0, 5, 60]), dry=st.booleans())
-    def delete(self, data: st.DataObject, policy: str | None, grace: int | None,
+    def delete(self, data: Any, policy: str | None, grace: int | None,
                dry: bool) -> None:
         key = self._pick(data)
         if key is None:
@@ -367,7 +377,7 @@ class ApiContract(RuleBasedStateMachine):
         self._wrote(out)
 
     @rule(data=st.data())
-    def remove_finalizers(self, data: st.DataObject) -> None:
+    def remove_finalizers(self, data: Any) -> None:
         key = self._pick(data)
         obj = self._get(key) if key else None
         if obj is None or not obj["metadata"].get("finalizers"):
@@ -388,7 +398,7 @@ class ApiContract(RuleBasedStateMachine):
                 raise Finding(f"delete_collection {selector_text(sel)} deleted {labels}")
 
     @rule(data=st.data())
-    def conflicting_writers(self, data: st.DataObject) -> None:
+    def conflicting_writers(self, data: Any) -> None:
         """Two writers read the same version; the second write must be a Conflict."""
         key = self._pick(data)
         first = self._get(key) if key else None
@@ -425,7 +435,7 @@ class ApiContract(RuleBasedStateMachine):
     @rule(data=st.data(), sel=SELECTORS,
           start=st.sampled_from(["list", "current", "past", "watch-list"]),
           back=st.integers(1, HISTORY))
-    def watch_a_written_kind(self, data: st.DataObject, sel: Selector | None, start: str,
+    def watch_a_written_kind(self, data: Any, sel: Selector | None, start: str,
                              back: int) -> None:
         """Most drawn kinds have seen no write yet: watch one that has, across namespaces."""
         key = self._pick(data)
@@ -481,9 +491,9 @@ class ApiContract(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self.watches))
     @rule(data=st.data())
-    def restart_watch(self, data: st.DataObject) -> None:
+    def restart_watch(self, data: Any) -> None:
         """Close a watch and resume from the last revision it saw, as a reflector does."""
-        w = data.draw(st.sampled_from(range(len(self.watches))))
+        w = self._choose(data, list(range(len(self.watches))))
         watch = self.watches.pop(w)
         self._drain(watch)
         watch.stream.close()
@@ -603,15 +613,108 @@ def run(ops: int, steps: int = STEPS) -> dict[str, Any]:
             "finding": finding}
 
 
+# -- the soak driver: the same rules, drawn by a seeded random.Random -----------------------------
+
+def _sel(rng: random.Random) -> Selector | None:
+    return rng.choice([None, ("app", rng.choice(["=", "!="]), rng.choice(LABEL_VALUES)),
+                       (rng.choice(["app", "tier"]), rng.choice(["exists", "!exists"])),
+                       ("app", "in", "x", "y")])
+
+
+def _labels(rng: random.Random) -> dict[str, str] | None:
+    return rng.choice([None, {"app": rng.choice(LABEL_VALUES)},
+                       {"app": rng.choice(LABEL_VALUES), "tier": "t"}])
+
+
+#: Each rule's arguments as the soak draws them: the same spaces as the rules' strategies.
+SOAK_ARGS: dict[str, Callable[[random.Random], Obj]] = {
+    "create": lambda r: {"kind_ix": r.randrange(3), "name": r.choice(NAMES),
+                         "ns": r.choice(NAMESPACES), "labels": _labels(r),
+                         "finalizers": r.choice([[], ["fuzz.io/f"]]), "dry": r.random() < .5},
+    "update": lambda r: {"data": r, "labels": _labels(r), "stale": r.random() < .5,
+                         "value": r.choice("pqr")},
+    "update_status": lambda r: {"data": r, "phase": r.choice(["Pending", "Running", "Done"])},
+    "patch": lambda r: {"data": r, "ptype": r.choice(["merge", "json", "strategic"]),
+                        "labels": _labels(r)},
+    "delete": lambda r: {"data": r, "policy": r.choice([None, "Background", "Foreground",
+                                                        "Orphan"]),
+                         "grace": r.choice([None, 0, 5, 60]), "dry": r.random() < .5},
+    "remove_finalizers": lambda r: {"data": r},
+    "delete_collection": lambda r: {"kind_ix": r.randrange(3), "ns": r.choice(NAMESPACES),
+                                    "sel": _sel(r)},
+    "conflicting_writers": lambda r: {"data": r},
+    "time_passes": lambda r: {"seconds": r.choice([0, 1, 30, 120])},
+    "open_watch": lambda r: {"kind_ix": r.randrange(3), "ns": r.choice([None, *NAMESPACES]),
+                             "sel": _sel(r), "by_name": r.choice([None, "a"]),
+                             "start": r.choice(["list", "current", "past", "future", "ancient",
+                                                "watch-list"]),
+                             "back": r.randint(1, 2 * HISTORY)},
+    "watch_a_written_kind": lambda r: {"data": r, "sel": _sel(r),
+                                       "start": r.choice(["list", "current", "past",
+                                                          "watch-list"]),
+                                       "back": r.randint(1, HISTORY)},
+    "restart_watch": lambda r: {"data": r},
+    "paginated_list": lambda r: {"kind_ix": r.randrange(3), "ns": r.choice([None, *NAMESPACES]),
+                                 "sel": _sel(r), "limit": r.randint(1, 3),
+                                 "write_between": r.random() < .5},
+    "exact_list": lambda r: {"back": r.randint(0, 2 * HISTORY), "kind_ix": r.randrange(3)},
+}
+_NEEDS_FREE_WATCH = frozenset(("open_watch", "watch_a_written_kind"))
+
+
+def soak(ops: int, seed: int, steps: int = STEPS) -> dict[str, Any]:
+    """The same machine driven by ``random.Random(seed)`` instead of Hypothesis's engine, which
+    spends most of a step choosing it: for a million operations. No shrinking: a finding names
+    the seed, the example and its steps, so it replays."""
+    rng = random.Random(seed)
+    names = sorted(SOAK_ARGS)
+    ApiContract.ops = ApiContract.events = 0
+    start = time.perf_counter()
+    finding = None
+    example = 0
+    while ApiContract.ops < ops and finding is None:
+        example += 1
+        machine = ApiContract()
+        done: list[str] = []
+        try:
+            machine.choose_kinds(rng.sample(KINDS, rng.randint(1, 3)))
+            for _ in range(steps):
+                name = rng.choice(names)
+                if (name in _NEEDS_FREE_WATCH and len(machine.watches) >= 4) or (
+                        name == "restart_watch" and not machine.watches):
+                    continue
+                kwargs = SOAK_ARGS[name](rng)
+                shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k != "data")
+                done.append(f"{name}({shown})")
+                getattr(machine, name)(**kwargs)
+                machine.revisions_go_up_by_one()
+                machine.watches_equal_the_commit_log()
+        except Exception as err:
+            finding = (f"{type(err).__name__}: {err}\nseed {seed}, example {example}, steps:\n  "
+                       + "\n  ".join(done[-25:]) + "\n" + "".join(
+                           traceback.format_exception_only(type(err), err)).strip())
+        finally:
+            machine.teardown()
+    seconds = time.perf_counter() - start
+    return {"ops": ApiContract.ops, "seconds": round(seconds, 2),
+            "ops_per_s": round(ApiContract.ops / seconds) if seconds else 0,
+            "watch_events_checked": ApiContract.events, "examples": example,
+            "driver": f"random (seed {seed})", "finding": finding}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--ops", type=int, default=20_000, help="server calls to make")
     parser.add_argument("--steps", type=int, default=STEPS, help="steps per example")
+    parser.add_argument("--soak", type=int, metavar="SEED", default=None,
+                        help="drive the rules with random.Random(SEED) instead of Hypothesis's "
+                             "engine (much faster; no shrinking): for the million-op soak")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.ops < 1:
         parser.error("--ops must be at least 1")
-    result = run(args.ops, args.steps)
+    result = (run(args.ops, args.steps) if args.soak is None
+              else soak(args.ops, args.soak, args.steps))
     if args.json:
         print(json.dumps(result))
     else:

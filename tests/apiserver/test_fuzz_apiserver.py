@@ -42,3 +42,29 @@ def test_the_command_line_reports_figures(capsys):
     assert '"finding": null' in out and '"ops_per_s"' in out
     with pytest.raises(SystemExit):
         fuzz.main(["--ops", "0"])
+
+
+def test_the_soak_driver_covers_every_rule_and_finds_nothing():
+    rules = {name for name, value in vars(fuzz.ApiContract).items()
+             if callable(value) and not name.startswith("_")} - {
+        "call", "choose_kinds", "teardown", "revisions_go_up_by_one",
+        "watches_equal_the_commit_log", "check_invariants", "ops", "events"}
+    assert rules == set(fuzz.SOAK_ARGS)
+    result = fuzz.soak(3000, seed=3)
+    assert result["ops"] >= 3000 and result["watch_events_checked"] > 0
+    assert result["finding"] is None, result["finding"]
+
+
+def test_the_soak_driver_catches_a_lost_filter(monkeypatch):
+    """A fuzzer that cannot fail is no check: break the watch start filter and see it found."""
+    from emu.apiserver import watch
+
+    original = watch.WatchStream.offer
+
+    def offer_everything(self, change):
+        self.start_rev = 0
+        original(self, change)
+
+    monkeypatch.setattr(watch.WatchStream, "offer", offer_everything)
+    result = fuzz.soak(20000, seed=2)
+    assert result["finding"] and "watch" in result["finding"]
