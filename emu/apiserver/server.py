@@ -8,7 +8,9 @@ nothing: every check runs before the single `Store.commit` of a write.
 
 This module is longer than 500 lines because the write paths (create, update, delete with
 finalizers, graceful deletion and propagation, namespace termination) share private helpers and
-invariants (one revision per commit, nothing half-done) that are clearer kept together.
+invariants (one revision per commit, nothing half-done) that are clearer kept together, and the
+read paths (pagination with kube's continue tokens, reads at a revision, watch-lists) share the
+list option rules with them.
 """
 
 from __future__ import annotations
@@ -555,6 +557,7 @@ class APIServer:
         v.check_metadata_types(info.kind, info.api_version, meta)
         if info.int_fields:
             v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
+        v.check_shapes(info.group, info.kind, info.api_version, obj)
         if meta.get("resourceVersion"):
             raise InternalError("resourceVersion should not be set on objects to be created")
         new = dict(obj)
@@ -708,6 +711,7 @@ class APIServer:
                 v.check_metadata_types(info.kind, info.api_version, meta, old_meta)
             if info.int_fields:
                 v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
+            v.check_shapes(info.group, info.kind, info.api_version, obj)
             new = dict(obj)
             nmeta = dict(meta)
             new["metadata"] = nmeta

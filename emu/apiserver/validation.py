@@ -5,8 +5,10 @@ can match the whole text: ``metadata.name: Invalid value: "Bad_Name": a lowercas
 subdomain must consist of ...``. Each kind's validator takes the new object and, on update, the
 stored one, and returns a list of `StatusCause`; an empty list means valid.
 
-Just over 500 lines: one validator per kind plus the shared name and type checks, each message a
-user-visible contract.
+About 900 lines: one validator per kind, the decoder's type checks (metadata, ConfigMap and
+Secret data with Go's base64 offsets, nested field shapes), unknown-field pruning and the list
+option rules, each message a user-visible contract; kept in one module so the line between 400
+(decoding) and 422 (validation) is drawn in one place.
 """
 
 from __future__ import annotations
@@ -797,3 +799,121 @@ STATUS_KEEPS_META: dict[tuple[str, str], frozenset[str]] = {
     ("apps", "ReplicaSet"): frozenset(),
     ("batch", "Job"): frozenset(),
 }
+
+
+# -- nested field types of the built-in kinds (what Go's decoder refuses) -------------------------
+
+#: A field's type: a Go scalar name ("string", "int32", "int64", "bool"), ("list", go_type,
+#: element), ("map", go_type) of strings, or ("struct", go_type, {json name: field type}).
+Shape = Any
+
+_STR, _I32, _I64, _BOOL = "string", "int32", "int64", "bool"
+_STR_LIST = ("list", "[]string", _STR)
+_STR_MAP = ("map", "map[string]string")
+_ENV = ("struct", "v1.EnvVar", {"name": _STR, "value": _STR})
+_PORT = ("struct", "v1.ContainerPort", {"name": _STR, "containerPort": _I32, "hostPort": _I32,
+                                        "protocol": "v1.Protocol"})
+_MOUNT = ("struct", "v1.VolumeMount", {"name": _STR, "mountPath": _STR, "readOnly": _BOOL,
+                                       "subPath": _STR})
+_CONTAINER: Shape = ("struct", "v1.Container", {
+    "name": _STR, "image": _STR, "command": _STR_LIST, "args": _STR_LIST, "workingDir": _STR,
+    "ports": ("list", "[]v1.ContainerPort", _PORT), "env": ("list", "[]v1.EnvVar", _ENV),
+    "envFrom": ("list", "[]v1.EnvFromSource", ("struct", "v1.EnvFromSource", {"prefix": _STR})),
+    "resources": ("struct", "v1.ResourceRequirements", {}),
+    "volumeMounts": ("list", "[]v1.VolumeMount", _MOUNT),
+    "imagePullPolicy": "v1.PullPolicy"})
+_POD_SPEC = ("struct", "v1.PodSpec", {
+    "containers": ("list", "[]v1.Container", _CONTAINER),
+    "initContainers": ("list", "[]v1.Container", _CONTAINER),
+    "restartPolicy": "v1.RestartPolicy", "terminationGracePeriodSeconds": _I64,
+    "activeDeadlineSeconds": _I64, "nodeName": _STR, "nodeSelector": _STR_MAP,
+    "serviceAccountName": _STR, "hostname": _STR, "subdomain": _STR, "schedulerName": _STR,
+    "priorityClassName": _STR,
+    "volumes": ("list", "[]v1.Volume", ("struct", "v1.Volume", {"name": _STR}))})
+_TEMPLATE = ("struct", "v1.PodTemplateSpec", {"spec": _POD_SPEC})
+_SELECTOR = ("struct", "v1.LabelSelector", {"matchLabels": _STR_MAP})
+_REPLICATED = {"replicas": _I32, "minReadySeconds": _I32, "selector": _SELECTOR,
+               "template": _TEMPLATE}
+#: Root shapes by (group, kind): the fields whose types are checked (see docs/deviations.md).
+SHAPES: dict[tuple[str, str], tuple[str, dict[str, Shape]]] = {
+    ("", "Pod"): ("Pod", {"spec": _POD_SPEC}),
+    ("apps", "Deployment"): ("Deployment", {"spec": ("struct", "v1.DeploymentSpec", {
+        **_REPLICATED, "revisionHistoryLimit": _I32, "paused": _BOOL,
+        "progressDeadlineSeconds": _I32})}),
+    ("apps", "ReplicaSet"): ("ReplicaSet", {"spec": ("struct", "v1.ReplicaSetSpec",
+                                                     _REPLICATED)}),
+    ("batch", "Job"): ("Job", {"spec": ("struct", "v1.JobSpec", {
+        "parallelism": _I32, "completions": _I32, "backoffLimit": _I32,
+        "activeDeadlineSeconds": _I64, "ttlSecondsAfterFinished": _I32, "suspend": _BOOL,
+        "selector": _SELECTOR, "template": _TEMPLATE})}),
+    ("", "Service"): ("Service", {"spec": ("struct", "v1.ServiceSpec", {
+        "ports": ("list", "[]v1.ServicePort", ("struct", "v1.ServicePort", {
+            "name": _STR, "port": _I32, "nodePort": _I32, "protocol": "v1.Protocol"})),
+        "selector": _STR_MAP, "type": "v1.ServiceType", "clusterIP": _STR})}),
+}
+_INT_BOUNDS = {_I32: 2**31, _I64: 2**63}
+
+
+def _shape_error(value: Any, owner: str, path: str, go_type: str) -> str:
+    what = _go_kind(value)
+    if what == "number" and go_type in _INT_BOUNDS:  # Go names the literal it could not fit
+        what = f"number {value}"
+    return f"json: cannot unmarshal {what} into Go struct field {owner}.{path} of type {go_type}"
+
+
+def _check_shape(value: Any, shape: Shape, owner: str, path: str) -> str | None:
+    """The decoder's message for the first value in ``value`` that ``shape`` refuses, if any.
+    ``owner`` is the Go struct holding the field, ``path`` its JSON path without indexes."""
+    if value is None:
+        return None  # null is the zero value, as Go decodes it
+    if isinstance(shape, str):
+        if shape in _INT_BOUNDS:
+            if isinstance(value, bool) or not isinstance(value, int | float) or (
+                    isinstance(value, float) and not value.is_integer()) or \
+                    not -_INT_BOUNDS[shape] <= value < _INT_BOUNDS[shape]:
+                return _shape_error(value, owner, path, shape)
+        elif shape == _BOOL:
+            if not isinstance(value, bool):
+                return _shape_error(value, owner, path, shape)
+        elif not isinstance(value, str):
+            return _shape_error(value, owner, path, shape)
+        return None
+    if shape[0] == "map":
+        if not isinstance(value, dict):
+            return _shape_error(value, owner, path, shape[1])
+        for item in value.values():
+            if not isinstance(item, str):
+                return _shape_error(item, owner, path, "string")
+        return None
+    if shape[0] == "list":
+        if not isinstance(value, list):
+            return _shape_error(value, owner, path, shape[1])
+        for item in value:
+            found = _check_shape(item, shape[2], owner, path)
+            if found:
+                return found
+        return None
+    _, go_type, fields = shape
+    if not isinstance(value, dict):
+        return _shape_error(value, owner, path, go_type)
+    inner = go_type.split(".", 1)[-1]
+    for name, sub in fields.items():
+        if name in value:
+            found = _check_shape(value[name], sub, inner, f"{path}.{name}")
+            if found:
+                return found
+    return None
+
+
+def check_shapes(group: str, kind: str, api_version: str, obj: Mapping[str, Any]) -> None:
+    """400 with Go's decoder message when a checked nested field of a built-in kind has the
+    wrong JSON type (a string where ``spec.containers[].ports`` wants a list ...)."""
+    root = SHAPES.get((group, kind))
+    if root is None:
+        return
+    owner, fields = root
+    for name, shape in fields.items():
+        if name in obj:
+            found = _check_shape(obj[name], shape, owner, name)
+            if found:
+                raise decode_error(kind, api_version, found)

@@ -125,3 +125,34 @@ def test_an_immutable_config_map_keeps_its_data_and_stays_immutable(api):
                                           ("YQ==YQ==", 4)])
 def test_base64_errors_at_gos_offsets(text, at):
     assert base64_error(text) == at
+
+
+@pytest.mark.parametrize(("kind_obj", "text"), [
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "image": "i", "ports": "eighty"}]}},
+     'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go '
+     "struct field Container.spec.containers.ports of type []v1.ContainerPort"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": "80"}]}]}},
+     "cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports."
+     "containerPort of type int32"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "image": "i", "command": "sleep 1"}]}},
+     "cannot unmarshal string into Go struct field Container.spec.containers.command of type "
+     "[]string"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": {}}},
+     "cannot unmarshal object into Go struct field PodSpec.spec.containers of type "
+     "[]v1.Container"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "terminationGracePeriodSeconds": 1.5, "containers": [{"name": "c", "image": "i"}]}},
+     "cannot unmarshal number 1.5 into Go struct field PodSpec.spec."
+     "terminationGracePeriodSeconds of type int64"),
+    ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+      "spec": {"ports": [{"port": 80}], "selector": {"app": 1}}},
+     "cannot unmarshal number into Go struct field ServiceSpec.spec.selector of type string"),
+    ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+      "spec": {"suspend": "no", "template": {"spec": {"containers": []}}}},
+     "cannot unmarshal string into Go struct field JobSpec.spec.suspend of type bool"),
+])
+def test_nested_field_types_of_built_in_kinds_are_400(api, kind_obj, text):
+    refused(api, BadRequest, text, api.create, kind_obj)

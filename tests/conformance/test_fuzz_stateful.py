@@ -130,11 +130,14 @@ class ApiMachine(RuleBasedStateMachine):
             if set(base) != set(fins):
                 fins = base
         if state["deleting"]:
-            if fins != state["finalizers"]:
+            if fins == state["finalizers"]:
+                self._check_no_write()
+            elif fins:
                 self._wrote("MODIFIED", name)
                 state["finalizers"] = fins
-            else:
-                self._check_no_write()
+            else:  # the policy took the last finalizer away: deleted now
+                self._wrote("DELETED", name)
+                del self.model[name]
         elif fins:
             self._wrote("MODIFIED", name)
             state.update(finalizers=fins, deleting=True)
