@@ -59,9 +59,11 @@ def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
 
 
 async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
-                     out: Any = None, ready: asyncio.Event | None = None) -> int:
+                     out: Any = None, ready: asyncio.Event | None = None,
+                     scenario_done: asyncio.Event | None = None) -> int:
     """Build the world, serve it until ``stop`` is set (or a signal arrives); 0 on a clean stop.
-    ``ready`` is set once the ready line is printed."""
+    ``ready`` is set once the ready line is printed, ``scenario_done`` when ``--scenario``'s
+    scenario has finished (or failed)."""
     from ..simulation import Simulation
     from .expose import parse_expose
     from .server import HttpServer
@@ -122,9 +124,13 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
                     print(f"emu serve: scenario {sc.name} failed: {type(exc).__name__}: {exc}",
                           file=sys.stderr, flush=True)
                     return
-                verdict = "ok" if report.ok else "expectations failed"
-                print(f"emu serve: scenario {sc.name} finished ({verdict}) after "
-                      f"{sim.now - began:.1f} virtual seconds", file=sys.stderr, flush=True)
+                else:
+                    verdict = "ok" if report.ok else "expectations failed"
+                    print(f"emu serve: scenario {sc.name} finished ({verdict}) after "
+                          f"{sim.now - began:.1f} virtual seconds", file=sys.stderr, flush=True)
+                finally:
+                    if scenario_done is not None:
+                        scenario_done.set()
 
             background.append(loop.create_task(scenario(), name="scenario"))
         try:

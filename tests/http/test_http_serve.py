@@ -223,3 +223,20 @@ def test_a_client_that_goes_away_closes_its_watch():
             sim.close()
 
     _run_paced(body)
+
+
+def test_serve_runs_a_scenario_in_the_served_world(tmp_path, capsys):
+    async def body() -> None:
+        stop, ready, done = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        opts = ServeOptions(scenario="apiserver-churn", speed=5000.0,
+                            kubeconfig=str(tmp_path / "kubeconfig"))
+        server = asyncio.get_running_loop().create_task(
+            serve_main(opts, stop=stop, ready=ready, scenario_done=done))
+        await asyncio.wait_for(ready.wait(), 60)
+        await asyncio.wait_for(done.wait(), 120)
+        stop.set()
+        assert await asyncio.wait_for(server, 30) == 0
+
+    _run_paced(body)
+    err = capsys.readouterr().err
+    assert "emu serve: scenario apiserver-churn finished (ok)" in err
