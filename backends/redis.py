@@ -21,12 +21,17 @@ Two ways to connect:
   retries: an unreachable server is reported at once as `StorageUnavailable`, which makes the GCS
   exit as Ray's does when its Redis PING fails.
 
-Not guaranteed: timeouts inside a frozen await are measured in virtual time, which is stopped, so a
-server that accepts the connection and then never answers blocks the caller.
+Timeouts are Ray's and run on the wall clock (virtual time is stopped while a real server
+answers): until the first answer, `CONNECT_TIMEOUT` (``redis_db_connect_retries`` 120 times
+``redis_db_connect_wait_milliseconds`` 500 = 60 s); then `READ_TIMEOUT` per command
+(``redis_db_probe_timeout_milliseconds``, 30 s). A server that accepts and never answers, or that
+answers something that is not RESP, is `StorageUnavailable` naming its address.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -35,6 +40,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import InvalidResponse
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from emu.kernel.clock import freeze_while
@@ -42,6 +48,12 @@ from emu.kernel.clock import freeze_while
 from .base import BATCH_SIZE, StorageUnavailable, chunks, sorted_entries
 
 T = TypeVar("T")
+
+#: Seconds Ray's GCS keeps trying to reach Redis: ``redis_db_connect_retries`` (120) times
+#: ``redis_db_connect_wait_milliseconds`` (500 ms), ray_config_def.h.
+CONNECT_TIMEOUT = 120 * 0.5
+#: Seconds Ray waits for a Redis answer: ``redis_db_probe_timeout_milliseconds`` (30 000).
+READ_TIMEOUT = 30.0
 
 #: The name of the job counter "table": ``RAY<ns>@JobCounter``.
 JOB_COUNTER = "JobCounter"
@@ -79,13 +91,21 @@ class RedisStoreClient:
         address: str | None = None,
         external: bool | None = None,
         owns_client: bool = False,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         """Bind ``client`` to ``namespace``.
 
         ``address`` names the server in error messages (defaults to the client's host:port/db).
         ``external`` says the client talks to a real server, so awaits are frozen; by default it is
         true for anything but fakeredis. ``owns_client``: `close` also closes ``client``.
+        ``connect_timeout`` / ``read_timeout``: wall-clock seconds before a real server that does
+        not answer is `StorageUnavailable` (until its first answer / for each later command).
         """
+        for what, value in (("connect_timeout", connect_timeout),
+                            ("read_timeout", read_timeout)):
+            if not value > 0 or value == float("inf"):
+                raise ValueError(f"{what} must be a positive number of seconds, not {value!r}")
         if "@" in namespace:
             raise ValueError(
                 f"storage namespace {namespace!r} must not contain '@': "
@@ -108,9 +128,13 @@ class RedisStoreClient:
                           f"{kwargs.get('db', 0)}"
         self._address = address
         self._closed = False
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._answered = False  # a first command succeeded: the connection is up
 
     @classmethod
-    def from_url(cls, url: str, namespace: str) -> RedisStoreClient:
+    def from_url(cls, url: str, namespace: str, *, connect_timeout: float = CONNECT_TIMEOUT,
+                 read_timeout: float = READ_TIMEOUT) -> RedisStoreClient:
         """A client for a real server at ``redis://[[user]:password@]host:port[/db]``.
 
         No I/O happens here; the first command (or `health_check`) connects.
@@ -121,7 +145,8 @@ class RedisStoreClient:
             single_connection_client=True,
             retry=Retry(NoBackoff(), 0),
         )
-        return cls(client, namespace, address=redact_url(url), external=True, owns_client=True)
+        return cls(client, namespace, address=redact_url(url), external=True, owns_client=True,
+                   connect_timeout=connect_timeout, read_timeout=read_timeout)
 
     def __repr__(self) -> str:
         return f"RedisStoreClient(address={self._address!r}, namespace={self._namespace!r})"
@@ -153,12 +178,53 @@ class RedisStoreClient:
             raise StorageUnavailable(f"GCS storage: Redis client for {self._address} is closed")
         try:
             if self._external:
-                return await freeze_while(awaitable)
+                result = await self._guarded(awaitable)
+                self._answered = True
+                return result
             return await awaitable
         except (RedisConnectionError, RedisTimeoutError, OSError) as err:
             raise StorageUnavailable(
                 f"GCS storage: Redis at {self._address} is unreachable ({type(err).__name__})"
             ) from err
+        except InvalidResponse as err:
+            raise StorageUnavailable(
+                f"GCS storage: the server at {self._address} is not a Redis server ({err})"
+            ) from err
+
+    async def _guarded(self, awaitable: Awaitable[T]) -> T:
+        """Await a real server's answer frozen, for at most the connect or read timeout of the
+        wall clock: a thread timer cancels the wait (virtual timers cannot fire while frozen)."""
+        limit = self._read_timeout if self._answered else self._connect_timeout
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(awaitable)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            loop.call_soon_threadsafe(task.cancel)
+
+        timer = threading.Timer(limit, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            return await freeze_while(task)
+        except asyncio.CancelledError:
+            if not expired.is_set():
+                raise
+            await self._drop_connection()
+            phase = "read" if self._answered else "connect"
+            raise StorageUnavailable(
+                f"GCS storage: Redis at {self._address} did not answer within {limit:g} s "
+                f"({phase} timeout)") from None
+        finally:
+            timer.cancel()
+
+    async def _drop_connection(self) -> None:
+        """After a timeout the connection may hold a half-read answer: never reuse it."""
+        try:
+            await freeze_while(self._client.aclose())
+        except (RedisConnectionError, RedisTimeoutError, InvalidResponse, OSError):
+            pass
 
     async def _hscan(self, table: str, match: str | None) -> dict[str, bytes]:
         found: dict[str, bytes] = {}

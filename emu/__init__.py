@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from .faults import ShuffleLists as ShuffleLists
     from .faults import StaleList as StaleList
     from .faults import UnperformedFaults as UnperformedFaults
+    from .http.server import HttpServer as HttpServer
+    from .http.transport import httpx_transport as httpx_transport
+    from .http.transport import lightkube_client as lightkube_client
     from .kernel.loop import Deadlock as Deadlock
     from .kernel.network import ConnectionRefused as ConnectionRefused
     from .kernel.network import ConnectionReset as ConnectionReset
@@ -92,6 +95,9 @@ _EXPORTS = {
     "ShuffleLists": ".faults",
     "StaleList": ".faults",
     "UnperformedFaults": ".faults",
+    "HttpServer": ".http.server",
+    "httpx_transport": ".http.transport",
+    "lightkube_client": ".http.transport",
     "Deadlock": ".kernel.loop",
     "ConnectionRefused": ".kernel.network",
     "ConnectionReset": ".kernel.network",
@@ -108,9 +114,12 @@ __all__ = [
     "AfterRequest", "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict",
     "ConnectionRefused",
     "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
+    "HttpServer",
     "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
-    "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout", "run",
+    "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout",
+    "httpx_transport", "lightkube_client",
+    "run",
 ]
 # Observation faults and strict-fault reporting (emu.faults).
 __all__ += ["CoalesceEvents", "InformerLag", "ShuffleLists", "StaleList", "UnperformedFaults"]

@@ -163,7 +163,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("apiserver", ()), ("controller", ()), ("leader_election", ()), ("gcs_storage", ()),
     ("gcs", ()), ("kube", ()), ("reconcile", ()), ("reconcile", ("--kube",)), ("rayjob", ()),
-    ("rayservice", ()), ("scenarios", ()),
+    ("rayservice", ()), ("scenarios", ()), ("http", ()),
 )
 
 
@@ -351,6 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--strict", action="store_true",
                          help="exit 1 when a figure misses its target (default: only mark it)")
     p_bench.set_defaults(fn=_cmd_bench)
+
+    from .http.command import add_serve_parser
+
+    add_serve_parser(sub)
     return parser
 
 

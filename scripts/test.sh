@@ -14,4 +14,5 @@ else
     echo "test.sh: could not start a real redis-server; its tests will say so" >&2
 fi
 bash scripts/ensure-chromium.sh || echo "test.sh: no chromium; the browser test will say so" >&2
+bash scripts/ensure-kubectl.sh || echo "test.sh: no kubectl; tests/http will say so" >&2
 .venv/bin/python -m pytest -q "$@"

@@ -85,6 +85,9 @@ class ApiError(Exception):
         err = sub.__new__(sub)
         ApiError.__init__(err, status.get("message", ""), details=status.get("details"),
                           code=code, reason=reason or None)
+        cont = (status.get("metadata") or {}).get("continue")
+        if cont and isinstance(err, Gone):
+            err.continue_token = cont
         return err
 
 
@@ -152,9 +155,19 @@ class Gone(ApiError):
 
     code = 410
     reason = "Expired"
+    continue_token = ""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, continue_token: str = "") -> None:
         super().__init__(message)
+        #: for a compacted list continuation: a token reading the rest at the latest revision
+        self.continue_token = continue_token
+
+    @property
+    def status(self) -> dict[str, Any]:
+        out = super().status
+        if self.continue_token:
+            out["metadata"] = {"continue": self.continue_token}
+        return out
 
 
 class BadRequest(ApiError):

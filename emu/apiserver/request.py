@@ -27,8 +27,10 @@ class ApiRequest:
     """A request: verb, target, body and options.
 
     Options by verb (all optional):
+    - get: ``resource_version``.
     - list / watch / delete_collection: ``label_selector``, ``field_selector``,
-      ``resource_version``; watch also ``allow_bookmarks`` (bool).
+      ``resource_version``; list also ``resource_version_match``, ``limit``, ``continue``;
+      watch also ``allow_bookmarks`` (bool).
     - create / update / update_status / patch: ``dry_run`` (bool).
     - patch: ``patch_type`` (a key of `PATCH_TYPES`), ``subresource`` (``"status"`` or None).
     - delete: ``propagation_policy`` (``Background`` | ``Foreground`` | ``Orphan``),

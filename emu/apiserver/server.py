@@ -8,11 +8,15 @@ nothing: every check runs before the single `Store.commit` of a write.
 
 This module is longer than 500 lines because the write paths (create, update, delete with
 finalizers, graceful deletion and propagation, namespace termination) share private helpers and
-invariants (one revision per commit, nothing half-done) that are clearer kept together.
+invariants (one revision per commit, nothing half-done) that are clearer kept together, and the
+read paths (pagination with kube's continue tokens, reads at a revision, watch-lists) share the
+list option rules with them.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import builtins
 import gc
 from collections.abc import Callable
@@ -20,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from ..kernel.clock import rfc3339
+from ..kernel.clock import parse_time, rfc3339
 from ..kernel.network import CallInfo
 from ..kernel.rng import SimRandom
 from . import validation as v
@@ -30,6 +34,7 @@ from .errors import (
     BadRequest,
     Conflict,
     Forbidden,
+    Gone,
     InternalError,
     Invalid,
     MethodNotAllowed,
@@ -56,6 +61,9 @@ Obj = dict[str, Any]
 
 #: etcd's default request limit, which bounds one object.
 MAX_OBJECT_BYTES = 1536 * 1024
+#: kube-apiserver's ``MaxRequestBodyBytes``: the largest request body it reads.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+_BODY_VERBS = frozenset(("create", "update", "update_status", "patch"))
 #: Namespaces that exist from the start, as in a fresh cluster.
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
@@ -85,6 +93,11 @@ def _spec_changed(new: Obj, old: Obj) -> bool:
     return any(key not in _NOT_SPEC and key not in new for key in old)
 
 
+def _meta_differs(meta: Obj, old_meta: Obj) -> bool:
+    return any((meta.get(f) or None) != (old_meta.get(f) or None)
+               for f in ("labels", "annotations", "finalizers", "ownerReferences"))
+
+
 def _decode_all(entries: builtins.list[Entry]) -> builtins.list[Obj]:
     """Decode many stored objects. The cyclic GC is paused meanwhile: decoding thousands of
     nested dicts would otherwise trigger collections that rescan the growing result (this
@@ -101,6 +114,42 @@ def _decode_all(entries: builtins.list[Entry]) -> builtins.list[Obj]:
 def _status_success(info: KindInfo, name: str, uid: str) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+
+
+def _encode_continue(rev: int, key: tuple[str, str], info: KindInfo, ns: str | None) -> str:
+    """``storage.EncodeContinue``: base64url JSON of the revision and the key after which the
+    next page starts (relative to the list's prefix, as etcd's keys are)."""
+    rel = f"{key[0]}/{key[1]}" if info.namespaced and ns is None else key[1]
+    data = _dumps({"v": "meta.k8s.io/v1", "rv": rev, "start": rel + "\x00"})
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _gc_finalizers(info: KindInfo, finalizers: list[str], policy: str | None) -> list[str]:
+    """``deletionFinalizersForGarbageCollection``: the object's finalizers after a delete with
+    ``policy``: both GC finalizers removed, then ``orphan`` and/or ``foregroundDeletion`` added
+    back as the policy, the finalizers already present, or the kind's default policy say (a
+    batch/v1 Job orphans its Pods by default, for compatibility). Unchanged as a set: the list
+    as it was."""
+    if policy is not None:
+        orphan = policy == "Orphan"
+        foreground = policy == "Foreground"
+    else:
+        orphan = foreground = False
+        for f in finalizers:
+            if f == ORPHAN:
+                orphan = True
+                break
+            if f == FOREGROUND:
+                foreground = True
+                break
+        else:
+            orphan = info.kind == "Job" and info.group == "batch"
+    new = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+    if orphan:
+        new.append(ORPHAN)
+    if foreground:
+        new.append(FOREGROUND)
+    return finalizers if set(new) == set(finalizers) else new
 
 
 def _go_strings(items: list[str]) -> str:
@@ -258,9 +307,16 @@ class APIServer:
     # -- reads ---------------------------------------------------------------------------------
 
     def get(self, kind: str, name: str, namespace: str | None = None, *,
-            api_version: str | None = None) -> Obj:
-        """The object, as a fresh dict; 404 NotFound when it doesn't exist."""
+            resource_version: Any = None, api_version: str | None = None) -> Obj:
+        """The object, as a fresh dict; 404 NotFound when it doesn't exist. A
+        ``resource_version`` means "not older than" (kube's watch cache serves a get at a version
+        that way): the current object, or 504 when the version is newer than the current one."""
         info, table = self._resolve(kind, api_version)
+        if resource_version not in (None, ""):
+            rev = self._parse_rv(resource_version)
+            if rev is not None and rev > self.store.rev:
+                raise ServerTimeout(f"Too large resource version: {rev}, current: "
+                                    f"{self.store.rev}")
         entry = table.objs.get(("" if not info.namespaced else namespace or "default", name))
         if entry is None:
             if not name:
@@ -294,19 +350,158 @@ class APIServer:
 
     def list(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
              field_selector: Any = None, resource_version: Any = None,
-             api_version: str | None = None) -> Obj:
-        """A List object (``PodList`` ...) with items in namespace/name order and the current
-        revision as its resourceVersion. ``namespace`` None lists every namespace."""
+             resource_version_match: str | None = None, limit: int | None = None,
+             continue_: str | None = None, api_version: str | None = None) -> Obj:
+        """A List object (``PodList`` ...) with items in namespace/name order.
+
+        As kube-apiserver: no ``resource_version`` (or ``"0"``, or a version with
+        ``resource_version_match="NotOlderThan"``) reads the current state, and a version newer
+        than the current one is 504; ``resource_version_match="Exact"`` reads the state at that
+        version (410 once compacted). ``limit`` > 0 returns at most that many items, with
+        ``metadata.continue`` when more match (and ``remainingItemCount`` when no selector is
+        set); pass the token back as ``continue_`` to read the next page at the first page's
+        revision, 410 once that revision is compacted. ``namespace`` None lists every
+        namespace."""
         info, table = self._resolve(kind, api_version)
         labels, fields = self._selectors(info, label_selector, field_selector)
         rev = self._parse_rv(resource_version)
-        if rev is not None and rev > self.store.rev:
-            raise ServerTimeout(f"Too large resource version: {rev}, current: {self.store.rev}")
-        ns = namespace if info.namespaced else None
-        entries = table.select(ns or None, labels, fields)
-        return {"apiVersion": info.api_version, "kind": info.list_kind,
-                "metadata": {"resourceVersion": str(self.store.rev)},
+        lim = self._parse_limit(limit)
+        causes = self._list_option_causes(resource_version, resource_version_match, continue_,
+                                          watch=False, send_initial_events=None,
+                                          allow_bookmarks=False)
+        if causes:
+            raise Invalid("ListOptions", "", causes, "meta.k8s.io")
+        ns = (namespace or None) if info.namespaced else None
+        after: tuple[str, str] | None = None
+        if continue_:
+            if resource_version not in (None, "", "0"):
+                raise BadRequest("specifying resource version is not allowed when using continue")
+            read_rev, after = self._decode_continue(continue_, info, ns)
+            if read_rev < 0:  # an inconsistent continuation: the latest state
+                read_rev = self.store.rev
+        elif rev is not None and resource_version_match == "Exact":
+            if rev > self.store.rev:
+                raise ServerTimeout(f"Too large resource version: {rev}, current: "
+                                    f"{self.store.rev}")
+            read_rev = rev
+        else:
+            if rev is not None and rev > self.store.rev:
+                raise ServerTimeout(f"Too large resource version: {rev}, current: "
+                                    f"{self.store.rev}")
+            read_rev = self.store.rev
+        objs = self.store.snapshot(table, read_rev)
+        if objs is None:
+            if continue_:
+                raise self._expired_continue(info, ns, after)
+            raise Gone("The resourceVersion for the provided list is too old.")
+        entries, more, remaining = table.page(objs, ns, labels, fields, after, lim)
+        meta: Obj = {"resourceVersion": str(read_rev)}
+        if more:
+            last = entries[-1]
+            meta["continue"] = _encode_continue(read_rev, (last.ns, last.name), info, ns)
+            if (labels is None or labels.empty) and (fields is None or fields.empty):
+                meta["remainingItemCount"] = remaining
+        return {"apiVersion": info.api_version, "kind": info.list_kind, "metadata": meta,
                 "items": _decode_all(entries)}
+
+    @staticmethod
+    def _parse_limit(limit: Any) -> int:
+        if limit is None or limit == "":
+            return 0
+        if isinstance(limit, bool):
+            raise BadRequest(f"limit must be an integer, not {limit!r}")
+        try:
+            return int(limit)
+        except (TypeError, ValueError):
+            raise BadRequest(f'strconv.ParseInt: parsing "{limit}": invalid syntax') from None
+
+    @staticmethod
+    def _list_option_causes(resource_version: Any, match: Any, continue_: Any, *, watch: bool,
+                            send_initial_events: Any, allow_bookmarks: bool
+                            ) -> builtins.list[StatusCause]:
+        """``ValidateListOptions`` (k8s.io/apimachinery internalversion/validation)."""
+        causes: builtins.list[StatusCause] = []
+        rv = "" if resource_version is None else str(resource_version)
+        match = match or ""
+        if match and not watch and not rv:
+            causes.append(v.forbidden("resourceVersionMatch", "resourceVersionMatch is "
+                                      "forbidden unless resourceVersion is provided"))
+        if match and continue_:
+            causes.append(v.forbidden("resourceVersionMatch", "resourceVersionMatch is "
+                                      "forbidden when continue is provided"))
+        if match and match not in ("Exact", "NotOlderThan"):
+            causes.append(v.not_supported("resourceVersionMatch", match,
+                                          ("Exact", "NotOlderThan", "")))
+        if match == "Exact" and rv == "0":
+            causes.append(v.forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is '
+                                      'forbidden for resourceVersion "0"'))
+        if send_initial_events is not None:
+            if not watch:
+                causes.append(v.forbidden("sendInitialEvents", "sendInitialEvents is forbidden "
+                                          "for list"))
+            else:
+                if match != "NotOlderThan":
+                    causes.append(v.forbidden("resourceVersionMatch", "sendInitialEvents "
+                                              "requires setting resourceVersionMatch to "
+                                              "NotOlderThan"))
+                if not allow_bookmarks:
+                    causes.append(v.forbidden("allowWatchBookmarks", "sendInitialEvents "
+                                              "requires setting allowWatchBookmarks to true"))
+        elif watch and match:
+            causes.append(v.forbidden("resourceVersionMatch", "resourceVersionMatch is "
+                                      "forbidden for watch unless sendInitialEvents is provided"))
+        return causes
+
+    @staticmethod
+    def _decode_continue(token: Any, info: KindInfo, ns: str | None
+                         ) -> tuple[int, tuple[str, str]]:
+        """``storage.DecodeContinue``: the revision of the first page and the last key read."""
+        try:
+            if not isinstance(token, str):
+                raise ValueError("not a string")
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            data = _loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+        except (ValueError, TypeError, orjson.JSONDecodeError, binascii.Error) as e:
+            raise BadRequest(f"invalid continue token: continue key is not valid: {e}") from None
+        if data.get("v") != "meta.k8s.io/v1":
+            raise BadRequest("invalid continue token: continue key is not valid: server does not "
+                             "recognize this encoded version")
+        rv = data.get("rv")
+        start = data.get("start")
+        if not isinstance(rv, int) or isinstance(rv, bool) or rv == 0:
+            raise BadRequest("invalid continue token: continue key is not valid: incorrect "
+                             "encoded start resourceVersion (version meta.k8s.io/v1)")
+        if not isinstance(start, str) or not start:
+            raise BadRequest("invalid continue token: continue key is not valid: encoded start "
+                             "key empty")
+        key = start[:-1] if start.endswith("\x00") else start
+        if info.namespaced and ns is None:
+            obj_ns, sep, name = key.partition("/")
+            if not sep:
+                raise BadRequest("invalid continue token: continue key is not valid: the start "
+                                 f"key {key!r} names no namespace")
+        else:
+            obj_ns, name = (ns or ""), key
+        if ".." in key.split("/"):
+            raise BadRequest("invalid continue token: continue key is not valid: path traversal "
+                             "attempt detected")
+        return rv, (obj_ns, name)
+
+    def _expired_continue(self, info: KindInfo, ns: str | None,
+                          after: tuple[str, str] | None) -> Gone:
+        """410 for a continuation whose revision is compacted, carrying (as kube does) a token
+        that continues from the same key at the latest revision, inconsistently."""
+        err = Gone("The provided continue parameter is too old to display a consistent list "
+                   "result. You can start a new list without the continue parameter, or use the "
+                   "continue token in this response to retrieve the remainder of the results. "
+                   "Continuing with the provided token results in an inconsistent list - objects "
+                   "that were created, modified, or deleted between the time the first chunk was "
+                   "returned and now may show up in the list.")
+        if after is not None:
+            err.continue_token = _encode_continue(-1, after, info, ns)
+        return err
 
     def dependents(self, uid: str) -> builtins.list[Obj]:
         """Objects whose ownerReferences name ``uid`` (for the garbage collector)."""
@@ -315,22 +510,42 @@ class APIServer:
     def watch(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
               field_selector: Any = None, resource_version: Any = None,
               allow_bookmarks: bool = False, timeout_seconds: float | None = None,
+              resource_version_match: str | None = None, send_initial_events: bool | None = None,
               api_version: str | None = None) -> WatchStream:
-        """Open a watch (see `WatchHub.open`); the same as `open_watch` without the network."""
+        """Open a watch (see `WatchHub.open`); the same as `open_watch` without the network.
+
+        ``send_initial_events=True`` (a watch-list; needs ``resource_version_match=
+        "NotOlderThan"`` and ``allow_bookmarks``) sends the current objects, then a bookmark
+        annotated ``k8s.io/initial-events-end``, then the changes; a ``resource_version`` newer
+        than the current one is then 504, as kube's watch cache answers after waiting."""
         info, table = self._resolve(kind, api_version)
         labels, fields = self._selectors(info, label_selector, field_selector)
         rev = self._parse_rv(resource_version)
+        causes = self._list_option_causes(resource_version, resource_version_match, None,
+                                          watch=True, send_initial_events=send_initial_events,
+                                          allow_bookmarks=allow_bookmarks)
+        if causes:
+            raise Invalid("ListOptions", "", causes, "meta.k8s.io")
+        if send_initial_events and rev is not None and rev > self.store.rev:
+            raise ServerTimeout(f"Too large resource version: {rev}, current: {self.store.rev}")
+        if timeout_seconds is not None and (isinstance(timeout_seconds, bool) or not isinstance(
+                timeout_seconds, int | float) or not timeout_seconds >= 0):
+            raise BadRequest(f"timeoutSeconds must be a non-negative number, not "
+                             f"{timeout_seconds!r}")
         ns = namespace if info.namespaced else None
         return self.watches.open(table, ns or None, labels, fields, rev,
                                  bookmarks=allow_bookmarks,
                                  bookmark_interval=self.bookmark_interval,
-                                 timeout=timeout_seconds)
+                                 timeout=timeout_seconds or None,
+                                 send_initial_events=send_initial_events)
 
     # -- create ----------------------------------------------------------------------------------
 
     def create(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None) -> Obj:
-        """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in)."""
+               namespace: str | None = None, field_validation: str | None = None) -> Obj:
+        """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in).
+        Unknown fields are dropped, or refused with ``field_validation="Strict"``."""
+        mode = v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         meta = obj.get("metadata")
         if meta is None:
@@ -342,6 +557,7 @@ class APIServer:
         v.check_metadata_types(info.kind, info.api_version, meta)
         if info.int_fields:
             v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
+        v.check_shapes(info.group, info.kind, info.api_version, obj)
         if meta.get("resourceVersion"):
             raise InternalError("resourceVersion should not be set on objects to be created")
         new = dict(obj)
@@ -349,6 +565,10 @@ class APIServer:
         new["metadata"] = meta
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
+        v.prune_unknown(info.group, info.kind, new, meta, mode)
+        data_validator = v.DATA_KINDS.get((info.group, info.kind))
+        if data_validator is not None:
+            v.check_data_types(info.kind, info.api_version, new)
         ns = self._scope(info, meta.get("namespace") or namespace)
         if info.namespaced:
             meta["namespace"] = ns
@@ -386,6 +606,8 @@ class APIServer:
         causes.extend(self._check_meta_causes(info, meta, None))
         if info.validator is not None:
             causes.extend(info.validator(new, None))
+        if data_validator is not None:
+            causes.extend(data_validator(new, None))
         if causes:
             raise Invalid(info.kind, name, causes, info.group)
         if (ns, name) in table.objs:
@@ -393,8 +615,10 @@ class APIServer:
         rev = self.store.rev + 1
         meta["resourceVersion"] = str(rev)
         entry = self._entry(info, ns, name, new, rev)
-        if dry_run:
-            return _loads(entry.data)
+        if dry_run:  # a dry-run object was never stored, so it has no resourceVersion
+            out = _loads(entry.data)
+            del out["metadata"]["resourceVersion"]
+            return out
         self.store.commit(table, "ADDED", entry, None)
         self._record("create", info, entry, caller)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
@@ -404,17 +628,18 @@ class APIServer:
     # -- update ----------------------------------------------------------------------------------
 
     def update(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None) -> Obj:
+               namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Replace the object (status is ignored for kinds with a status subresource)."""
-        return self._update(obj, caller, False, dry_run, namespace)
+        return self._update(obj, caller, False, dry_run, namespace, field_validation)
 
     def update_status(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-                      namespace: str | None = None) -> Obj:
+                      namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Replace only ``status`` (the ``/status`` subresource)."""
-        return self._update(obj, caller, True, dry_run, namespace)
+        return self._update(obj, caller, True, dry_run, namespace, field_validation)
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
-                namespace: str | None) -> Obj:
+                namespace: str | None, field_validation: str | None = None) -> Obj:
+        mode = v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         if status_only and not info.has_status:
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
@@ -434,6 +659,11 @@ class APIServer:
             raise Invalid(info.kind, name, [StatusCause(
                 "FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion")], info.group)
+        uid = meta.get("uid")
+        if uid and uid != entry.uid:  # the uid precondition holds for /status too
+            raise Conflict(info.plural, name, info.group,
+                           why=f"Precondition failed: UID in precondition: {uid}, UID in "
+                               f"object meta: {entry.uid}")
         old: Obj = _loads(entry.data)
         old_meta: Obj = old["metadata"]
         spec_changed: bool | None = None
@@ -445,6 +675,31 @@ class APIServer:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            kept = v.STATUS_KEEPS_META.get((info.group, info.kind))
+            if kept is not None and _meta_differs(meta, old_meta):
+                # Older built-in kinds' status strategies copy only the spec back, so metadata
+                # sent to /status is written too, less what the kind resets (a Pod's
+                # ownerReferences, a Deployment's labels); custom resources keep only status.
+                v.check_metadata_types(info.kind, info.api_version, meta, old_meta)
+                sent = dict(meta)
+                v.prune_unknown(info.group, info.kind, {}, sent, "Ignore")
+                for fname in v.STATUS_META_FIELDS:
+                    if fname in kept:
+                        continue
+                    if fname in sent:
+                        nmeta[fname] = sent[fname]
+                    else:
+                        nmeta.pop(fname, None)
+                causes = self._check_meta_causes(info, nmeta, old_meta)
+                if entry.deleting:
+                    added = [f for f in nmeta.get("finalizers") or ()
+                             if f not in entry.finalizers]
+                    if added:
+                        causes.append(v.forbidden(
+                            "metadata.finalizers", "no new finalizers can be added if the "
+                            f"object is being deleted, found new finalizers {_go_strings(added)}"))
+                if causes:
+                    raise Invalid(info.kind, name, causes, info.group)
             if info.defaulter is not None:
                 info.defaulter(new, old)
         else:
@@ -456,16 +711,16 @@ class APIServer:
                 v.check_metadata_types(info.kind, info.api_version, meta, old_meta)
             if info.int_fields:
                 v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
+            v.check_shapes(info.group, info.kind, info.api_version, obj)
             new = dict(obj)
             nmeta = dict(meta)
             new["metadata"] = nmeta
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
-            uid = nmeta.get("uid")
-            if uid and uid != entry.uid:
-                raise Conflict(info.plural, name, info.group,
-                               why=f"Precondition failed: UID in precondition: {uid}, UID in "
-                                   f"object meta: {entry.uid}")
+            v.prune_unknown(info.group, info.kind, new, nmeta, mode)
+            data_validator = v.DATA_KINDS.get((info.group, info.kind))
+            if data_validator is not None:
+                v.check_data_types(info.kind, info.api_version, new)
             for fname in _SERVER_META:
                 if fname in old_meta:
                     nmeta[fname] = old_meta[fname]
@@ -485,6 +740,8 @@ class APIServer:
             causes = self._check_meta_causes(info, nmeta, old_meta) if meta_changed else []
             if info.validator is not None:
                 causes.extend(info.validator(new, old))
+            if data_validator is not None:
+                causes.extend(data_validator(new, old))
             if entry.deleting:
                 added = [f for f in nmeta.get("finalizers") or () if f not in entry.finalizers]
                 if added:
@@ -508,14 +765,18 @@ class APIServer:
             return old
         if entry.deleting and not nmeta.get("finalizers") and (
                 not info.graceful_delete or not nmeta.get("deletionGracePeriodSeconds")):
+            # The update empties the finalizers of an object being deleted: kube does not
+            # store it but deletes the stored object, so the answer and the DELETED event
+            # carry what was stored (``deleteWithoutFinalizers``), not the update's content.
+            stored: Obj = _loads(entry.data)
             if dry_run:
-                return new
-            return self._remove(info, table, entry, new, caller, "update")
+                return stored
+            return self._remove(info, table, entry, stored, caller, "update")
+        if dry_run:  # what would be written, at the revision it has now (nothing is committed)
+            return _loads(self._entry(info, ns, name, new, entry.rev).data)
         rev = self.store.rev + 1
         nmeta["resourceVersion"] = str(rev)
         fresh = self._entry(info, ns, name, new, rev)
-        if dry_run:
-            return _loads(fresh.data)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("update_status" if status_only else "update", info, fresh, caller)
         return _loads(fresh.data)
@@ -524,11 +785,20 @@ class APIServer:
 
     def patch(self, kind: str, name: str, patch: Any, *, namespace: str | None = None,
               patch_type: str = "merge", subresource: str | None = None, caller: str = "",
-              api_version: str | None = None, dry_run: bool = False) -> Obj:
+              api_version: str | None = None, dry_run: bool = False,
+              field_validation: str | None = None,
+              field_manager: str | None = None, force: bool = False) -> Obj:
         """Apply a ``merge``, ``json`` or ``strategic`` patch to the stored object, then write it
-        through the update path (``subresource="status"``: only status changes)."""
+        through the update path (``subresource="status"``: only status changes). ``apply`` is
+        server-side apply (`emu.apiserver.ssa`, with ``field_manager`` and ``force``)."""
         info, table = self._resolve(kind, api_version)
         ns = self._scope(info, namespace)
+        if patch_type == "apply":
+            from .ssa import server_side_apply
+
+            return server_side_apply(self, info, ns, name, patch, field_manager=field_manager,
+                                     force=force, subresource=subresource, caller=caller,
+                                     dry_run=dry_run, field_validation=field_validation)
         entry = self._lookup(info, table, ns, name)
         if subresource not in (None, "", "status"):
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
@@ -563,7 +833,8 @@ class APIServer:
         patched["kind"] = info.kind
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
-        return self._update(patched, caller, subresource == "status", dry_run, ns)
+        return self._update(patched, caller, subresource == "status", dry_run, ns,
+                            field_validation)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -604,38 +875,36 @@ class APIServer:
                                    f"{want_rv}, ResourceVersion in object meta: {entry.rv}")
         obj: Obj = _loads(entry.data)
         meta: Obj = obj["metadata"]
-        finalizers = list(meta.get("finalizers") or ())
-        before = list(finalizers)
-        if policy == "Orphan":
-            finalizers = [f for f in finalizers if f != FOREGROUND]
-            if ORPHAN not in finalizers:
-                finalizers.append(ORPHAN)
-        elif policy == "Foreground":
-            finalizers = [f for f in finalizers if f != ORPHAN]
-            if FOREGROUND not in finalizers:
-                finalizers.append(FOREGROUND)
-        if info.graceful_delete:
-            spec = obj.get("spec") or {}
-            phase = (obj.get("status") or {}).get("phase")
-            if grace is None:
-                grace = spec.get("terminationGracePeriodSeconds", 30)
-            if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-                grace = 0
-        else:
-            grace = 0
-        assert grace is not None
+        before = list(meta.get("finalizers") or ())
         is_ns = info.kind == "Namespace" and not info.group
         now = self._clock()
         if entry.deleting:
-            current = meta.get("deletionGracePeriodSeconds") or 0
-            shorter = info.graceful_delete and grace < current
-            if not shorter and finalizers == before:
-                return obj  # already being deleted: nothing to do
-            if shorter:
-                meta["deletionTimestamp"] = rfc3339(now + grace)
+            pending = meta.get("deletionGracePeriodSeconds") or 0
+            if info.graceful_delete and pending:
+                # ``BeforeDelete`` on an object already being deleted gracefully: only an
+                # explicit shorter grace period changes anything (the deadline moves earlier by
+                # the difference, generation stays); otherwise nothing changes, not even the
+                # finalizers a propagation policy would add.
+                if grace is None or grace >= pending:
+                    return obj
+                deadline = parse_time(meta["deletionTimestamp"]) - pending + grace
+                meta["deletionTimestamp"] = rfc3339(deadline)
                 meta["deletionGracePeriodSeconds"] = grace
-                _bump_generation(meta)
+            finalizers = _gc_finalizers(info, before, policy)
+            if not (info.graceful_delete and pending) and finalizers == before:
+                return obj  # already being deleted: nothing to do
         else:
+            finalizers = _gc_finalizers(info, before, policy)
+            if info.graceful_delete:
+                spec = obj.get("spec") or {}
+                phase = (obj.get("status") or {}).get("phase")
+                if grace is None:
+                    grace = spec.get("terminationGracePeriodSeconds", 30)
+                if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+                    grace = 0
+            else:
+                grace = 0
+            assert grace is not None
             if not finalizers and grace == 0 and not is_ns:
                 if dry_run:
                     return obj if info.return_deleted_object else _status_success(
@@ -654,11 +923,12 @@ class APIServer:
             return self._remove(info, table, entry, obj, caller, "delete")
         if is_ns:
             obj["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+        if dry_run:  # what would be written, at the revision it has now (nothing is committed)
+            self._entry(info, entry.ns, name, obj, entry.rev)
+            return obj
         rev = self.store.rev + 1
         meta["resourceVersion"] = str(rev)
         fresh = self._entry(info, entry.ns, name, obj, rev)
-        if dry_run:
-            return _loads(fresh.data)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("delete", info, fresh, caller)
         if is_ns:
@@ -694,8 +964,9 @@ class APIServer:
             if not table.info.namespaced:
                 continue
             for entry in list((table.by_ns.get(ns) or {}).values()):
-                if not entry.deleting:
-                    self._delete(table.info, table, entry, None, None, None, caller, False)
+                if not entry.deleting:  # the namespace deleter's DeleteCollection: Background
+                    self._delete(table.info, table, entry, "Background", None, None, caller,
+                                 False)
         self._maybe_finish_namespace(ns, caller)
 
     def _maybe_finish_namespace(self, ns: str, caller: str) -> None:
@@ -774,28 +1045,44 @@ class APIServer:
         return self.serve(payload, caller=info.src)
 
     def serve(self, req: ApiRequest, caller: str = "") -> Any:
-        """`handle` without the network: dispatch an `ApiRequest` to the verb methods."""
+        """`handle` without the network: dispatch an `ApiRequest` to the verb methods. A body
+        over kube-apiserver's 3 MiB request limit is 413 before anything else."""
         verb = req.verb
         o = req.options
+        if req.body is not None and verb in _BODY_VERBS:
+            try:
+                size = len(_dumps(req.body))
+            except (TypeError, orjson.JSONEncodeError) as e:
+                raise BadRequest(f"the body of the request cannot be encoded as JSON: {e}") from None
+            if size > MAX_REQUEST_BYTES:
+                raise RequestEntityTooLarge(f"Request entity too large: limit is "
+                                            f"{MAX_REQUEST_BYTES}")
         if verb == "get":
             return self.get(req.kind, req.name or "", req.namespace,
+                            resource_version=o.get("resource_version"),
                             api_version=req.api_version)
         if verb == "list":
             return self.list(req.kind, req.namespace, label_selector=o.get("label_selector"),
                              field_selector=o.get("field_selector"),
                              resource_version=o.get("resource_version"),
+                             resource_version_match=o.get("resource_version_match"),
+                             limit=o.get("limit"), continue_=o.get("continue"),
                              api_version=req.api_version)
         if verb == "create":
             return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
-                               namespace=req.namespace)
+                               namespace=req.namespace,
+                               field_validation=o.get("field_validation"))
         if verb in ("update", "update_status"):
             return self._update(self._body(req), caller, verb == "update_status",
-                                bool(o.get("dry_run")), req.namespace)
+                                bool(o.get("dry_run")), req.namespace,
+                                o.get("field_validation"))
         if verb == "patch":
             return self.patch(req.kind, req.name or "", req.body, namespace=req.namespace,
                               patch_type=o.get("patch_type", "merge"),
                               subresource=o.get("subresource"), caller=caller,
-                              api_version=req.api_version, dry_run=bool(o.get("dry_run")))
+                              api_version=req.api_version, dry_run=bool(o.get("dry_run")),
+                              field_validation=o.get("field_validation"),
+                              field_manager=o.get("field_manager"), force=bool(o.get("force")))
         if verb == "delete":
             return self.delete(req.kind, req.name or "", req.namespace,
                                propagation_policy=o.get("propagation_policy"),
@@ -828,4 +1115,6 @@ class APIServer:
                           resource_version=o.get("resource_version"),
                           allow_bookmarks=bool(o.get("allow_bookmarks")),
                           timeout_seconds=o.get("timeout_seconds"),
+                          resource_version_match=o.get("resource_version_match"),
+                          send_initial_events=o.get("send_initial_events"),
                           api_version=req.api_version)

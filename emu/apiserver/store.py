@@ -13,6 +13,7 @@ and `Table` are plain ``__slots__`` classes rather than attrs: they are built on
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -155,6 +156,33 @@ class Table:
             out.append(e)
         return out
 
+    def page(self, objs: dict[Key, Entry], ns: str | None, labels: LabelSelector | None,
+             fields: FieldSelector | None, after: Key | None, limit: int
+             ) -> tuple[list[Entry], bool, int]:
+        """One page of a list in key order: up to ``limit`` matching entries after the key
+        ``after`` (``limit`` 0: all), whether more match, and how many keys of the range remain
+        unread after the page (etcd's count, which ignores selectors). ``objs`` is this table's
+        objects now or at an older revision (`Store.snapshot`)."""
+        if objs is self.objs and after is None and limit <= 0:
+            return self.select(ns, labels, fields), False, 0
+        keys = sorted(k for k in objs if ns is None or k[0] == ns)
+        start = 0
+        if after is not None:
+            start = bisect.bisect_right(keys, after)
+        lab_empty = labels is None or labels.empty
+        fld_empty = fields is None or fields.empty
+        out: list[Entry] = []
+        for i in range(start, len(keys)):
+            e = objs[keys[i]]
+            if not lab_empty and not labels.matches(e.labels):  # type: ignore[union-attr]
+                continue
+            if not fld_empty and not fields.matches(e.field_values()):  # type: ignore[union-attr]
+                continue
+            if limit > 0 and len(out) == limit:
+                return out, True, len(keys) - i
+            out.append(e)
+        return out, False, 0
+
     def _keys_for_terms(self, terms: list[tuple[str, tuple[str, ...] | None]]
                         ) -> dict[Key, None] | set[Key]:
         """Keys carrying every term, starting from the smallest term's set."""
@@ -241,6 +269,33 @@ class Store:
             i -= 1
         for j in range(i, n):
             yield history[j]
+
+    def snapshot(self, table: Table, rev: int) -> dict[Key, Entry] | None:
+        """``table``'s objects as they were at revision ``rev`` (a consistent read at an older
+        revision, as etcd's MVCC serves one), or None when the history no longer reaches back
+        that far. Rebuilt from the current objects by undoing, newest first, every change after
+        ``rev``: the cost is the number of changes since then, not the size of the table."""
+        if rev >= self.rev:
+            return table.objs
+        if rev < self.compacted:
+            return None
+        objs = dict(table.objs)
+        gk = table.gk
+        history = self.history
+        i = len(history)
+        while i > 0:
+            i -= 1
+            change = history[i]
+            if change.rev <= rev:
+                break
+            if change.table.gk != gk:
+                continue
+            key = (change.entry.ns, change.entry.name)
+            if change.prev is None:
+                objs.pop(key, None)
+            else:
+                objs[key] = change.prev
+        return objs
 
     def dependents(self, uid: str) -> list[Entry]:
         """Entries whose ownerReferences name ``uid``, in (kind, namespace, name) order."""

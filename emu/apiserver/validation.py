@@ -5,12 +5,15 @@ can match the whole text: ``metadata.name: Invalid value: "Bad_Name": a lowercas
 subdomain must consist of ...``. Each kind's validator takes the new object and, on update, the
 stored one, and returns a list of `StatusCause`; an empty list means valid.
 
-Just over 500 lines: one validator per kind plus the shared name and type checks, each message a
-user-visible contract.
+About 900 lines: one validator per kind, the decoder's type checks (metadata, ConfigMap and
+Secret data with Go's base64 offsets, nested field shapes), unknown-field pruning and the list
+option rules, each message a user-visible contract; kept in one module so the line between 400
+(decoding) and 422 (validation) is drawn in one place.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -520,3 +523,397 @@ def validate_lease(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Stat
     if lds is not None and (not isinstance(lds, int) or lds <= 0):
         out.append(invalid("spec.leaseDurationSeconds", lds, "must be greater than 0"))
     return out
+
+
+# -- unknown fields (decoding into Go structs) -----------------------------------------------------
+
+_OBJECT = ("apiVersion", "kind", "metadata")
+_SPEC_STATUS = (*_OBJECT, "spec", "status")
+#: Top-level fields of the built-in kinds' Go types; anything else is dropped on decode (or, with
+#: ``fieldValidation=Strict``, refused). Kinds not listed here (custom resources, kinds added
+#: later) are not pruned at the top level.
+BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
+    ("", "Namespace"): frozenset(_SPEC_STATUS),
+    ("", "Node"): frozenset(_SPEC_STATUS),
+    ("", "Pod"): frozenset(_SPEC_STATUS),
+    ("", "Service"): frozenset(_SPEC_STATUS),
+    ("", "PersistentVolumeClaim"): frozenset(_SPEC_STATUS),
+    ("", "PersistentVolume"): frozenset(_SPEC_STATUS),
+    ("", "ConfigMap"): frozenset((*_OBJECT, "data", "binaryData", "immutable")),
+    ("", "Secret"): frozenset((*_OBJECT, "data", "stringData", "type", "immutable")),
+    ("", "ServiceAccount"): frozenset((*_OBJECT, "secrets", "imagePullSecrets",
+                                       "automountServiceAccountToken")),
+    ("", "Endpoints"): frozenset((*_OBJECT, "subsets")),
+    ("", "Event"): frozenset((*_OBJECT, "involvedObject", "reason", "message", "source",
+                              "firstTimestamp", "lastTimestamp", "count", "type", "eventTime",
+                              "series", "action", "related", "reportingComponent",
+                              "reportingInstance")),
+    ("apps", "Deployment"): frozenset(_SPEC_STATUS),
+    ("apps", "ReplicaSet"): frozenset(_SPEC_STATUS),
+    ("batch", "Job"): frozenset(_SPEC_STATUS),
+    ("coordination.k8s.io", "Lease"): frozenset((*_OBJECT, "spec")),
+    ("discovery.k8s.io", "EndpointSlice"): frozenset((*_OBJECT, "addressType", "endpoints",
+                                                      "ports")),
+    ("events.k8s.io", "Event"): frozenset((*_OBJECT, "eventTime", "series", "reportingController",
+                                           "reportingInstance", "action", "reason", "regarding",
+                                           "related", "note", "type", "deprecatedSource",
+                                           "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
+                                           "deprecatedCount")),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): frozenset(_SPEC_STATUS),
+}
+#: ``metav1.ObjectMeta``'s fields.
+OBJECT_META_FIELDS = frozenset((
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields"))
+#: ObjectMeta fields serialized with ``omitempty``: an empty value is the same as none.
+_OMIT_EMPTY_META = ("labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+def check_field_validation(mode: Any) -> str:
+    """The ``fieldValidation`` parameter: Ignore, Warn or Strict (default Warn, as kube's)."""
+    if mode is None or mode == "":
+        return "Warn"
+    if mode not in FIELD_VALIDATION:
+        raise BadRequest(f'fieldValidation parameter unsupported: "{mode}", must be one of '
+                         '"Ignore", "Warn", "Strict"')
+    return str(mode)
+
+
+def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, Any],
+                  mode: str) -> None:
+    """Drop (in place) the fields a Go decoder would not keep: unknown top-level fields of a
+    built-in kind and unknown ObjectMeta fields; and empty ``omitempty`` metadata (``labels:
+    {}`` is no labels), so a write that differs only there changes nothing. ``mode`` Strict
+    refuses unknown fields instead, with kube's 400 message; ``meta`` is ``obj["metadata"]``."""
+    known = BUILTIN_FIELDS.get((group, kind))
+    unknown = [k for k in obj if k not in known] if known is not None else []
+    unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
+    if mode == "Strict" and (unknown or unknown_meta):
+        shown = [f'unknown field "{k}"' for k in unknown]
+        shown += [f'unknown field "metadata.{k}"' for k in unknown_meta]
+        raise BadRequest("strict decoding error: " + ", ".join(shown))
+    for k in unknown:
+        del obj[k]
+    for k in unknown_meta:
+        del meta[k]
+    for k in _OMIT_EMPTY_META:
+        if k in meta and (meta[k] is None or meta[k] == {} or meta[k] == []):
+            del meta[k]
+
+
+# -- ConfigMap and Secret data ---------------------------------------------------------------------
+
+#: ``core.MaxSecretSize``: the most data a ConfigMap or a Secret may hold.
+MAX_DATA_BYTES = 1024 * 1024
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_KEY_MSG = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+                  "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation "
+                  "is '[-._a-zA-Z0-9]+')")
+_IMMUTABLE_SET = "field is immutable when `immutable` is set"
+
+
+def base64_error(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding`` fails on ``text`` (its ``CorruptInputError`` offset,
+    following ``decodeQuantum``), or None when it decodes. Newlines are skipped, as Go does."""
+    n = len(text)
+    si = 0
+    while True:
+        j = 0
+        while j < 4:
+            if si == n:
+                return None if j == 0 else si - j
+            c = text[si]
+            si += 1
+            if c in "\r\n":
+                continue
+            if c in _B64_ALPHABET:
+                j += 1
+                continue
+            if c != "=" or j < 2:
+                return si - 1
+            if j == 2:  # "==" expected: the second "=" must follow
+                while si < n and text[si] in "\r\n":
+                    si += 1
+                if si == n:
+                    return n
+                if text[si] != "=":
+                    return si - 1
+                si += 1
+            while si < n and text[si] in "\r\n":
+                si += 1
+            return si if si < n else None
+
+
+def _map_types(kind: str, api_version: str, obj: Mapping[str, Any], field: str,
+               value_type: str) -> None:
+    value = obj.get(field)
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise decode_error(kind, api_version, (
+            f"json: cannot unmarshal {_go_kind(value)} into Go struct field {kind}.{field} of "
+            f"type map[string]{value_type}"))
+    for item in value.values():
+        if not isinstance(item, str):
+            raise decode_error(kind, api_version, (
+                f"json: cannot unmarshal {_go_kind(item)} into Go struct field {kind}.{field} "
+                f"of type {value_type}"))
+        if value_type == "[]uint8":
+            at = base64_error(item)
+            if at is not None:
+                raise decode_error(kind, api_version, f"illegal base64 data at input byte {at}")
+
+
+def check_data_types(kind: str, api_version: str, obj: dict[str, Any]) -> None:
+    """What Go's decoder refuses in a ConfigMap's or a Secret's fields (400): maps that are not
+    string maps, bytes that are not base64, a non-boolean ``immutable``, a non-string Secret
+    ``type``. A Secret's ``stringData`` is then merged into ``data`` (base64) and dropped, as
+    the v1 conversion does."""
+    if kind == "ConfigMap":
+        _map_types(kind, api_version, obj, "data", "string")
+        _map_types(kind, api_version, obj, "binaryData", "[]uint8")
+    else:
+        _map_types(kind, api_version, obj, "data", "[]uint8")
+        _map_types(kind, api_version, obj, "stringData", "string")
+        kind_of_type = obj.get("type")
+        if kind_of_type is not None and not isinstance(kind_of_type, str):
+            raise decode_error(kind, api_version, (
+                f"json: cannot unmarshal {_go_kind(kind_of_type)} into Go struct field "
+                "Secret.type of type v1.SecretType"))
+        string_data = obj.pop("stringData", None)
+        if string_data:
+            data = dict(obj.get("data") or {})
+            for key, text in string_data.items():
+                data[key] = base64.b64encode(text.encode()).decode()
+            obj["data"] = data
+    imm = obj.get("immutable")
+    if imm is not None and not isinstance(imm, bool):
+        raise decode_error(kind, api_version, (
+            f"json: cannot unmarshal {_go_kind(imm)} into Go struct field {kind}.immutable of "
+            "type bool"))
+    for field in ("data", "binaryData"):
+        if field in obj and not obj[field]:
+            del obj[field]  # omitempty: an empty map is no map
+
+
+def _config_key(field: str, key: str) -> list[StatusCause]:
+    msgs = []
+    if len(key) > 253:
+        msgs.append("must be no more than 253 characters")
+    if not _CONFIG_KEY_RE.match(key):
+        msgs.append(CONFIG_KEY_MSG)
+    if key == ".":
+        msgs.append("must not be '.'")
+    elif key == "..":
+        msgs.append("must not be '..'")
+    elif key.startswith(".."):
+        msgs.append("must not start with '..'")
+    return [invalid(f"{field}[{key}]", key, m) for m in msgs]
+
+
+def _immutable_causes(obj: Mapping[str, Any], old: Mapping[str, Any] | None,
+                      fields: tuple[str, ...]) -> list[StatusCause]:
+    if old is None or not old.get("immutable"):
+        return []
+    out = [forbidden(f, _IMMUTABLE_SET) for f in fields if obj.get(f) != old.get(f)]
+    if obj.get("immutable") is not True:
+        out.append(forbidden("immutable", _IMMUTABLE_SET))
+    return out
+
+
+def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    """``ValidateConfigMap`` / ``ValidateConfigMapUpdate``: keys, data and binaryData sharing
+    no key, at most 1 MiB in all, nothing changed once immutable."""
+    out: list[StatusCause] = []
+    data = obj.get("data") or {}
+    binary = obj.get("binaryData") or {}
+    size = 0
+    for key, value in data.items():
+        out.extend(_config_key("data", key))
+        size += len(value.encode())
+    for key, value in binary.items():
+        out.extend(_config_key("binaryData", key))
+        if key in data:
+            out.append(invalid(f"binaryData[{key}]", key, "duplicate of key present in data"))
+        size += len(base64.b64decode(value))
+    if size > MAX_DATA_BYTES:
+        out.append(StatusCause("FieldValueTooLong",
+                               f"Too long: must have at most {MAX_DATA_BYTES} bytes", "[]"))
+    out.extend(_immutable_causes(obj, old, ("data", "binaryData")))
+    return out
+
+
+_SECRET_REQUIRED_KEYS = {
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+}
+
+
+def validate_secret(obj: dict[str, Any], old: dict[str, Any] | None) -> list[StatusCause]:
+    """``ValidateSecret`` / ``ValidateSecretUpdate``: keys, at most 1 MiB of data, the keys a
+    typed Secret requires, an immutable type, nothing changed once immutable."""
+    out: list[StatusCause] = []
+    data = obj.get("data") or {}
+    size = 0
+    for key, value in data.items():
+        out.extend(_config_key("data", key))
+        size += len(base64.b64decode(value))
+    if size > MAX_DATA_BYTES:
+        out.append(StatusCause("FieldValueTooLong",
+                               f"Too long: must have at most {MAX_DATA_BYTES} bytes", "data"))
+    for key in _SECRET_REQUIRED_KEYS.get(obj.get("type") or "", ()):
+        if key not in data:
+            out.append(required(f"data[{key}]"))
+    if old is not None and (old.get("type") or "Opaque") != (obj.get("type") or "Opaque"):
+        out.append(immutable("type", obj.get("type")))
+    out.extend(_immutable_causes(obj, old, ("data",)))
+    return out
+
+
+#: Built-in kinds whose data fields are type-checked and validated beyond their `KindInfo`.
+DATA_KINDS: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any] | None],
+                                           list[StatusCause]]] = {
+    ("", "ConfigMap"): validate_configmap,
+    ("", "Secret"): validate_secret,
+}
+
+
+#: Metadata a ``/status`` write of an older built-in kind may change.
+STATUS_META_FIELDS = ("labels", "annotations", "finalizers", "ownerReferences")
+#: Built-in kinds whose status strategy lets ``/status`` change metadata, with what each resets
+#: (``podStatusStrategy`` keeps ownerReferences, ``deploymentStatusStrategy`` labels). Kinds not
+#: listed (custom resources, newer kinds using ``ResetObjectMetaForStatus``) change only status.
+STATUS_KEEPS_META: dict[tuple[str, str], frozenset[str]] = {
+    ("", "Pod"): frozenset(("ownerReferences",)),
+    ("", "Node"): frozenset(),
+    ("", "Namespace"): frozenset(),
+    ("", "Service"): frozenset(),
+    ("", "PersistentVolumeClaim"): frozenset(),
+    ("", "PersistentVolume"): frozenset(),
+    ("apps", "Deployment"): frozenset(("labels",)),
+    ("apps", "ReplicaSet"): frozenset(),
+    ("batch", "Job"): frozenset(),
+}
+
+
+# -- nested field types of the built-in kinds (what Go's decoder refuses) -------------------------
+
+#: A field's type: a Go scalar name ("string", "int32", "int64", "bool"), ("list", go_type,
+#: element), ("map", go_type) of strings, or ("struct", go_type, {json name: field type}).
+Shape = Any
+
+_STR, _I32, _I64, _BOOL = "string", "int32", "int64", "bool"
+_STR_LIST = ("list", "[]string", _STR)
+_STR_MAP = ("map", "map[string]string")
+_ENV = ("struct", "v1.EnvVar", {"name": _STR, "value": _STR})
+_PORT = ("struct", "v1.ContainerPort", {"name": _STR, "containerPort": _I32, "hostPort": _I32,
+                                        "protocol": "v1.Protocol"})
+_MOUNT = ("struct", "v1.VolumeMount", {"name": _STR, "mountPath": _STR, "readOnly": _BOOL,
+                                       "subPath": _STR})
+_CONTAINER: Shape = ("struct", "v1.Container", {
+    "name": _STR, "image": _STR, "command": _STR_LIST, "args": _STR_LIST, "workingDir": _STR,
+    "ports": ("list", "[]v1.ContainerPort", _PORT), "env": ("list", "[]v1.EnvVar", _ENV),
+    "envFrom": ("list", "[]v1.EnvFromSource", ("struct", "v1.EnvFromSource", {"prefix": _STR})),
+    "resources": ("struct", "v1.ResourceRequirements", {}),
+    "volumeMounts": ("list", "[]v1.VolumeMount", _MOUNT),
+    "imagePullPolicy": "v1.PullPolicy"})
+_POD_SPEC = ("struct", "v1.PodSpec", {
+    "containers": ("list", "[]v1.Container", _CONTAINER),
+    "initContainers": ("list", "[]v1.Container", _CONTAINER),
+    "restartPolicy": "v1.RestartPolicy", "terminationGracePeriodSeconds": _I64,
+    "activeDeadlineSeconds": _I64, "nodeName": _STR, "nodeSelector": _STR_MAP,
+    "serviceAccountName": _STR, "hostname": _STR, "subdomain": _STR, "schedulerName": _STR,
+    "priorityClassName": _STR,
+    "volumes": ("list", "[]v1.Volume", ("struct", "v1.Volume", {"name": _STR}))})
+_TEMPLATE = ("struct", "v1.PodTemplateSpec", {"spec": _POD_SPEC})
+_SELECTOR = ("struct", "v1.LabelSelector", {"matchLabels": _STR_MAP})
+_REPLICATED = {"replicas": _I32, "minReadySeconds": _I32, "selector": _SELECTOR,
+               "template": _TEMPLATE}
+#: Root shapes by (group, kind): the fields whose types are checked (see docs/deviations.md).
+SHAPES: dict[tuple[str, str], tuple[str, dict[str, Shape]]] = {
+    ("", "Pod"): ("Pod", {"spec": _POD_SPEC}),
+    ("apps", "Deployment"): ("Deployment", {"spec": ("struct", "v1.DeploymentSpec", {
+        **_REPLICATED, "revisionHistoryLimit": _I32, "paused": _BOOL,
+        "progressDeadlineSeconds": _I32})}),
+    ("apps", "ReplicaSet"): ("ReplicaSet", {"spec": ("struct", "v1.ReplicaSetSpec",
+                                                     _REPLICATED)}),
+    ("batch", "Job"): ("Job", {"spec": ("struct", "v1.JobSpec", {
+        "parallelism": _I32, "completions": _I32, "backoffLimit": _I32,
+        "activeDeadlineSeconds": _I64, "ttlSecondsAfterFinished": _I32, "suspend": _BOOL,
+        "selector": _SELECTOR, "template": _TEMPLATE})}),
+    ("", "Service"): ("Service", {"spec": ("struct", "v1.ServiceSpec", {
+        "ports": ("list", "[]v1.ServicePort", ("struct", "v1.ServicePort", {
+            "name": _STR, "port": _I32, "nodePort": _I32, "protocol": "v1.Protocol"})),
+        "selector": _STR_MAP, "type": "v1.ServiceType", "clusterIP": _STR})}),
+}
+_INT_BOUNDS = {_I32: 2**31, _I64: 2**63}
+
+
+def _shape_error(value: Any, owner: str, path: str, go_type: str) -> str:
+    what = _go_kind(value)
+    if what == "number" and go_type in _INT_BOUNDS:  # Go names the literal it could not fit
+        what = f"number {value}"
+    return f"json: cannot unmarshal {what} into Go struct field {owner}.{path} of type {go_type}"
+
+
+def _check_shape(value: Any, shape: Shape, owner: str, path: str) -> str | None:
+    """The decoder's message for the first value in ``value`` that ``shape`` refuses, if any.
+    ``owner`` is the Go struct holding the field, ``path`` its JSON path without indexes."""
+    if value is None:
+        return None  # null is the zero value, as Go decodes it
+    if isinstance(shape, str):
+        if shape in _INT_BOUNDS:
+            if isinstance(value, bool) or not isinstance(value, int | float) or (
+                    isinstance(value, float) and not value.is_integer()) or \
+                    not -_INT_BOUNDS[shape] <= value < _INT_BOUNDS[shape]:
+                return _shape_error(value, owner, path, shape)
+        elif shape == _BOOL:
+            if not isinstance(value, bool):
+                return _shape_error(value, owner, path, shape)
+        elif not isinstance(value, str):
+            return _shape_error(value, owner, path, shape)
+        return None
+    if shape[0] == "map":
+        if not isinstance(value, dict):
+            return _shape_error(value, owner, path, shape[1])
+        for item in value.values():
+            if not isinstance(item, str):
+                return _shape_error(item, owner, path, "string")
+        return None
+    if shape[0] == "list":
+        if not isinstance(value, list):
+            return _shape_error(value, owner, path, shape[1])
+        for item in value:
+            found = _check_shape(item, shape[2], owner, path)
+            if found:
+                return found
+        return None
+    _, go_type, fields = shape
+    if not isinstance(value, dict):
+        return _shape_error(value, owner, path, go_type)
+    inner = go_type.split(".", 1)[-1]
+    for name, sub in fields.items():
+        if name in value:
+            found = _check_shape(value[name], sub, inner, f"{path}.{name}")
+            if found:
+                return found
+    return None
+
+
+def check_shapes(group: str, kind: str, api_version: str, obj: Mapping[str, Any]) -> None:
+    """400 with Go's decoder message when a checked nested field of a built-in kind has the
+    wrong JSON type (a string where ``spec.containers[].ports`` wants a list ...)."""
+    root = SHAPES.get((group, kind))
+    if root is None:
+        return
+    owner, fields = root
+    for name, shape in fields.items():
+        if name in obj:
+            found = _check_shape(obj[name], shape, owner, name)
+            if found:
+                raise decode_error(kind, api_version, found)

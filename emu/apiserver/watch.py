@@ -24,6 +24,9 @@ from .kinds import KindInfo
 from .selectors import FieldSelector, LabelSelector
 from .store import Change, Entry, Store, Table
 
+#: The annotation of the bookmark that ends ``sendInitialEvents`` (``metav1.InitialEventsAnnotationKey``).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
 #: Seconds of silence before a watch that allows bookmarks gets one (kube sends about one a minute).
 BOOKMARK_INTERVAL = 60.0
 
@@ -52,6 +55,10 @@ class WatchStream:
         self._ending = False  # deliver what is queued, then stop (after an ERROR event)
         self.closed = False
         self.delivered = 0
+        #: the revision the watch starts after: changes at or below it are not delivered and no
+        #: bookmark goes below it (kube's cacheWatcher filters the same way), so a watch from a
+        #: future resourceVersion sees only what comes after that version
+        self.start_rev = 0
 
     # -- filling -----------------------------------------------------------------------------
 
@@ -62,6 +69,8 @@ class WatchStream:
 
     def offer(self, change: Change) -> None:
         """Queue ``change`` if it concerns this watch (called on every matching-kind write)."""
+        if change.rev <= self.start_rev:
+            return
         if self._labels is None and self._fields is None:
             self._queue.append((change.type, change.entry.data, None))
         else:
@@ -90,6 +99,10 @@ class WatchStream:
     def add_initial(self, entries: list[Entry]) -> None:
         for entry in entries:
             self._queue.append(("ADDED", entry.data, None))
+
+    def end_initial(self, rev: int) -> None:
+        """Queue the bookmark that ends a watch-list's initial events (``sendInitialEvents``)."""
+        self._queue.append(("BOOKMARK", b"", str(rev)))
 
     def fail(self, status: dict[str, Any]) -> None:
         """Queue an ERROR event carrying ``status``; the stream ends after it."""
@@ -125,6 +138,8 @@ class WatchStream:
         if type_ == "BOOKMARK":
             obj: dict[str, Any] = {"kind": self.info.kind, "apiVersion": self.info.api_version,
                                    "metadata": {"resourceVersion": rv}}
+            if data is not None:  # the end of a watch-list's initial events
+                obj["metadata"]["annotations"] = {INITIAL_EVENTS_END: "true"}
         else:
             assert data is not None
             obj = orjson.loads(data)
@@ -136,6 +151,8 @@ class WatchStream:
         if self.closed or self._queue:
             return
         rev = self._hub.store.rev if self._hub is not None else 0
+        if rev < self.start_rev:
+            return
         self._queue.append(("BOOKMARK", None, str(rev)))
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -219,15 +236,25 @@ class WatchHub:
     def open(self, table: Table, namespace: str | None, labels: LabelSelector | None,
              fields: FieldSelector | None, resource_version: int | None, *,
              bookmarks: bool = False, bookmark_interval: float = BOOKMARK_INTERVAL,
-             timeout: float | None = None) -> WatchStream:
+             timeout: float | None = None, send_initial_events: bool | None = None
+             ) -> WatchStream:
         """Start a watch. ``resource_version`` None (or 0) sends the current objects as ADDED
         first; otherwise every change after it is replayed from the history, or an ERROR 410 is
-        sent when that history is compacted. Synchronous, so nothing can slip in between the
-        snapshot and the registration."""
+        sent when that history is compacted. ``send_initial_events`` True (a watch-list) sends
+        the current objects then a bookmark annotated `INITIAL_EVENTS_END`; False with no
+        version starts at the current revision with nothing first. Synchronous, so nothing can
+        slip in between the snapshot and the registration."""
         stream = WatchStream(self, table.info, namespace, labels, fields, bookmarks=bookmarks,
                              bookmark_interval=bookmark_interval, timeout=timeout)
         store = self.store
-        if resource_version:
+        if send_initial_events:
+            stream.add_initial(table.select(namespace, labels, fields))
+            stream.end_initial(store.rev)
+            stream.start_rev = store.rev
+        elif send_initial_events is False and not resource_version:
+            stream.start_rev = store.rev
+        elif resource_version:
+            stream.start_rev = resource_version
             if resource_version < store.compacted:
                 stream.fail(Gone(f"too old resource version: {resource_version} "
                                  f"({store.compacted})").status)
@@ -240,6 +267,7 @@ class WatchHub:
                     stream.offer(change)
         else:
             stream.add_initial(table.select(namespace, labels, fields))
+            stream.start_rev = store.rev
         trigger = fields.value_for(TRIGGER_FIELD) if fields is not None else None
         if trigger is not None:
             self._trigger_of[id(stream)] = (namespace, trigger)

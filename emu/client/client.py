@@ -24,13 +24,20 @@ APISERVER = "apiserver"
 
 
 class ObjectList(list[dict[str, Any]]):
-    """The items of a list call, with the collection's ``resourceVersion``."""
+    """The items of a list call, with the collection's ``resourceVersion`` and, for a page of a
+    paginated list, the ``continue_`` token of the next page ("" on the last page) and the
+    server's ``remaining_item_count`` (None when it gives none)."""
 
     resource_version: str = ""
+    continue_: str = ""
+    remaining_item_count: int | None = None
 
-    def __init__(self, items: list[dict[str, Any]], resource_version: str = "") -> None:
+    def __init__(self, items: list[dict[str, Any]], resource_version: str = "",
+                 continue_: str = "", remaining_item_count: int | None = None) -> None:
         super().__init__(items)
         self.resource_version = resource_version
+        self.continue_ = continue_
+        self.remaining_item_count = remaining_item_count
 
 
 def _meta(obj: dict[str, Any]) -> tuple[str, str | None, str | None]:
@@ -71,15 +78,27 @@ class Client:
     # -- reads -----------------------------------------------------------------------------------
 
     async def get(self, kind: str, name: str, namespace: str | None = None, *,
+                  resource_version: str | None = None,
                   api_version: str | None = None) -> dict[str, Any]:
-        """The object, or `NotFound`."""
-        return await self._call(ApiRequest("get", kind, api_version, namespace, name))
+        """The object, or `NotFound`. ``resource_version``: not older than that version."""
+        opts: dict[str, Any] = {}
+        if resource_version is not None:
+            opts["resource_version"] = resource_version
+        return await self._call(ApiRequest("get", kind, api_version, namespace, name, None, opts))
 
     async def list(self, kind: str, namespace: str | None = None, *,
                    label_selector: str | dict[str, str] | None = None,
                    field_selector: str | None = None, resource_version: str | None = None,
+                   resource_version_match: str | None = None, limit: int | None = None,
+                   continue_: str | None = None,
                    api_version: str | None = None) -> ObjectList:
-        """Matching objects (sorted by namespace and name) and the list's resourceVersion."""
+        """Matching objects (sorted by namespace and name) and the list's resourceVersion.
+
+        ``limit`` asks for one page; the result's ``continue_`` token, passed back as
+        ``continue_``, reads the next page at the first page's revision (`Gone` once that
+        revision is compacted). ``resource_version_match="Exact"`` reads the state at
+        ``resource_version``; ``"NotOlderThan"`` any state at least that new.
+        """
         opts: dict[str, Any] = {}
         if label_selector:
             opts["label_selector"] = selector_text(label_selector)
@@ -87,17 +106,56 @@ class Client:
             opts["field_selector"] = field_selector
         if resource_version is not None:
             opts["resource_version"] = resource_version
+        if resource_version_match is not None:
+            opts["resource_version_match"] = resource_version_match
+        if limit is not None:
+            opts["limit"] = limit
+        if continue_:
+            opts["continue"] = continue_
         out = await self._call(ApiRequest("list", kind, api_version, namespace, None, None, opts))
-        return ObjectList(out.get("items") or [], out.get("metadata", {}).get("resourceVersion", ""))
+        meta = out.get("metadata") or {}
+        return ObjectList(out.get("items") or [], meta.get("resourceVersion", ""),
+                          meta.get("continue", ""), meta.get("remainingItemCount"))
+
+    async def list_all(self, kind: str, namespace: str | None = None, *, limit: int = 500,
+                       label_selector: str | dict[str, str] | None = None,
+                       field_selector: str | None = None,
+                       api_version: str | None = None) -> ObjectList:
+        """Every matching object, read in pages of ``limit`` as client-go's pager does (one
+        consistent snapshot: the first page's resourceVersion)."""
+        first = await self.list(kind, namespace, label_selector=label_selector,
+                                field_selector=field_selector, limit=limit,
+                                api_version=api_version)
+        items = list(first)
+        token = first.continue_
+        while token:
+            page = await self.list(kind, namespace, label_selector=label_selector,
+                                   field_selector=field_selector, limit=limit, continue_=token,
+                                   api_version=api_version)
+            items.extend(page)
+            token = page.continue_
+        return ObjectList(items, first.resource_version)
 
     async def watch(self, kind: str, namespace: str | None = None, *,
                     label_selector: str | dict[str, str] | None = None,
                     field_selector: str | None = None, resource_version: str | None = None,
-                    allow_bookmarks: bool = False,
+                    allow_bookmarks: bool = False, timeout_seconds: float | None = None,
+                    send_initial_events: bool | None = None,
+                    resource_version_match: str | None = None,
                     api_version: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """A stream of ``{"type": ..., "object": ...}`` events; faults can break it
-        (`emu.kernel.network.ConnectionReset`). Close it with ``aclose()`` or by leaving it."""
+        (`emu.kernel.network.ConnectionReset`). Close it with ``aclose()`` or by leaving it.
+
+        ``timeout_seconds`` ends the stream after that long (virtual); ``send_initial_events``
+        with ``resource_version_match="NotOlderThan"`` and ``allow_bookmarks`` is a watch-list:
+        the current objects, then a bookmark annotated ``k8s.io/initial-events-end``."""
         opts: dict[str, Any] = {"allow_bookmarks": allow_bookmarks}
+        if timeout_seconds is not None:
+            opts["timeout_seconds"] = timeout_seconds
+        if send_initial_events is not None:
+            opts["send_initial_events"] = send_initial_events
+        if resource_version_match is not None:
+            opts["resource_version_match"] = resource_version_match
         if label_selector:
             opts["label_selector"] = selector_text(label_selector)
         if field_selector:
@@ -114,7 +172,8 @@ class Client:
     # -- writes ----------------------------------------------------------------------------------
 
     async def create(self, obj: dict[str, Any], *, namespace: str | None = None,
-                     dry_run: bool = False) -> dict[str, Any]:
+                     dry_run: bool = False, field_validation: str | None = None
+                     ) -> dict[str, Any]:
         """Create; `AlreadyExists` when the name is taken.
 
         ``namespace`` is the request's namespace (the URL's, in real Kubernetes): it fills an
@@ -122,30 +181,36 @@ class Client:
         """
         kind, ns, api_version = _meta(obj)
         ns = ns or namespace
-        opts = {"dry_run": True} if dry_run else {}
+        opts = _write_opts(dry_run, field_validation)
         name = obj.get("metadata", {}).get("name")
         return await self._call(ApiRequest("create", kind, api_version, ns, name, obj, opts))
 
-    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def update(self, obj: dict[str, Any], *, dry_run: bool = False,
+                     field_validation: str | None = None) -> dict[str, Any]:
         """Replace; `Conflict` when ``metadata.resourceVersion`` is stale."""
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
-        return await self._call(ApiRequest("update", kind, api_version, ns, name, obj))
+        return await self._call(ApiRequest("update", kind, api_version, ns, name, obj,
+                                           _write_opts(dry_run, field_validation)))
 
-    async def update_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def update_status(self, obj: dict[str, Any], *, dry_run: bool = False,
+                            field_validation: str | None = None) -> dict[str, Any]:
         """Replace only the status (the ``/status`` subresource)."""
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
-        return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj))
+        return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj,
+                                           _write_opts(dry_run, field_validation)))
 
     async def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None,
+                    dry_run: bool = False, field_validation: str | None = None,
                     api_version: str | None = None) -> dict[str, Any]:
         """Patch with ``merge`` (RFC 7386), ``json`` (RFC 6902) or ``strategic`` merge."""
         if patch_type not in PATCH_TYPES:
             raise BadRequest(f"unknown patch type {patch_type!r}: use one of "
                              + ", ".join(repr(p) for p in PATCH_TYPES))
-        opts: dict[str, Any] = {"patch_type": patch_type}
+        opts: dict[str, Any] = {"patch_type": patch_type, **_write_opts(dry_run,
+                                                                         field_validation)}
         if subresource:
             opts["subresource"] = subresource
         return await self._call(ApiRequest("patch", kind, api_version, namespace, name, patch, opts))
@@ -153,11 +218,11 @@ class Client:
     async def delete(self, kind: str, name: str, namespace: str | None = None, *,
                      propagation_policy: str | None = None,
                      grace_period_seconds: int | None = None,
-                     preconditions: dict[str, str] | None = None,
+                     preconditions: dict[str, str] | None = None, dry_run: bool = False,
                      api_version: str | None = None) -> dict[str, Any]:
         """Delete; the object (still there with ``deletionTimestamp`` while finalizers or a grace
         period hold it) or a success Status. `NotFound` when it does not exist."""
-        opts: dict[str, Any] = {}
+        opts: dict[str, Any] = _write_opts(dry_run, None)
         if propagation_policy is not None:
             opts["propagation_policy"] = propagation_policy
         if grace_period_seconds is not None:
@@ -169,15 +234,30 @@ class Client:
     async def delete_collection(self, kind: str, namespace: str | None = None, *,
                                 label_selector: str | dict[str, str] | None = None,
                                 field_selector: str | None = None,
+                                propagation_policy: str | None = None,
+                                grace_period_seconds: int | None = None, dry_run: bool = False,
                                 api_version: str | None = None) -> dict[str, Any]:
         """``DeleteAllOf``: delete every matching object."""
-        opts: dict[str, Any] = {}
+        opts: dict[str, Any] = _write_opts(dry_run, None)
+        if propagation_policy is not None:
+            opts["propagation_policy"] = propagation_policy
+        if grace_period_seconds is not None:
+            opts["grace_period_seconds"] = grace_period_seconds
         if label_selector:
             opts["label_selector"] = selector_text(label_selector)
         if field_selector:
             opts["field_selector"] = field_selector
         return await self._call(ApiRequest("delete_collection", kind, api_version, namespace, None,
                                            None, opts))
+
+
+def _write_opts(dry_run: bool, field_validation: str | None) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if dry_run:
+        opts["dry_run"] = True
+    if field_validation is not None:
+        opts["field_validation"] = field_validation
+    return opts
 
 
 def selector_text(selector: str | dict[str, str]) -> str:

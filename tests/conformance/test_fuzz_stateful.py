@@ -124,18 +124,20 @@ class ApiMachine(RuleBasedStateMachine):
             return
         state = self.model[name]
         fins = list(state["finalizers"])
-        if policy == "Foreground":
-            fins = [f for f in fins if f != "orphan"] + (
-                [] if "foregroundDeletion" in fins else ["foregroundDeletion"])
-        elif policy == "Orphan":
-            fins = [f for f in fins if f != "foregroundDeletion"] + (
-                [] if "orphan" in fins else ["orphan"])
+        if policy is not None:  # kube: drop both GC finalizers, add back what the policy says
+            base = [f for f in fins if f not in ("orphan", "foregroundDeletion")]
+            base += {"Orphan": ["orphan"], "Foreground": ["foregroundDeletion"]}.get(policy, [])
+            if set(base) != set(fins):
+                fins = base
         if state["deleting"]:
-            if fins != state["finalizers"]:
+            if fins == state["finalizers"]:
+                self._check_no_write()
+            elif fins:
                 self._wrote("MODIFIED", name)
                 state["finalizers"] = fins
-            else:
-                self._check_no_write()
+            else:  # the policy took the last finalizer away: deleted now
+                self._wrote("DELETED", name)
+                del self.model[name]
         elif fins:
             self._wrote("MODIFIED", name)
             state.update(finalizers=fins, deleting=True)

@@ -185,7 +185,7 @@ def test_patch_cannot_rename_the_object(api):
 def test_unknown_patch_type_is_415(api):
     api.create(cm())
     with pytest.raises(ApiError) as err:
-        api.patch("ConfigMap", "c", {}, patch_type="apply")
+        api.patch("ConfigMap", "c", {}, patch_type="x-unknown")
     assert err.value.code == 415
 
 

@@ -79,7 +79,7 @@ async def test_create_k8s_job_if_need_keeps_an_existing_job_and_creates_a_missin
     job = await sim.client().get("Job", "test-rayjob", NS)
     assert "labels" not in job["metadata"]  # untouched
 
-    await sim.client().delete("Job", "test-rayjob", NS)
+    await sim.client().delete("Job", "test-rayjob", NS, propagation_policy="Background")
     await sim.sleep(1)
     assert await r.create_k8s_job_if_need(rj, _cluster()) is None
     job = await sim.client().get("Job", "test-rayjob", NS)

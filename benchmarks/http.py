@@ -1,0 +1,262 @@
+"""HTTP benchmark: workload W through ``emu serve``'s HTTP stack, beside a same-run floor.
+
+Workload W (issue 13): N ConfigMaps (2,000; 200 with ``--quick``) created, read, updated, then
+200 stale updates (each a 409), lists by label, and a watch that replays every object — all as
+plain HTTP requests from aiohttp clients (8 in flight) over loopback. The floor is a bare dict
+store behind the same HTTP stack (aiohttp, orjson, the same URLs and status codes) in the same
+process and run; the target is ≥ 0.8x the floor on every step. Also: the in-process httpx
+transport's ops/s beside the in-process client's, on virtual time (no sockets).
+
+Prints figures and ratios; asserts nothing.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/http.py [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# This file is named like the standard library's ``http`` package, which aiohttp and httpx
+# import: drop this folder from the import path first, and put it back last for ``_rows``.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.modules.pop("http", None)
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Awaitable, Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import aiohttp  # noqa: E402
+import httpx  # noqa: E402
+import orjson  # noqa: E402
+from aiohttp import web  # noqa: E402
+
+import emu  # noqa: E402
+from emu.http.server import HttpServer  # noqa: E402
+from emu.http.transport import BASE_URL, httpx_transport  # noqa: E402
+from emu.kernel.paced import PacedLoop  # noqa: E402
+from emu.simulation import Simulation  # noqa: E402
+
+sys.path.append(_HERE)
+from _rows import output, row  # noqa: E402
+
+PATH = "/api/v1/namespaces/default/configmaps"
+CONCURRENCY = 8
+STALE = 200
+LISTS = 20
+
+
+def configmap(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": f"cm-{i:05d}", "namespace": "default",
+                         "labels": {"app": "bench", "shard": str(i % 10)}},
+            "data": {"index": str(i), "payload": "x" * 64}}
+
+
+class FloorStore:
+    """The floor: a dict of serialized objects behind the same URLs, and nothing else."""
+
+    def __init__(self) -> None:
+        self.objs: dict[str, tuple[int, bytes, dict[str, str]]] = {}
+        self.rev = 0
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        parts = request.path.strip("/").split("/")
+        name = parts[5] if len(parts) > 5 else None
+        if request.method == "POST":
+            obj = orjson.loads(await request.read())
+            self.rev += 1
+            obj["metadata"]["resourceVersion"] = str(self.rev)
+            data = orjson.dumps(obj)
+            self.objs[obj["metadata"]["name"]] = (self.rev, data, obj["metadata"]["labels"])
+            return web.Response(status=201, body=data, content_type="application/json")
+        if request.method == "PUT" and name is not None:
+            obj = orjson.loads(await request.read())
+            rev, _, _ = self.objs[name]
+            if obj["metadata"]["resourceVersion"] != str(rev):
+                return web.Response(status=409, content_type="application/json", body=orjson.dumps(
+                    {"kind": "Status", "code": 409, "reason": "Conflict"}))
+            self.rev += 1
+            obj["metadata"]["resourceVersion"] = str(self.rev)
+            data = orjson.dumps(obj)
+            self.objs[name] = (self.rev, data, obj["metadata"]["labels"])
+            return web.Response(body=data, content_type="application/json")
+        if name is not None:
+            return web.Response(body=self.objs[name][1], content_type="application/json")
+        if request.query.get("watch"):
+            resp = web.StreamResponse()
+            resp.content_type = "application/json"
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            # one chunk, as emu's server writes events that are ready together
+            await resp.write(b"".join(b'{"type":"ADDED","object":' + data + b"}\n"
+                                      for _, data, _ in self.objs.values()))
+            return resp
+        key, _, value = request.query.get("labelSelector", "=").partition("=")
+        items = [data for _, data, labels in self.objs.values() if labels.get(key) == value]
+        body = b'{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"' + \
+            str(self.rev).encode() + b'"},"items":[' + b",".join(items) + b"]}"
+        return web.Response(body=body, content_type="application/json")
+
+
+async def _bounded(jobs: list[Callable[[], Awaitable[None]]]) -> None:
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(job: Callable[[], Awaitable[None]]) -> None:
+        async with gate:
+            await job()
+
+    await asyncio.gather(*(one(j) for j in jobs))
+
+
+async def workload(base: str, n: int) -> dict[str, tuple[int, float]]:
+    """Run W against ``base``; step → (operations, seconds)."""
+    out: dict[str, tuple[int, float]] = {}
+    connector = aiohttp.TCPConnector(limit=CONCURRENCY)
+    async with aiohttp.ClientSession(base, connector=connector) as s:
+        stored: dict[str, dict[str, Any]] = {}
+
+        async def timed(step: str, jobs: list[Callable[[], Awaitable[None]]]) -> None:
+            start = time.perf_counter()
+            await _bounded(jobs)
+            out[step] = (len(jobs), time.perf_counter() - start)
+
+        def create(i: int) -> Callable[[], Awaitable[None]]:
+            async def job() -> None:
+                async with s.post(PATH, data=orjson.dumps(configmap(i)),
+                                  headers={"content-type": "application/json"}) as r:
+                    assert r.status == 201, await r.text()
+                    obj = orjson.loads(await r.read())
+                    stored[obj["metadata"]["name"]] = obj
+            return job
+
+        def get(name: str) -> Callable[[], Awaitable[None]]:
+            async def job() -> None:
+                async with s.get(f"{PATH}/{name}") as r:
+                    assert r.status == 200
+                    await r.read()
+            return job
+
+        def update(name: str, expect: int) -> Callable[[], Awaitable[None]]:
+            obj = stored[name]
+            obj["data"]["index"] += "!"
+            body = orjson.dumps(obj)
+
+            async def job() -> None:
+                async with s.put(f"{PATH}/{name}", data=body,
+                                 headers={"content-type": "application/json"}) as r:
+                    assert r.status == expect, await r.text()
+                    if expect == 200:
+                        stored[name] = orjson.loads(await r.read())
+                    else:
+                        await r.read()
+            return job
+
+        def list_by_label(shard: int) -> Callable[[], Awaitable[None]]:
+            async def job() -> None:
+                async with s.get(PATH, params={"labelSelector": f"shard={shard}"}) as r:
+                    assert r.status == 200
+                    assert len(orjson.loads(await r.read())["items"]) == n // 10
+            return job
+
+        await timed("create", [create(i) for i in range(n)])
+        names = sorted(stored)
+        await timed("get", [get(name) for name in names])
+        stale = {name: dict(stored[name]) for name in names[:STALE]}
+        await timed("update", [update(name, 200) for name in names])
+        stored.update(stale)  # the versions read before the updates: every PUT is a 409
+        await timed("stale update (409)", [update(name, 409) for name in names[:STALE]])
+        await timed("list by label", [list_by_label(i % 10) for i in range(LISTS)])
+        # at least 2,000 events in all (one replay is too short to time at --quick sizes)
+        start = time.perf_counter()
+        seen = 0
+        for _ in range(max(1, 2000 // n)):
+            got = 0
+            async with s.get(PATH, params={"watch": "1", "resourceVersion": "0"}) as r:
+                async for _line in r.content:
+                    got += 1
+                    if got == n:
+                        break
+            seen += got
+        out["watch (events)"] = (seen, time.perf_counter() - start)
+    return out
+
+
+async def http_runs(n: int) -> tuple[dict[str, tuple[int, float]], dict[str, tuple[int, float]]]:
+    floor = FloorStore()
+    runner = web.AppRunner(floor.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    base_floor = await workload(f"http://127.0.0.1:{port}", n)
+    await runner.cleanup()
+    sim = Simulation(seed=0)
+    server = HttpServer(sim)
+    url = await server.start()
+    emu_figures = await workload(url, n)
+    await server.stop()
+    sim.close()
+    return emu_figures, base_floor
+
+
+def in_process(n: int) -> tuple[float, float]:
+    """ops/s (create + get) of the httpx transport and of ``sim.client()``, on virtual time."""
+    async def via_client(sim: emu.Simulation) -> float:
+        c = sim.client("bench")
+        start = time.perf_counter()
+        for i in range(n):
+            await c.create(configmap(i))
+            await c.get("ConfigMap", f"cm-{i:05d}", "default")
+        return 2 * n / (time.perf_counter() - start)
+
+    async def via_transport(sim: emu.Simulation) -> float:
+        async with httpx.AsyncClient(base_url=BASE_URL,
+                                     transport=httpx_transport(sim, identity="bench")) as c:
+            start = time.perf_counter()
+            for i in range(n):
+                r = await c.post(PATH, json=configmap(i))
+                assert r.status_code == 201
+                r = await c.get(f"{PATH}/cm-{i:05d}")
+                assert r.status_code == 200
+            return 2 * n / (time.perf_counter() - start)
+
+    return emu.run(via_transport, seed=0), emu.run(via_client, seed=0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 ConfigMaps instead of 2,000")
+    parser.add_argument("--json", action="store_true", help="print machine-readable rows")
+    args = parser.parse_args()
+    n = 200 if args.quick else 2000
+    rows: list[dict[str, Any]] = []
+    with output(args.json, rows):
+        loop = PacedLoop(speed=1.0)
+        with asyncio.Runner(loop_factory=lambda: loop) as runner:
+            emu_figures, floor = runner.run(http_runs(n))
+        print(f"workload W over HTTP: {n} ConfigMaps, {CONCURRENCY} requests in flight")
+        print(f"{'step':<22}{'emu ops/s':>12}{'floor ops/s':>14}{'ratio':>8}  target")
+        for step, (ops, secs) in emu_figures.items():
+            f_ops, f_secs = floor[step]
+            mine, base = ops / secs, f_ops / f_secs
+            rows.append(row("http", f"W {step}", mine, "ops/s", baseline=base,
+                            target=">= 0.8x floor"))
+            print(f"{step:<22}{mine:>12,.0f}{base:>14,.0f}{mine / base:>7.2f}x  >= 0.8x")
+        transport, client = in_process(n)
+        rows.append(row("http", "in-process httpx transport (create+get)", transport, "ops/s",
+                        baseline=client, target="reported beside sim.client()"))
+        print(f"in-process: httpx transport {transport:,.0f} ops/s, sim.client() "
+              f"{client:,.0f} ops/s ({transport / client:.2f}x), virtual time, no sockets")
+
+
+if __name__ == "__main__":
+    main()

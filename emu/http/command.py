@@ -1,0 +1,78 @@
+"""The ``emu serve`` subcommand's arguments (kept here so emu/cli.py only wires it in)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--speed wants a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"--speed must be positive, got {text!r}")
+    return value
+
+
+def add_serve_parser(sub: Any) -> None:
+    p = sub.add_parser("serve", help="serve an emulated cluster over the Kubernetes HTTP API "
+                                     "(for kubectl and any client)")
+    p.add_argument("--kuberay", action="store_true", help="run the KubeRay operator too")
+    p.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
+                   help="apply this manifest file before serving (repeatable; - is stdin)")
+    p.add_argument("--scenario", metavar="NAME", help="run a named scenario in the served world")
+    p.add_argument("--speed", type=_speed, default=1.0,
+                   help="virtual seconds per wall-clock second (default 1)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port to bind (default: a free one)")
+    p.add_argument("--kubeconfig", metavar="PATH",
+                   help="where to write the kubeconfig (default: a file in the temp dir)")
+    p.add_argument("--token", help="require this bearer token")
+    p.add_argument("--seed", type=int, default=0, help="the world's seed (default 0)")
+    p.add_argument("--max-body", type=int, default=None, metavar="BYTES",
+                   help="largest accepted request body (default 3 MiB; larger gets 413)")
+    p.add_argument("--expose", action="append", default=[], metavar="svc/NAME:PORT[:LOCAL]",
+                   help="forward a local port to an emulated Service port, like kubectl "
+                        "port-forward (repeatable; NAME may be NAMESPACE/NAME)")
+    p.set_defaults(fn=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import ServeOptions, run_serve
+    from .wire import DEFAULT_MAX_BODY
+
+    if not 0 <= args.port < 65536:
+        print(f"emu serve: --port must be 0..65535, got {args.port}", file=sys.stderr)
+        return 2
+    for f in args.filename:
+        if f != "-":
+            try:
+                open(f).close()
+            except OSError as exc:
+                print(f"emu serve: cannot read -f {f}: {exc.strerror}", file=sys.stderr)
+                return 2
+    if args.scenario:
+        from .. import scenarios
+
+        try:
+            scenarios.get(args.scenario)
+        except KeyError as err:
+            print(f"emu serve: {err.args[0]}", file=sys.stderr)
+            return 2
+    if args.expose:
+        from .expose import parse_expose
+
+        for spec in args.expose:
+            try:
+                parse_expose(spec)
+            except ValueError as err:
+                print(f"emu serve: {err}", file=sys.stderr)
+                return 2
+    opts = ServeOptions(kuberay=args.kuberay, files=tuple(args.filename), scenario=args.scenario,
+                        speed=args.speed, host=args.host, port=args.port,
+                        kubeconfig=args.kubeconfig, token=args.token, seed=args.seed,
+                        max_body=args.max_body or DEFAULT_MAX_BODY, expose=tuple(args.expose))
+    return run_serve(opts)

@@ -1,0 +1,480 @@
+"""The Kubernetes REST API over the emulated API server: URL and verb in, `ApiRequest` out.
+
+`Gateway.handle` takes one `HttpRequest` and answers it the way kube-apiserver would: discovery,
+OpenAPI, every verb on every served kind (built-ins, KubeRay's kinds, and CRDs applied at run
+time), the ``status`` and ``scale`` subresources, Pod ``log``, list and watch with selectors,
+``resourceVersion``, bookmarks and 410 Gone, the three patch types plus server-side apply, and
+``Table`` responses for ``kubectl get``. It keeps no semantics of its own: each resource request
+becomes the same `ApiRequest` the in-process client sends, and travels over the emulated network
+from the caller's identity (the product name of its ``User-Agent``: ``kubectl``, ``kopf``,
+``OpenAPI-Generator``...), so network faults reach HTTP clients exactly as they reach processes.
+
+This module is longer than 500 lines because routing, the subresources and the body decoding
+share the request-scoped helpers kept on `_Call`; splitting them would spread one request's path
+over several files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import yaml
+
+from ..apiserver.errors import (
+    ApiError,
+    BadRequest,
+    MethodNotAllowed,
+    RequestEntityTooLarge,
+    UnsupportedMediaType,
+)
+from ..apiserver.kinds import KindInfo
+from ..apiserver.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from ..apiserver.request import ApiRequest
+from ..client.client import APISERVER
+from ..kernel.network import ConnectionReset, NetworkError, Timeout
+from . import discovery, openapi, tables
+from .logs import LogFollowers, pod_log
+from .scale import ScalePaths, replicas_patch, scalable, scale_of, scale_paths
+from .wire import DEFAULT_MAX_BODY, JSON, Dropped, HttpRequest, HttpResponse, WatchResponse
+
+if TYPE_CHECKING:
+    from ..simulation import Simulation
+
+Obj = dict[str, Any]
+
+#: Content types of PATCH bodies and the patch type each one names.
+PATCH_CONTENT_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+cbor": "apply",
+}
+
+_PRODUCT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def caller_identity(user_agent: str, default: str = "http") -> str:
+    """The network identity of an HTTP caller: the product of its User-Agent (``kubectl/v1.32
+    (linux/amd64)`` → ``kubectl``), or ``default``."""
+    found = _PRODUCT.match(user_agent.strip())
+    return found.group(0) if found else default
+
+
+def _status_response(err: ApiError) -> HttpResponse:
+    return HttpResponse(err.code, orjson.dumps(err.status))
+
+
+def _bool(value: str | None) -> bool:
+    return value is not None and value.lower() in ("1", "true", "t", "yes")
+
+
+def _int(req: HttpRequest, name: str) -> int | None:
+    raw = req.param(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f'invalid value for query parameter "{name}": {raw!r} is not an '
+                         "integer") from None
+
+
+class Gateway:
+    """Answers Kubernetes HTTP requests from one simulation's API server.
+
+    ``identity`` fixes the caller's network identity (default: from the User-Agent); ``token``
+    requires ``Authorization: Bearer <token>``; ``max_body`` bounds request bodies (413).
+    """
+
+    def __init__(self, sim: Simulation, *, identity: str | None = None,
+                 token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+                 server_url: str = "") -> None:
+        self.sim = sim
+        self.identity = identity
+        self.token = token
+        self.max_body = max_body
+        self.server_url = server_url
+        self.requests = 0
+        self._index: dict[tuple[str, str, str], KindInfo] = {}
+        self._index_gen = -1
+        self._followers: LogFollowers | None = None
+
+    def log_followers(self) -> LogFollowers:
+        if self._followers is None:
+            self._followers = LogFollowers(self.sim)
+        return self._followers
+
+    def kind_at(self, group: str, version: str, plural: str) -> KindInfo | None:
+        """The kind served at ``<group>/<version>/<plural>``; the index is rebuilt when the
+        registry changes (a CRD applied), since this runs on every request."""
+        kinds = self.sim.api.kinds
+        if self._index_gen != kinds.generation:
+            self._index = {(i.group, i.version, i.plural): i for i in kinds.all()}
+            self._index_gen = kinds.generation
+        return self._index.get((group, version, plural))
+
+    # -- entry point -------------------------------------------------------------------------
+
+    async def handle(self, req: HttpRequest) -> HttpResponse | WatchResponse:
+        """Answer one request; raises `Dropped` when the emulated network lost it."""
+        self.requests += 1
+        if self.token is not None and req.header("authorization") != f"Bearer {self.token}":
+            return HttpResponse.json({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                      "status": "Failure", "message": "Unauthorized",
+                                      "reason": "Unauthorized", "code": 401}, 401)
+        if len(req.body) > self.max_body:
+            return _status_response(RequestEntityTooLarge(
+                f"the request body is {len(req.body)} bytes; the limit is {self.max_body}"))
+        try:
+            return await self._route(req)
+        except ApiError as err:
+            return _status_response(err)
+        except Timeout as err:
+            raise Dropped(str(err), timeout=True) from err
+        except NetworkError as err:
+            raise Dropped(str(err), timeout=False) from err
+
+    async def _reachable(self, req: HttpRequest) -> None:
+        """Discovery, OpenAPI and health documents are computed here, not by a verb; a cheap
+        read over the emulated network first makes network faults reach them too."""
+        probe = ApiRequest("get", "Namespace", "v1", None, "default")
+        try:
+            await self.call(self.caller(req), probe)
+        except ApiError:
+            pass  # the server answered: it is reachable
+
+    async def _route(self, req: HttpRequest) -> HttpResponse | WatchResponse:
+        path = req.path.rstrip("/") or "/"
+        parts = [p for p in path.split("/") if p]
+        api = self.sim.api
+        if len(parts) < 3 or parts[0] not in ("api", "apis") or \
+                (parts[0] == "apis" and len(parts) < 4):
+            await self._reachable(req)
+        if path in ("/healthz", "/livez", "/readyz"):
+            return HttpResponse(200, b"ok", "text/plain")
+        if path == "/version":
+            return HttpResponse.json(discovery.version())
+        if path in ("/api", "/apis") and discovery.wants_aggregated(req.header("accept")):
+            listing = discovery.aggregated(api.kinds, core=path == "/api",
+                                           scalable=scalable(self.sim))
+            return HttpResponse(200, orjson.dumps(listing), discovery.AGGREGATED)
+        if path == "/api":
+            return HttpResponse.json(discovery.core_versions(self.server_url))
+        if path == "/apis":
+            return HttpResponse.json(discovery.group_list(api.kinds))
+        if parts[:1] == ["openapi"]:
+            crds = api.list("CustomResourceDefinition")["items"] if len(parts) > 1 else []
+            return openapi.serve(api.kinds, parts[1:], req, crds)
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 2:
+            if len(parts) == 2:
+                found = discovery.group(api.kinds, parts[1])
+                if found is None:
+                    raise _no_resource()
+                return HttpResponse.json(found)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiError.from_status({"code": 404, "reason": "NotFound",
+                                        "message": "the server could not find the requested "
+                                                   "resource"})
+        if not rest:
+            doc = discovery.resource_list(api.kinds, group, version, scalable(self.sim))
+            if doc is None:
+                raise _no_resource()
+            return HttpResponse.json(doc)
+        return await _Call(self, req, group, version, rest).run()
+
+    # -- the network ---------------------------------------------------------------------------
+
+    def caller(self, req: HttpRequest) -> str:
+        return self.identity or caller_identity(req.header("user-agent"))
+
+    async def call(self, caller: str, areq: ApiRequest) -> Any:
+        """Send ``areq`` to the API server over the emulated network as ``caller``."""
+        return await self.sim.network.call(
+            None, APISERVER, areq, verb=areq.verb, kind=areq.kind, name=areq.name or "",
+            namespace=areq.namespace or "", caller=caller)
+
+
+def _no_resource() -> ApiError:
+    return ApiError.from_status({"code": 404, "reason": "NotFound",
+                                 "message": "the server could not find the requested resource"})
+
+
+class _Call:
+    """One resource request, parsed: kind, namespace, name, subresource."""
+
+    def __init__(self, gw: Gateway, req: HttpRequest, group: str, version: str,
+                 rest: list[str]) -> None:
+        self.gw = gw
+        self.req = req
+        self.caller = gw.caller(req)
+        ns: str | None = None
+        watch_path = False
+        if rest[:1] == ["watch"]:  # the deprecated /watch/ prefix
+            watch_path = True
+            rest = rest[1:]
+        namespace_sub = (len(rest) == 3 and rest[0] == "namespaces" and not group
+                         and rest[2] in ("status", "finalize")
+                         and gw.kind_at(group, version, rest[2]) is None)
+        if rest[:1] == ["namespaces"] and len(rest) >= 3 and not namespace_sub:
+            ns, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise _no_resource()
+        info = gw.kind_at(group, version, rest[0])
+        if info is None:
+            raise _no_resource()
+        if ns is not None and not info.namespaced:
+            raise _no_resource()
+        self.info: KindInfo = info
+        self.namespace = ns
+        self.name: str | None = rest[1] if len(rest) >= 2 else None
+        self.sub: str | None = rest[2] if len(rest) == 3 else None
+        self.watch = watch_path or _bool(req.param("watch"))
+        self.dry_run = req.param("dryRun") == "All"
+        self._orphan: bool | None = None
+
+    def areq(self, verb: str, body: Any = None, **options: Any) -> ApiRequest:
+        if verb not in ("get", "list", "watch"):
+            if self.dry_run:
+                options["dry_run"] = True
+            options.setdefault("field_validation", self.req.param("fieldValidation"))
+        return ApiRequest(verb, self.info.kind, self.info.api_version, self.namespace, self.name,
+                          body, {k: v for k, v in options.items() if v is not None})
+
+    async def send(self, verb: str, body: Any = None, **options: Any) -> Any:
+        return await self.gw.call(self.caller, self.areq(verb, body, **options))
+
+    # -- dispatch --------------------------------------------------------------------------------
+
+    async def run(self) -> HttpResponse | WatchResponse:
+        method = self.req.method.upper()
+        if self.sub is not None:
+            return await self._subresource(method)
+        if self.name is None:
+            if method == "GET":
+                return await (self._watch() if self.watch else self._list())
+            if method == "POST":
+                return self._reply(await self.send("create", self._json_body()), 201)
+            if method == "DELETE":
+                opts = self._delete_options()
+                opts.pop("preconditions", None)
+                return self._reply(await self.send(
+                    "delete_collection", None, label_selector=self.req.param("labelSelector"),
+                    field_selector=self.req.param("fieldSelector"), **opts))
+            raise MethodNotAllowed(f"{method} is not supported on a collection")
+        if method == "GET":
+            if self.watch:
+                return await self._watch()
+            return self._reply(await self.send(
+                "get", resource_version=self.req.param("resourceVersion") or None))
+        if method == "PUT":
+            return self._reply(await self.send("update", self._json_body()))
+        if method == "PATCH":
+            return await self._patch(None)
+        if method == "DELETE":
+            opts = self._delete_options()
+            out = await self.send("delete", None, **opts)
+            # kube's DeleteResource: 202 Accepted only when the object lingers and the caller
+            # set orphanDependents=false; 200 otherwise (graceful Pods and finalizers included).
+            lingers = out.get("kind") != "Status" and \
+                bool((out.get("metadata") or {}).get("deletionTimestamp"))
+            return self._reply(out, 202 if lingers and self._orphan is False else 200)
+        raise MethodNotAllowed(f"{method} is not supported on {self.info.resource}")
+
+    def _reply(self, obj: Any, status: int = 200) -> HttpResponse:
+        if status < 300 and isinstance(obj, dict) and tables.wants_table(self.req) \
+                and obj.get("kind") != "Status":
+            obj = tables.to_table(self.gw.sim, self.info, obj, self.req)
+        return HttpResponse.json(obj, status)
+
+    # -- bodies --------------------------------------------------------------------------------
+
+    def _json_body(self) -> Any:
+        ctype = self.req.header("content-type", JSON).split(";")[0].strip().lower()
+        body = self.req.body
+        if ctype == "application/vnd.kubernetes.protobuf":
+            from .protobuf import decode
+
+            return decode(body)
+        if ctype in ("application/yaml", "application/apply-patch+yaml"):
+            try:
+                return yaml.safe_load(body.decode()) if body else None
+            except (yaml.YAMLError, UnicodeDecodeError) as exc:
+                raise BadRequest(f"error decoding YAML: {exc}") from None
+        if ctype not in ("", JSON, "*/*") and ctype not in PATCH_CONTENT_TYPES:
+            raise UnsupportedMediaType(
+                f'the body of the request was in an unknown format ("{ctype}") - accepted media '
+                "types include: application/json, application/yaml")
+        if not body:
+            raise BadRequest("the request body is empty; a JSON object was expected")
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+
+    def _delete_options(self) -> Obj:
+        body: Any = {}
+        if self.req.body.strip():
+            body = self._json_body()
+            if not isinstance(body, dict):
+                raise BadRequest("the body of a delete must be a DeleteOptions object")
+        policy = self.req.param("propagationPolicy") or body.get("propagationPolicy")
+        orphan = self.req.param("orphanDependents")
+        if orphan is None and "orphanDependents" in body:
+            orphan = str(body["orphanDependents"])
+        self._orphan = None if orphan is None else _bool(orphan)
+        if policy is None and orphan is not None:
+            policy = "Orphan" if _bool(orphan) else "Background"
+        grace = _int(self.req, "gracePeriodSeconds")
+        if grace is None:
+            grace = body.get("gracePeriodSeconds")
+        if body.get("dryRun") == ["All"]:
+            self.dry_run = True
+        return {"propagation_policy": policy, "grace_period_seconds": grace,
+                "preconditions": body.get("preconditions") or None}
+
+    # -- list and watch ------------------------------------------------------------------------
+
+    def _selectors(self) -> Obj:
+        return {"label_selector": self.req.param("labelSelector") or None,
+                "field_selector": self.req.param("fieldSelector") or None}
+
+    async def _list(self) -> HttpResponse:
+        req = self.req
+        out = await self.send("list", None, resource_version=req.param("resourceVersion") or None,
+                              resource_version_match=req.param("resourceVersionMatch") or None,
+                              limit=_int(req, "limit") or None,
+                              **{"continue": req.param("continue") or None},
+                              **self._selectors())
+        return self._reply(out)
+
+    async def _watch(self) -> WatchResponse:
+        sel = self._selectors()
+        if self.name is not None:  # GET .../name?watch=1: a watch on one object
+            by_name = f"metadata.name={self.name}"
+            sel["field_selector"] = f"{sel['field_selector']},{by_name}" \
+                if sel["field_selector"] else by_name
+        timeout = _int(self.req, "timeoutSeconds")
+        areq = ApiRequest("watch", self.info.kind, self.info.api_version, self.namespace, None,
+                          None, {k: v for k, v in {
+                              "resource_version": self.req.param("resourceVersion") or None,
+                              "allow_bookmarks": _bool(self.req.param("allowWatchBookmarks")),
+                              "resource_version_match":
+                                  self.req.param("resourceVersionMatch") or None,
+                              "send_initial_events": None if self.req.param("sendInitialEvents")
+                              is None else _bool(self.req.param("sendInitialEvents")),
+                              "timeout_seconds": timeout, **sel}.items() if v is not None})
+        stream = await self.gw.sim.network.stream(
+            None, APISERVER, areq, kind=self.info.kind, namespace=self.namespace or "",
+            caller=self.caller)
+        as_table = tables.wants_table(self.req)
+        sim, info, req = self.gw.sim, self.info, self.req
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for event in stream:
+                    if as_table and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        event = {"type": event["type"],
+                                 "object": tables.to_table(sim, info, event["object"], req)}
+                    yield orjson.dumps(event) + b"\n"
+            except ConnectionReset:
+                return  # the emulated connection broke: the HTTP stream ends, as kube's does
+            finally:
+                stream.close()
+
+        return WatchResponse(chunks(), stream.close)
+
+    # -- patch, apply --------------------------------------------------------------------------
+
+    def _patch_type(self) -> str:
+        ctype = self.req.header("content-type").split(";")[0].strip().lower()
+        found = PATCH_CONTENT_TYPES.get(ctype)
+        if found is None:
+            raise UnsupportedMediaType(
+                f'the body of the request was in an unknown format ("{ctype}") - accepted media '
+                "types include: application/json-patch+json, application/merge-patch+json, "
+                "application/strategic-merge-patch+json, application/apply-patch+yaml")
+        return found
+
+    async def _patch(self, sub: str | None) -> HttpResponse:
+        ptype = self._patch_type()
+        body = self._json_body()
+        opts: Obj = {"patch_type": ptype, "subresource": sub}
+        if ptype == "apply":
+            manager = self.req.param("fieldManager")
+            if not manager:
+                raise BadRequest("PATCH /apply requests require a non-empty fieldManager")
+            opts["field_manager"] = manager
+            opts["force"] = _bool(self.req.param("force"))
+        elif self.req.param("fieldManager"):
+            opts["field_manager"] = self.req.param("fieldManager")
+        return self._reply(await self.send("patch", body, **opts), 200)
+
+    # -- subresources --------------------------------------------------------------------------
+
+    async def _subresource(self, method: str) -> HttpResponse | WatchResponse:
+        sub = self.sub
+        if sub == "status" and self.info.has_status:
+            if method == "GET":
+                return self._reply(await self.send("get"))
+            if method == "PUT":
+                return self._reply(await self.send("update_status", self._json_body()))
+            if method == "PATCH":
+                return await self._patch("status")
+        elif sub == "scale" and (paths := scale_paths(self.gw.sim, self.info)) is not None:
+            return await self._scale(method, paths)
+        elif sub == "log" and self.info.kind == "Pod" and not self.info.group and method == "GET":
+            pod = await self.send("get")
+            container = self.req.param("container")
+            tail = _int(self.req, "tailLines")
+            if tail is not None and tail < 0:
+                tail = None  # kubectl's --tail=-1: everything
+            if _bool(self.req.param("follow")):
+                chunks, close = self.gw.log_followers().follow(pod, container, tail)
+                return WatchResponse(chunks, close, "text/plain")
+            text = pod_log(self.gw.sim, pod, container, tail)
+            return HttpResponse(200, text.encode(), "text/plain")
+        elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
+            return self._reply(await self.send("update", self._json_body()))
+        else:
+            raise _no_resource()
+        raise MethodNotAllowed(f"{method} is not supported on {self.info.plural}/{sub}")
+
+    async def _scale(self, method: str, paths: ScalePaths) -> HttpResponse:
+        obj = await self.send("get")
+        scale = scale_of(obj, paths)
+        if method == "GET":
+            return HttpResponse.json(scale)
+        if method == "PUT":
+            wanted = self._json_body()
+        elif method == "PATCH":
+            ptype = self._patch_type()
+            body = self._json_body()
+            if ptype == "json":
+                wanted = apply_json_patch(scale, body)
+            elif ptype == "strategic":
+                wanted = apply_strategic_merge_patch(scale, body, {})
+            else:
+                wanted = apply_merge_patch(scale, body)
+        else:
+            raise MethodNotAllowed(f"{method} is not supported on {self.info.plural}/scale")
+        if not isinstance(wanted, dict):
+            raise BadRequest("a Scale must be a JSON object")
+        replicas = (wanted.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise ApiError.from_status({
+                "code": 422, "reason": "Invalid",
+                "message": f'Scale.autoscaling "{self.name}" is invalid: spec.replicas: Invalid '
+                           f"value: {replicas!r}: must be greater than or equal to 0"})
+        patch = replicas_patch(paths, replicas)
+        rv = (wanted.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            patch["metadata"] = {"resourceVersion": rv}
+        out = await self.send("patch", patch, patch_type="merge")
+        return HttpResponse.json(scale_of(out, paths))

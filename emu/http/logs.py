@@ -1,0 +1,113 @@
+"""``kubectl logs``: a container's output is what its program recorded in the trace.
+
+Programs in the emulated world do not write to stdout; what they do is recorded as trace events
+from their process, named ``<namespace>/<pod>/<container>`` by the kubelet. The log of a container
+is those events, one line each (``<RFC 3339 time> <event> key=value ...``), the same lines the
+``emu run`` timeline shows for that process. ``follow=true`` keeps the response open and adds each
+new line as it is recorded, until the container's process ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..apiserver.errors import BadRequest
+from ..kernel.clock import rfc3339
+from ..kernel.trace import TraceEvent
+
+if TYPE_CHECKING:
+    from ..simulation import Simulation
+
+
+def default_container(pod: dict[str, Any]) -> str:
+    """kubectl's choice: the ``kubectl.kubernetes.io/default-container`` annotation, else the
+    first container."""
+    meta = pod.get("metadata") or {}
+    chosen = (meta.get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return str(chosen or (containers[0].get("name") if containers else ""))
+
+
+def container_process(pod: dict[str, Any], container: str | None) -> str:
+    """The process name of ``container`` (kubectl's default when None); 400 for a container the
+    Pod does not have."""
+    meta = pod["metadata"]
+    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+    names += [c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or []]
+    name = container or default_container(pod)
+    if name not in names:
+        raise BadRequest(f"container {name} is not valid for pod {meta['name']}")
+    return f"{meta.get('namespace', 'default')}/{meta['name']}/{name}"
+
+
+def log_line(ev: TraceEvent) -> str:
+    fields = " ".join(f"{k}={v}" for k, v in ev.fields.items())
+    return f"{rfc3339(ev.t)} {ev.event}" + (f" {fields}" if fields else "") + "\n"
+
+
+def pod_log(sim: Simulation, pod: dict[str, Any], container: str | None,
+            tail: int | None = None) -> str:
+    """The container's log; ``tail`` keeps only that many last lines (``tailLines``)."""
+    process = container_process(pod, container)
+    lines = [log_line(ev) for ev in sim.trace.select(process=process)]
+    if tail is not None:
+        lines = lines[max(0, len(lines) - tail):]
+    return "".join(lines)
+
+
+#: Events after which a container's process writes nothing more.
+_ENDS = frozenset({"process_exited", "process_crashed", "process_stopped"})
+
+
+class LogFollowers:
+    """``kubectl logs -f``: one trace subscription for the whole server, fanning new events out
+    to the streams following each process; a stream ends when its process exits."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self._queues: dict[str, dict[int, asyncio.Queue[str | None]]] = {}
+        self._subscribed = False
+
+    def _on_event(self, ev: TraceEvent) -> None:
+        followers = self._queues.get(ev.process)
+        if not followers:
+            return
+        line: str | None = log_line(ev)
+        for queue in followers.values():
+            queue.put_nowait(line)
+            if ev.event in _ENDS:
+                queue.put_nowait(None)
+
+    def follow(self, pod: dict[str, Any], container: str | None, tail: int | None = None
+               ) -> tuple[AsyncIterator[bytes], Callable[[], None]]:
+        """The log so far, then each new line until the container's process ends."""
+        process = container_process(pod, container)
+        if not self._subscribed:
+            self.sim.trace.subscribe(self._on_event)
+            self._subscribed = True
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._queues.setdefault(process, {})[id(queue)] = queue
+        backlog = pod_log(self.sim, pod, container, tail)
+        proc = self.sim.processes.find(process)
+        if proc is None or not proc.alive:
+            queue.put_nowait(None)
+
+        def close() -> None:
+            self._queues.get(process, {}).pop(id(queue), None)
+            queue.put_nowait(None)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                if backlog:
+                    yield backlog.encode()
+                while True:
+                    line = await queue.get()
+                    if line is None:
+                        return
+                    yield line.encode()
+            finally:
+                close()
+
+        return chunks(), close

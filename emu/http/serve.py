@@ -1,0 +1,193 @@
+"""``emu serve``: an emulated cluster behind a real HTTP port, for kubectl and any client.
+
+Virtual time is paced by the wall clock times ``--speed`` (`emu.kernel.paced.PacedLoop`): at
+speed 10 a Lease's 15 s take 1.5 s of real time. Virtual time starts at the real current instant,
+so timestamps and ages look like a real cluster's. The Kubernetes built-ins always run (Pods
+start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay``; ``-f`` applies
+manifests first, ``--scenario`` runs a named scenario in the served world. A kubeconfig is
+written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
+SIGTERM) stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from ..apiserver.errors import ApiError
+from ..kernel.paced import PacedLoop, real_now_as_virtual
+from .wire import DEFAULT_MAX_BODY
+
+
+@attrs.frozen
+class ServeOptions:
+    kuberay: bool = False
+    files: tuple[str, ...] = ()
+    scenario: str | None = None
+    speed: float = 1.0
+    host: str = "127.0.0.1"
+    port: int = 0
+    kubeconfig: str | None = None
+    token: str | None = None
+    seed: int = 0
+    max_body: int = DEFAULT_MAX_BODY
+    expose: tuple[str, ...] = ()
+
+
+def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
+                    ca_pem: bytes | None = None) -> str:
+    user: dict[str, Any] = {"token": token} if token else {}
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    doc = {"apiVersion": "v1", "kind": "Config",
+           "clusters": [{"name": "emu", "cluster": cluster}],
+           "users": [{"name": "emu", "user": user}],
+           "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "emu",
+                                                    "namespace": namespace}}],
+           "current-context": "emu", "preferences": {}}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
+                     out: Any = None, ready: asyncio.Event | None = None,
+                     scenario_done: asyncio.Event | None = None) -> int:
+    """Build the world, serve it until ``stop`` is set (or a signal arrives); 0 on a clean stop.
+    ``ready`` is set once the ready line is printed, ``scenario_done`` when ``--scenario``'s
+    scenario has finished (or failed)."""
+    from ..simulation import Simulation
+    from .expose import parse_expose
+    from .server import HttpServer
+
+    out = out or sys.stdout
+    exposes = [parse_expose(e) for e in opts.expose]
+    texts = [Path(f).read_text() if f != "-" else sys.stdin.read() for f in opts.files]
+    sc = None
+    if opts.scenario:
+        from .. import scenarios
+
+        sc = scenarios.get(opts.scenario)
+    sim_options: dict[str, Any] = {"cluster": True}
+    if sc is not None:
+        sim_options.update(sc.options)
+        sim_options.setdefault("cluster", True)
+    sim = Simulation(seed=opts.seed, **sim_options)
+    ssl_context, ca_pem, tls_dir = None, None, None
+    if opts.token:
+        # client-go sends credentials only over TLS: a token needs HTTPS.
+        from .tls import self_signed
+
+        cert = self_signed(opts.host)
+        tls_dir = tempfile.TemporaryDirectory(prefix="emu-serve-tls-")
+        ssl_context, ca_pem = cert.server_context(Path(tls_dir.name)), cert.cert_pem
+    server = HttpServer(sim, host=opts.host, port=opts.port, token=opts.token,
+                        max_body=opts.max_body, ssl_context=ssl_context)
+    forwards: list[Any] = []
+    loop = asyncio.get_running_loop()
+    stop = stop or asyncio.Event()
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    background: list[asyncio.Task[Any]] = []
+    written: Path | None = None
+    try:
+        if opts.kuberay:
+            await sim.install_kuberay()
+        for fname, text in zip(opts.files, texts, strict=True):
+            try:
+                await sim.apply(text)
+            except (ApiError, yaml.YAMLError, ValueError, TypeError) as err:
+                raise ServeError(f"-f {fname}: {err}") from None
+        if sc is not None:
+            from ..scenarios import Report
+
+            report = Report(sim)
+            began = sim.now
+
+            async def scenario() -> None:
+                try:
+                    await sc.fn(sim, report)
+                except Exception as exc:  # the world keeps serving; say what happened
+                    print(f"emu serve: scenario {sc.name} failed: {type(exc).__name__}: {exc}",
+                          file=sys.stderr, flush=True)
+                    return
+                else:
+                    verdict = "ok" if report.ok else "expectations failed"
+                    print(f"emu serve: scenario {sc.name} finished ({verdict}) after "
+                          f"{sim.now - began:.1f} virtual seconds", file=sys.stderr, flush=True)
+                finally:
+                    if scenario_done is not None:
+                        scenario_done.set()
+
+            background.append(loop.create_task(scenario(), name="scenario"))
+        try:
+            url = await server.start()
+        except OSError as err:
+            raise ServeError(f"cannot listen on {opts.host}:{opts.port}: {err.strerror or err}"
+                             ) from None
+        for spec in exposes:
+            from .expose import Expose
+
+            fwd = Expose(sim, spec, host=opts.host)
+            try:
+                await fwd.start()
+            except OSError as err:
+                raise ServeError(f"--expose {fwd.describe()}: cannot listen: "
+                                 f"{err.strerror or err}") from None
+            forwards.append(fwd)
+        path = Path(opts.kubeconfig) if opts.kubeconfig else \
+            Path(tempfile.gettempdir()) / f"emu-kubeconfig-{server.port}"
+        if not opts.kubeconfig:
+            written = path  # ours to remove at the end; a --kubeconfig file stays
+        path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem))
+        os.chmod(path, 0o600)
+        extra = "".join(f" {f.describe()}" for f in forwards)
+        print(f"emu serve: ready at {url} (KUBECONFIG={path}){extra}", file=out, flush=True)
+        if ready is not None:
+            ready.set()
+        await stop.wait()
+        return 0
+    finally:
+        for task in background:
+            task.cancel()
+        for fwd in forwards:
+            await fwd.stop()
+        await server.stop()
+        sim.close()
+        if tls_dir is not None:
+            tls_dir.cleanup()
+        if written is not None:
+            written.unlink(missing_ok=True)
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
+class ServeError(Exception):
+    """Something the person running ``emu serve`` can fix (a bad manifest, a port in use)."""
+
+
+def run_serve(opts: ServeOptions) -> int:
+    """``emu serve``: run `serve_main` on a `PacedLoop` until Ctrl-C; 2 with a message on an
+    error the user can fix."""
+    loop = PacedLoop(speed=opts.speed, start=real_now_as_virtual())
+    with asyncio.Runner(loop_factory=lambda: loop) as runner:
+        try:
+            return runner.run(serve_main(opts))
+        except KeyboardInterrupt:
+            return 0
+        except ServeError as err:
+            print(f"emu serve: {err}", file=sys.stderr)
+            return 2

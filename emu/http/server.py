@@ -1,0 +1,156 @@
+"""The aiohttp server in front of a `Gateway`: real sockets, for kubectl and any HTTP client.
+
+It runs on the simulation's own loop (a wall-clock-paced one under ``emu serve``), binds
+127.0.0.1 by default, and answers every path through the gateway. A request the emulated network
+drops (outage, partition, lost response) drops the TCP connection, which is what a real client
+sees of an unreachable API server; a lost response first waits out the network's timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from ..apiserver.errors import InternalError, RequestEntityTooLarge
+from .gateway import Gateway
+from .wire import DEFAULT_MAX_BODY, Dropped, HttpRequest, HttpResponse, WatchResponse
+
+if TYPE_CHECKING:
+    from ..simulation import Simulation
+
+
+async def _to_request(request: web.Request, max_body: int) -> HttpRequest | HttpResponse:
+    length = request.content_length
+    if length is not None and length > max_body:
+        err = RequestEntityTooLarge(f"the request body is {length} bytes; the limit is {max_body}")
+        return HttpResponse.json(err.status, err.code)
+    body = await request.content.read(max_body + 1)
+    if len(body) > max_body:
+        err = RequestEntityTooLarge(f"the request body is larger than the limit of {max_body} "
+                                    "bytes")
+        return HttpResponse.json(err.status, err.code)
+    # aiohttp's headers are already case-insensitive: no copy
+    return HttpRequest(request.method, request.path, tuple(request.query.items()),
+                       request.headers, body)
+
+
+class HttpServer:
+    """Serve ``sim``'s API server on ``host:port`` (port 0 picks a free one): ``await start()``
+    returns the URL, ``await stop()`` closes open watches and the socket. Run it on a loop that
+    really waits for sockets (``emu.kernel.paced.PacedLoop``, or ``emu.run(...,
+    wall_clock=True)``); a virtual-time loop would jump past the clients."""
+
+    def __init__(self, sim: Simulation, *, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+                 identity: str | None = None, ssl_context: Any = None) -> None:
+        self.sim = sim
+        self.ssl_context = ssl_context
+        self.host = host
+        self.port = port
+        self.max_body = max_body
+        self.gateway = Gateway(sim, token=token, max_body=max_body, identity=identity)
+        self._runner: web.AppRunner | None = None
+        self._watches: dict[int, WatchResponse] = {}  # by id, in opening order
+        #: Set each time a watch stream ends (tests wait on it; cleared by whoever waits).
+        self.watch_ended = asyncio.Event()
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=self.max_body + 1)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        # handler_cancellation: a client that hangs up cancels its handler, so a quiet watch
+        # whose client went away is closed at once instead of at its next event.
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=0.5, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True,
+                           ssl_context=self.ssl_context)
+        await site.start()
+        server = site._server
+        if self.port == 0 and server is not None:
+            sockets = getattr(server, "sockets", None) or []
+            self.port = sockets[0].getsockname()[1]
+        self.gateway.server_url = self.url
+        return self.url
+
+    async def stop(self) -> None:
+        for watch in list(self._watches.values()):
+            watch.close()
+        self._watches.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        parsed = await _to_request(request, self.max_body)
+        if isinstance(parsed, HttpResponse):
+            return web.Response(status=parsed.status, body=parsed.body,
+                                content_type=parsed.content_type)
+        try:
+            result = await self.gateway.handle(parsed)
+        except Dropped:
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError from None
+        except Exception as exc:  # a bug here must still answer with a Status
+            err = InternalError(f"an error on the server: {type(exc).__name__}: {exc}")
+            return web.Response(status=500, body=HttpResponse.json(err.status).body,
+                                content_type="application/json")
+        if isinstance(result, HttpResponse):
+            resp = web.Response(status=result.status, body=result.body)
+            resp.content_type = result.content_type
+            for key, value in result.headers:
+                resp.headers[key] = value
+            return resp
+        return await self._stream(request, result)
+
+    async def _stream(self, request: web.Request, watch: WatchResponse) -> web.StreamResponse:
+        """Write the watch's events as they come; events already queued are written together
+        in one chunk (a watch from resourceVersion 0 replays thousands at once)."""
+        resp = web.StreamResponse(status=200)
+        resp.content_type = watch.content_type
+        resp.enable_chunked_encoding()
+        self._watches[id(watch)] = watch
+        pending: list[bytes] = []
+        wake = asyncio.Event()
+        ended = False
+
+        async def pump() -> None:
+            nonlocal ended
+            try:
+                async for chunk in watch.chunks:
+                    pending.append(chunk)
+                    wake.set()
+            finally:
+                ended = True
+                wake.set()
+
+        task = asyncio.get_running_loop().create_task(pump())
+        try:
+            await resp.prepare(request)
+            while True:
+                await wake.wait()
+                wake.clear()
+                if pending:
+                    data = b"".join(pending)
+                    pending.clear()
+                    await resp.write(data)
+                if ended and not pending:
+                    break
+            with contextlib.suppress(ConnectionError):
+                await resp.write_eof()
+        except ConnectionError:
+            pass  # the client went away
+        finally:
+            task.cancel()
+            watch.close()
+            self._watches.pop(id(watch), None)
+            self.watch_ended.set()
+        return resp

@@ -1,0 +1,80 @@
+"""The HTTP request and response values the gateway works on, independent of any web framework.
+
+The aiohttp server (`emu.http.server`) and the in-process httpx transport (`emu.http.transport`)
+both turn their framework's request into an `HttpRequest`, hand it to one `Gateway`, and turn the
+`HttpResponse` or `WatchResponse` back; so a kubectl call over a socket and a lightkube call on virtual
+time take the same path to the API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import attrs
+import orjson
+
+JSON = "application/json"
+
+#: The largest request body the gateway reads (kube-apiserver's limit is 3 MiB).
+DEFAULT_MAX_BODY = 3 * 1024 * 1024
+
+
+@attrs.frozen
+class HttpRequest:
+    """One request: ``headers`` is a mapping looked up with lower-case names (a plain dict with
+    lower-case keys, or a framework's case-insensitive headers); ``query`` keeps repeated keys in
+    order."""
+
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    body: bytes = b""
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        """The last value of query parameter ``name`` (kube reads the last one too)."""
+        found = default
+        for key, value in self.query:
+            if key == name:
+                found = value
+        return found
+
+    def header(self, name: str, default: str = "") -> str:
+        return self.headers.get(name.lower(), default)
+
+
+@attrs.frozen
+class HttpResponse:
+    """A complete response."""
+
+    status: int
+    body: bytes
+    content_type: str = JSON
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def json(cls, obj: Any, status: int = 200) -> HttpResponse:
+        return cls(status, orjson.dumps(obj))
+
+    def decoded(self) -> Any:
+        return orjson.loads(self.body)
+
+
+@attrs.define
+class WatchResponse:
+    """A 200 response whose body is a stream of newline-terminated JSON events; ``close`` stops
+    it (the client went away)."""
+
+    chunks: AsyncIterator[bytes]
+    close: Callable[[], None]
+    content_type: str = JSON
+
+
+class Dropped(Exception):
+    """The emulated network did not deliver an answer: the adapter drops the connection, as a
+    refused or timed-out TCP connection looks to a real client. ``timeout`` tells which."""
+
+    def __init__(self, message: str, *, timeout: bool) -> None:
+        super().__init__(message)
+        self.timeout = timeout
