@@ -15,6 +15,13 @@ Two ways out of virtual time:
 - `freeze_while` (in ``clock.py``) freezes virtual time while a coroutine awaits outside work (a real
   Redis server, a thread): the selector then really waits, and the clock stands still.
 
+One history on every Python: asyncio's own scheduling changed between versions, and the loop
+must not let that reach a run. ``asyncio.wait_for`` ran its awaitable in a new task up to 3.11 (two
+extra loop iterations before it starts and after it ends) and runs it inline since 3.12, which
+reordered events at one virtual instant in five of the fifteen scenarios. While a virtual-time loop
+runs, ``asyncio.wait_for`` is the kernel's `wait_for` (3.12's inline behaviour on every version);
+other loops keep the standard one. See `pin_asyncio`.
+
 Prior art: looptime (a fake-time loop for pytest), trio's ``MockClock(autojump_threshold=0)``,
 SimPy's ``Environment.step``.
 """
@@ -27,8 +34,10 @@ import heapq
 import itertools
 import selectors
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: asyncio never asks the selector to wait longer than this (BaseEventLoop's MAXIMUM_SELECT_TIMEOUT).
 _MAX_SELECT = 24 * 3600
@@ -115,6 +124,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, *, wall_clock: bool = False, start: float = 0.0) -> None:
         super().__init__()
+        pin_asyncio()
         self._wall_clock = wall_clock
         self._now = float(start)
         self._wall_origin = time.monotonic() - float(start)
@@ -185,6 +195,47 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             qual = getattr(coro, "__qualname__", repr(coro))
             lines.append(f"{task.get_name()}: {qual}{where}")
         return lines
+
+
+# -- asyncio behaviour pinned across Python versions ---------------------------------------------
+
+_STD_WAIT_FOR = asyncio.wait_for
+
+
+async def wait_for(aw: Awaitable[_T], timeout: float | None) -> _T:
+    """``asyncio.wait_for`` as Python 3.12 runs it, on every version: the awaitable runs inline in
+    the caller's task under `asyncio.timeout` (no task of its own, so no extra loop iterations),
+    and a timeout cancels it and raises `TimeoutError`."""
+    if timeout is not None and timeout <= 0:
+        fut = asyncio.ensure_future(aw)
+        if fut.done():
+            return fut.result()
+        fut.cancel()
+        try:
+            await fut
+        except asyncio.CancelledError as exc:
+            raise TimeoutError from exc
+        return fut.result()
+    async with asyncio.timeout(timeout):
+        return await aw
+
+
+async def _dispatch_wait_for(aw: Awaitable[_T], timeout: float | None) -> _T:
+    if isinstance(asyncio._get_running_loop(), VirtualTimeLoop):
+        return await wait_for(aw, timeout)
+    return await _STD_WAIT_FOR(aw, timeout)
+
+
+_dispatch_wait_for.__doc__ = _STD_WAIT_FOR.__doc__
+
+
+def pin_asyncio() -> None:
+    """Make ``asyncio.wait_for`` the kernel's `wait_for` on virtual-time loops (and the standard
+    one on any other loop). Idempotent; called when a `VirtualTimeLoop` is created. Code that
+    imported ``wait_for`` by name before that keeps the standard function."""
+    if asyncio.wait_for is not _dispatch_wait_for:
+        asyncio.wait_for = _dispatch_wait_for  # type: ignore[assignment]
+        asyncio.tasks.wait_for = _dispatch_wait_for  # type: ignore[assignment]
 
 
 def new_loop(*, wall_clock: bool = False) -> VirtualTimeLoop:

@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from emu.kernel.clock import freeze_while
+from emu.kernel import loop as loop_module
 from emu.kernel.loop import Deadlock, VirtualTimeLoop
 
 
@@ -140,3 +141,56 @@ def test_wall_clock_mode_follows_the_machine_clock():
         a, b, wall = runner.run(main())
     assert wall is True
     assert 0.0 <= a <= b < 5.0
+
+
+def test_wait_for_runs_its_awaitable_inline_on_every_python(run):
+    # Python 3.11's asyncio.wait_for ran the awaitable in a task of its own, so "other" ran
+    # first; since 3.12 it runs inline. The virtual loop pins 3.12's order on every version.
+    async def main():
+        order = []
+
+        async def other():
+            order.append("other")
+
+        async def inner():
+            order.append("inner")
+            return 7
+
+        asyncio.get_running_loop().create_task(other())
+        result = await asyncio.wait_for(inner(), 5)
+        order.append("after")
+        await asyncio.sleep(0)
+        return result, order
+
+    assert run(main) == (7, ["inner", "after", "other"])
+
+
+def test_wait_for_times_out_at_its_exact_virtual_deadline_and_cancels_the_awaitable(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        cancelled = []
+
+        async def slow():
+            try:
+                await asyncio.sleep(100)
+            except asyncio.CancelledError:
+                cancelled.append(loop.time())
+                raise
+
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(slow(), 2.5)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(asyncio.sleep(1), 0)
+        return loop.time(), cancelled
+
+    assert run(main) == (2.5, [2.5])
+
+
+def test_wait_for_on_an_ordinary_asyncio_loop_is_the_standard_one():
+    async def main():
+        return await asyncio.wait_for(asyncio.sleep(0, "done"), 1)
+
+    VirtualTimeLoop().close()  # the pin is installed
+    assert asyncio.run(main()) == "done"
+    assert asyncio.wait_for.__doc__ == loop_module._STD_WAIT_FOR.__doc__
+    assert asyncio.iscoroutinefunction(asyncio.wait_for)
