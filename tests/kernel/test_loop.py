@@ -5,8 +5,8 @@ import asyncio
 import anyio
 import pytest
 
-from emu.kernel.clock import freeze_while
 from emu.kernel import loop as loop_module
+from emu.kernel.clock import freeze_while
 from emu.kernel.loop import Deadlock, VirtualTimeLoop
 
 
