@@ -10,9 +10,13 @@ the API server, as real processes reach it.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import importlib
+import inspect
 import shutil
 import tempfile
+import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,7 +29,7 @@ from .client.client import APISERVER, Client
 from .faults import FaultPlan, Faults
 from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
-from .kernel.process import Process
+from .kernel.process import Panic, Process
 from .kernel.world import World
 
 T = TypeVar("T")
@@ -41,7 +45,38 @@ DEFAULT_MAX_VIRTUAL_TIME = 24 * 3600.0
 
 
 class WaitTimeout(TimeoutError):
-    """`Simulation.wait_for` gave up: the condition did not hold in time."""
+    """`Simulation.wait_for` gave up: the condition did not hold in time.
+
+    The message names the object, the predicate's source, the object's last conditions and the
+    last panics and warnings of the controllers that work on it (and on its owners); the same
+    facts are attributes.
+    """
+
+    def __init__(self, message: str, *, kind: str = "", name: str = "",
+                 namespace: str | None = None, last: Obj | None = None,
+                 predicate: str | None = None, panics: list[Panic] | None = None,
+                 warnings: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
+        self.last = last
+        self.predicate = predicate
+        self.panics = panics or []
+        self.warnings = warnings or []
+
+
+class ReconcilePanic(AssertionError):
+    """A controller's reconcile panicked (a bug in its code) while ``sim.fail_on_panic`` was on:
+    the run stops at the first panic, chained to the original exception and its traceback."""
+
+    def __init__(self, panic: Panic) -> None:
+        super().__init__(
+            f"reconcile panic in {panic.source} on {panic.subject} at t={panic.t:.3f}s: "
+            f"{panic.error}{' at ' + panic.at if panic.at else ''} (sim.fail_on_panic stops "
+            "the run at the first panic; turn it off with sim.fail_on_panic = False or "
+            "@pytest.mark.emu(fail_on_panic=False))")
+        self.panic = panic
 
 
 class VirtualTimeExceeded(RuntimeError):
@@ -55,13 +90,19 @@ class Simulation(World):
     kubelets, scheduler, Jobs, Deployments, EndpointSlices, garbage collector — so Pods run; the
     default is the bare API server. ``ray`` registers the Ray and Redis images' programs (on by
     default; a ``emu.ray.config.RayConfig`` sets their timings).
+
+    ``fail_on_panic`` (off by default, on under the pytest plugin; also settable as
+    ``sim.fail_on_panic`` during the run) stops an `emu.run` at the first reconcile panic of any
+    controller with `ReconcilePanic`.
     """
 
     def __init__(self, *, seed: int = 0, history_window: int = DEFAULT_HISTORY_WINDOW,
                  workdir: str | Path | None = None, cluster: bool | Any = False,
-                 ray: bool | Any = True,
+                 ray: bool | Any = True, fail_on_panic: bool = False,
                  loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(seed=seed, loop=loop)
+        #: Stop the run at the first reconcile panic (see `ReconcilePanic`).
+        self.fail_on_panic = fail_on_panic
         self.faults = Faults(self)
         self.api = APIServer(clock=self.loop.time, rng=self.rng.fork("apiserver"),
                              history_window=history_window, trace=self._trace_api)
@@ -89,6 +130,11 @@ class Simulation(World):
 
     def _trace_api(self, event: str, **fields: Any) -> None:
         self.trace.emit("kube-apiserver", event, **fields)
+
+    @property
+    def panics(self) -> list[Panic]:
+        """Every reconcile panic of the run so far, in order, each with its traceback."""
+        return self.processes.panics
 
     # -- things a person uses --------------------------------------------------------------------
 
@@ -167,11 +213,61 @@ class Simulation(World):
         try:
             return await asyncio.wait_for(watch(), timeout)
         except TimeoutError:
-            state = "absent" if last is None else f"status={last.get('status')!r}"
-            raise WaitTimeout(
-                f"{kind} {namespace}/{name}: condition not met within {timeout:g}s "
-                f"(virtual, now t={self.now:.3f}s); last seen: {state}"
-            ) from None
+            raise self._wait_timeout(kind, name, namespace, predicate, last, timeout) from None
+
+    def _wait_timeout(self, kind: str, name: str, namespace: str | None,
+                      predicate: Callable[[Obj], bool] | None, last: Obj | None,
+                      timeout: float) -> WaitTimeout:
+        """The `WaitTimeout` of a `wait_for`, with everything a reader needs to see why."""
+        where = f"{namespace}/{name}" if namespace else name
+        source = predicate_source(predicate) if predicate is not None else None
+        lines = [f"{kind} {where}: condition not met within {timeout:g}s "
+                 f"(virtual, now t={self.now:.3f}s)"]
+        if source:
+            lines.append(f"  waiting for: {source}")
+        if last is None:
+            lines.append("  last seen: absent")
+        else:
+            meta = last.get("metadata") or {}
+            status = last.get("status")
+            conditions = (status or {}).get("conditions") if isinstance(status, dict) else None
+            lines.append(f"  last seen: resourceVersion {meta.get('resourceVersion')}"
+                         + (f", generation {meta['generation']}" if meta.get("generation") else "")
+                         + (", deleting" if meta.get("deletionTimestamp") else ""))
+            if conditions:
+                lines.append("  conditions: " + "; ".join(_condition(c) for c in conditions))
+            shown = {k: v for k, v in status.items() if k != "conditions"} \
+                if isinstance(status, dict) else status
+            lines.append(f"  status: {_short(shown)}")
+        subjects = [f"{kind} {where}"]
+        ns = namespace or ""
+        for ref in ((last or {}).get("metadata") or {}).get("ownerReferences") or []:
+            subjects.append(f"{ref.get('kind')} {ns + '/' if ns else ''}{ref.get('name')}")
+        panics = [p for p in self.panics if p.subject in subjects][-3:]
+        for p in panics:
+            lines.append(f"  panic: {p.summary()}")
+        others = [p for p in self.panics if p.subject not in subjects]
+        if others:
+            lines.append(f"  other panics in the run: {len(others)}, the last: "
+                         f"{others[-1].summary()}")
+        warnings = [f"t={n.t:.3f}s {n.source} on {n.subject}: {n.error}"
+                    for s in subjects for n in self.processes.recent_errors.get(s, [])][-3:]
+        warnings += self._warning_events(kind, name, namespace)
+        for w in warnings:
+            lines.append(f"  warning: {w}")
+        return WaitTimeout("\n".join(lines), kind=kind, name=name, namespace=namespace,
+                           last=last, predicate=source, panics=panics, warnings=warnings)
+
+    def _warning_events(self, kind: str, name: str, namespace: str | None) -> list[str]:
+        """The last Kubernetes Warning Events about the object (what ``kubectl describe`` shows)."""
+        try:
+            events = self.api.list("Event", namespace).get("items") or []
+        except ApiError:
+            return []
+        mine = [e for e in events if e.get("type") == "Warning"
+                and (e.get("involvedObject") or {}).get("kind") == kind
+                and (e.get("involvedObject") or {}).get("name") == name]
+        return [f"Event {e.get('reason')}: {e.get('message')}" for e in mine[-3:]]
 
     async def wait_until(self, condition: Callable[[], bool | Awaitable[bool]], *,
                          timeout: float = 300.0, every: float = 1.0,
@@ -231,11 +327,77 @@ async def _serve_forever(process: Process) -> None:
     await asyncio.Event().wait()
 
 
-def replay_line(main: Callable[..., Any], seed: int, plan: FaultPlan | None) -> str:
-    """The code that replays a run."""
-    target = f"{getattr(main, '__module__', '?')}.{getattr(main, '__qualname__', repr(main))}"
+def _condition(c: Any) -> str:
+    if not isinstance(c, dict):
+        return repr(c)
+    text = f"{c.get('type')}={c.get('status')}"
+    if c.get("reason"):
+        text += f" ({c['reason']}"
+        text += f": {c['message']})" if c.get("message") else ")"
+    return text
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def predicate_source(fn: Callable[..., Any]) -> str:
+    """The source of a predicate: a lambda's own text, or a function's name and location."""
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return name
+    code = textwrap.dedent("".join(lines))
+    if getattr(fn, "__name__", "") != "<lambda>":
+        return f"{name} ({Path(inspect.getsourcefile(fn) or '?').name}:{start})"
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        # a lambda inside a longer expression: take the lines as they are, from "lambda"
+        text = " ".join(line.strip() for line in lines)
+        return text[text.find("lambda"):] if "lambda" in text else text
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+    segment = ast.get_source_segment(code, found[0]) if found else None
+    return " ".join((segment or code).split())
+
+
+def replay_line(main: Callable[..., Any], seed: int, plan: FaultPlan | None,
+                options: dict[str, Any] | None = None) -> str | None:
+    """The ``emu.run(...)`` call that replays a run, or None when no such line would work (``main``
+    is not importable by its name, does not take just the simulation, or an option has no
+    literal form)."""
+    module = getattr(main, "__module__", None)
+    qualname = getattr(main, "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        return None
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    target = getattr(main, "__wrapped__", main)
+    if found is not main and found is not target:
+        return None
+    try:
+        params = list(inspect.signature(found).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if len(params) != 1 or params[0].kind not in (params[0].POSITIONAL_ONLY,
+                                                  params[0].POSITIONAL_OR_KEYWORD):
+        return None
+    shown = []
+    for key, value in sorted((options or {}).items()):
+        try:
+            if ast.literal_eval(repr(value)) != value:
+                return None
+        except (ValueError, SyntaxError, TypeError):
+            return None
+        shown.append(f", {key}={value!r}")
     faults = f", faults={plan!r}" if plan else ""
-    return f"emu.run({target}, seed={seed}{faults})"
+    return f"emu.run({module}.{qualname}, seed={seed}{''.join(shown)}{faults})"
 
 
 def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
@@ -243,10 +405,13 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, **options: Any) -> T:
     """Run ``main(sim)`` in a fresh world on a virtual clock and return its result.
 
-    The same seed and fault plan give the same history. A failure carries a note with the line
-    that replays it (``emu.run(module.main, seed=7, faults=[Crash(at=12.0, ...)])``). A run
-    still going after ``max_virtual_time`` virtual seconds (a day by default) is stopped with
-    `VirtualTimeExceeded` naming the tasks still waiting.
+    The same seed and fault plan give the same history. A failure carries notes: the line that
+    replays it (``emu.run(module.main, seed=7, faults=[Crash(at=12.0, ...)])``, when such a line
+    works), the faults performed and the reconcile panics. When no task can ever run again the
+    run ends at once with `emu.Deadlock`, naming the line each task is stuck on, ``main``'s own
+    first. A run still going after ``max_virtual_time`` virtual seconds (a day by default) is
+    stopped with `VirtualTimeExceeded` naming the tasks still waiting. Other keyword arguments
+    go to `Simulation` (e.g. ``cluster=True``, ``fail_on_panic=True``).
     """
     plan = faults if isinstance(faults, FaultPlan) or faults is None else FaultPlan(faults)
     sims: list[Simulation] = []
@@ -256,6 +421,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         sims.append(sim)
         task = asyncio.current_task()
         expired: list[str] = []
+        stopped: list[Panic] = []
 
         def expire() -> None:
             assert isinstance(sim.loop, VirtualTimeLoop)
@@ -263,12 +429,24 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             if task is not None:
                 task.cancel()
 
-        limit = sim.loop.call_at(max_virtual_time, expire) if sim.virtual else None
+        def on_panic(panic: Panic) -> None:
+            if sim.fail_on_panic and not stopped and task is not None:
+                stopped.append(panic)
+                task.cancel()
+
+        sim.processes.on_panic(on_panic)
+        limit = None
+        if isinstance(sim.loop, VirtualTimeLoop):
+            sim.loop.focus_task = task
+            if sim.virtual:
+                limit = sim.loop.unref(sim.loop.call_at(max_virtual_time, expire))
         try:
             if plan:
                 sim.faults.schedule(plan)
             return await main(sim)
         except asyncio.CancelledError:
+            if stopped:
+                raise ReconcilePanic(stopped[0]) from stopped[0].exception
             if expired:
                 shown = "\n  ".join(expired)
                 raise VirtualTimeExceeded(
@@ -285,8 +463,16 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         try:
             return runner.run(body())
         except BaseException as exc:
-            exc.add_note("replay: " + replay_line(main, seed, plan))
+            line = replay_line(main, seed, plan, options)
+            exc.add_note("replay: " + line if line else
+                         f"replay: seed={seed}" + (f", faults={plan!r}" if plan else "")
+                         + " (no emu.run line: main is not importable by name, takes more "
+                         "than the simulation, or an option has no literal form)")
             done = sims[0].faults.plan() if sims else None
             if done:
                 exc.add_note(f"faults performed during the run: {done!r}")
+            panics = sims[0].panics if sims else []
+            if panics and not isinstance(exc, ReconcilePanic):
+                exc.add_note(f"reconcile panics during the run: {len(panics)}; the first: "
+                             f"{panics[0].summary()}")
             raise

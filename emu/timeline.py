@@ -146,6 +146,11 @@ document.body.dataset.ready = 'yes';
 """
 
 
+def render_failure_html(title: str, sim: Any, exc: BaseException) -> str:
+    """The page of a failing test's run (placeholder; see render_html)."""
+    return render_html(title, sim.trace.events, [], {}, sim.trace.digest())
+
+
 def write_html(result: ScenarioResult, path: Path) -> None:
     """Write a scenario result's timeline page."""
     exps = [{"claim": e.claim, "ok": e.ok, "detail": e.detail} for e in result.expectations]

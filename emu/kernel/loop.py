@@ -32,9 +32,14 @@ import asyncio
 import gc
 import heapq
 import itertools
+import linecache
+import os
 import selectors
+import sysconfig
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
@@ -52,27 +57,32 @@ GC_GEN0_THRESHOLD = 50_000
 
 
 class Deadlock(RuntimeError):
-    """Nothing is ready, no timer is pending, and no outside work is awaited: the world is stuck."""
+    """No task can ever run again: nothing is ready, no timer is pending (timers marked with
+    `VirtualTimeLoop.unref`, such as a run's time limit, do not count) and no outside work is
+    awaited. ``waiting`` names each waiting task by the line it is stuck on, the run's own task
+    (the test) first."""
 
     def __init__(self, now: float, waiting: list[str]) -> None:
         self.now = now
         self.waiting = waiting
         shown = "\n  ".join(waiting) if waiting else "(no tasks)"
         super().__init__(
-            f"No scheduled events left at t={now:.6f}s but {len(waiting)} task(s) are still waiting "
-            f"and nothing can wake them:\n  {shown}"
+            f"Deadlock at t={now:.6f}s: no task can ever run again (nothing is ready, no timer "
+            f"is pending, no outside work is awaited); {len(waiting)} task(s) wait forever:"
+            f"\n  {shown}"
         )
 
 
 class _SeqTimerHandle(asyncio.TimerHandle):
     """A TimerHandle ordered by (deadline, creation sequence): equal deadlines fire in FIFO order."""
 
-    __slots__ = ("_seq",)
+    __slots__ = ("_seq", "_unref")
 
     def __init__(self, when: float, seq: int, callback: Callable[..., object], args: tuple[Any, ...],
                  loop: asyncio.AbstractEventLoop, context: Any = None) -> None:
         super().__init__(when, callback, args, loop, context=context)
         self._seq = seq
+        self._unref = False
 
     def __lt__(self, other: object) -> bool:
         if isinstance(other, _SeqTimerHandle):
@@ -98,11 +108,11 @@ class _VirtualSelector:
         events = self._real.select(0)
         if events or timeout == 0:
             return events
-        if timeout is None:
+        scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+        if timeout is None or _only_unref(scheduled):
             if loop._closing_executor:
                 return self._real.select(_FROZEN_POLL)
             raise Deadlock(loop._now, loop._describe_waiting())
-        scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
         if scheduled and timeout < _MAX_SELECT:
             deadline = scheduled[0].when()
             if deadline > loop._now:
@@ -113,6 +123,14 @@ class _VirtualSelector:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
+
+
+def _only_unref(scheduled: list[asyncio.TimerHandle]) -> bool:
+    """Whether every live timer is unref'ed (looked at only when the earliest one is)."""
+    head = scheduled[0] if scheduled else None
+    if not isinstance(head, _SeqTimerHandle) or not head._unref:
+        return False
+    return not any(not h.cancelled() and not getattr(h, "_unref", False) for h in scheduled)
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
@@ -131,6 +149,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._frozen = 0
         self._closing_executor = False
         self._timer_seq = itertools.count()
+        #: The task whose code is "the test" (set by ``emu.run``): named first in a `Deadlock`.
+        self.focus_task: asyncio.Task[Any] | None = None
         self._clock_resolution = 1e-9
         real: selectors.BaseSelector = self._selector  # type: ignore[has-type]
         self._selector = _VirtualSelector(self, real)
@@ -161,6 +181,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         timer._scheduled = True  # type: ignore[attr-defined]
         return timer
 
+    def unref(self, timer: asyncio.TimerHandle) -> asyncio.TimerHandle:
+        """Let ``timer`` not keep the world alive (Node's ``unref``): when only such timers are
+        left, nothing else can ever run, which is a `Deadlock` rather than a jump to them. A
+        run's time limit is one."""
+        if isinstance(timer, _SeqTimerHandle):
+            timer._unref = True
+        return timer
+
     def run_forever(self) -> None:
         """Run with a raised young-generation GC threshold (`GC_GEN0_THRESHOLD`), restored after;
         collection timing never reaches the trace (nothing here has a behaviour-bearing
@@ -184,17 +212,63 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     # -- diagnostics -----------------------------------------------------------------------------
 
     def _describe_waiting(self) -> list[str]:
-        lines = []
-        for task in sorted(asyncio.all_tasks(self), key=lambda t: t.get_name()):
-            where = ""
-            stack = task.get_stack(limit=1)
-            if stack:
-                frame = stack[-1]
-                where = f" at {frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}"
-            coro = task.get_coro()
-            qual = getattr(coro, "__qualname__", repr(coro))
-            lines.append(f"{task.get_name()}: {qual}{where}")
-        return lines
+        """Each waiting task by the line it is stuck on; the focus task (the test) first."""
+        focus = self.focus_task
+        tasks = sorted(asyncio.all_tasks(self), key=lambda t: (t is not focus, t.get_name()))
+        return [describe_task(t, focus=t is focus) for t in tasks]
+
+
+# -- where a task is stuck ----------------------------------------------------------------------
+
+_LIBRARY_DIRS = tuple(sorted({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}))
+#: The packages of this distribution: frames in them are the world's code, not the test's.
+_OWN_DIRS = tuple(str(Path(__file__).resolve().parents[2] / pkg) + os.sep
+                  for pkg in ("emu", "controllers", "backends"))
+
+
+def _await_chain(task: asyncio.Task[Any]) -> tuple[list[FrameType], object]:
+    """The frames of a suspended task from its coroutine inward, and what the innermost awaits."""
+    frames: list[FrameType] = []
+    aw: object = task.get_coro()
+    while aw is not None:
+        frame = (getattr(aw, "cr_frame", None) or getattr(aw, "gi_frame", None)
+                 or getattr(aw, "ag_frame", None))
+        if frame is None:
+            break
+        frames.append(frame)
+        aw = (getattr(aw, "cr_await", None) or getattr(aw, "gi_yieldfrom", None)
+              or getattr(aw, "ag_await", None))
+    return frames, aw
+
+
+def _shown_path(filename: str) -> str:
+    try:
+        return os.path.relpath(filename)
+    except ValueError:
+        return filename
+
+
+def describe_task(task: asyncio.Task[Any], *, focus: bool = False) -> str:
+    """``name: stuck at path.py:12 in fn: <source line>``: the innermost frame outside the
+    standard library and installed packages; for the ``focus`` task (the test), the innermost
+    frame outside this distribution's own packages too (the test's own line)."""
+    frames, awaited = _await_chain(task)
+    ours = [f for f in frames if not f.f_code.co_filename.startswith(_LIBRARY_DIRS)]
+    theirs = [f for f in ours if not f.f_code.co_filename.startswith(_OWN_DIRS)]
+    chosen = (theirs if focus and theirs else ours or frames)
+    label = f"{task.get_name()}{' (the test)' if focus else ''}"
+    if not chosen:
+        return f"{label}: {getattr(task.get_coro(), '__qualname__', repr(task.get_coro()))}"
+    frame = chosen[-1]
+    code = frame.f_code
+    text = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    where = f"{label}: stuck at {_shown_path(code.co_filename)}:{frame.f_lineno} in {code.co_qualname}"
+    if text:
+        where += f": {text}"
+    if frame is not frames[-1] or awaited is not None:
+        inner = frames[-1].f_code.co_qualname if frame is not frames[-1] else type(awaited).__name__
+        where += f"  (waiting in {inner})"
+    return where
 
 
 # -- asyncio behaviour pinned across Python versions ---------------------------------------------

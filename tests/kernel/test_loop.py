@@ -46,7 +46,7 @@ def test_twenty_thousand_one_second_sleeps_advance_twenty_thousand_virtual_secon
     assert run(main) == 20_000.0
 
 
-def test_deadlock_names_every_task_still_waiting(run):
+def test_deadlock_names_every_task_by_the_line_it_is_stuck_on(run):
     async def stuck():
         await asyncio.Event().wait()
 
@@ -57,12 +57,30 @@ def test_deadlock_names_every_task_still_waiting(run):
 
     with pytest.raises(Deadlock) as info:
         run(main)
-    message = str(info.value)
-    assert message.startswith("No scheduled events left at t=3.000000s but 2 task(s) are still "
-                              "waiting and nothing can wake them:")
-    assert ("worker-a: test_deadlock_names_every_task_still_waiting.<locals>.stuck at "
-            "test_loop.py:") in message
+    lines = str(info.value).splitlines()
+    assert lines[0] == ("Deadlock at t=3.000000s: no task can ever run again (nothing is ready, "
+                        "no timer is pending, no outside work is awaited); 2 task(s) wait forever:")
+    assert sorted(lines[1:])[1] == (
+        "  worker-a: stuck at tests/kernel/test_loop.py:51 in "
+        "test_deadlock_names_every_task_by_the_line_it_is_stuck_on.<locals>.stuck: "
+        "await asyncio.Event().wait()  (waiting in Event.wait)")
+    assert sorted(lines[1:])[0].endswith(
+        "stuck at tests/kernel/test_loop.py:56 in "
+        "test_deadlock_names_every_task_by_the_line_it_is_stuck_on.<locals>.main: "
+        "await asyncio.Event().wait()  (waiting in Event.wait)")
     assert info.value.now == 3.0
+
+
+def test_a_timer_marked_unref_does_not_keep_the_world_alive(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.unref(loop.call_later(3600, lambda: None))
+        await asyncio.sleep(5)  # an ordinary timer: time jumps to it
+        await asyncio.Event().wait()  # only the unref'ed timer is left: deadlock at once
+
+    with pytest.raises(Deadlock) as info:
+        run(main)
+    assert info.value.now == 5.0
 
 
 def test_anyio_task_groups_cancel_scopes_and_memory_streams_run_on_virtual_time(run):
