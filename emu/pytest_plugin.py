@@ -225,6 +225,21 @@ def _option_args(config: pytest.Config) -> tuple[list[str], list[str]]:
     return args, cannot
 
 
+def _without_ini_addopts(config: pytest.Config, args: list[str]) -> list[str]:
+    """Drop arguments that the ini file's ``addopts`` supplies (they apply again on a rerun from
+    the same directory) unless they were also given on the command line."""
+    ini = set(shlex.split(" ".join(config.getini("addopts") or [])))
+    given = set(config.invocation_params.args)
+    kept = []
+    for arg in args:
+        parts = arg.split(" ") if not arg.startswith("--") else [arg, *arg.split("=", 1)]
+        from_ini = all(p in ini for p in arg.split(" ")) or arg in ini
+        if from_ini and not any(p in given for p in parts) and arg not in given:
+            continue
+        kept.append(arg)
+    return kept
+
+
 def _hashable(value: Any) -> bool:
     try:
         hash(value)
@@ -244,6 +259,7 @@ def reproduce_line(item: pytest.Item, seed: int) -> str:
     config = item.config
     try:
         args, cannot = _option_args(config)
+        args = _without_ini_addopts(config, args)
     except Exception as err:  # a parser this plugin does not know: say so, carry nothing
         args, cannot = [], [f"the command-line options ({type(err).__name__}: {err})"]
     env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items())
