@@ -135,8 +135,18 @@ def test_the_plugin_writes_a_failing_runs_timeline_with_emu_html(pytester):
     result.assert_outcomes(failed=1)
     [page] = sorted(out.iterdir())
     assert page.name == "test_demo.py__test_fails-seed0.html"
-    assert "about_to_fail" in page.read_text()
+    text = page.read_text()
+    assert "about_to_fail" in text
     result.stdout.fnmatch_lines([f"*timeline: {page}*"])
+    # the page opens with why the test failed, and has its expectations and facts
+    why = text[text.index('<section id="why">'):text.index("</section>")]
+    assert text.index('id="why"') < text.index('<svg id="timeline"')
+    assert "AssertionError: assert False" in why
+    assert ('<tr class="fail"><td>FAIL</td><td>the test finishes without an exception</td>'
+            '<td>AssertionError: assert False</td></tr>') in text
+    assert "<tr><td>seed</td><td>0</td></tr>" in text
+    assert "<tr><td>virtual time</td><td>3.000s</td></tr>" in text
+    assert text.count('class="mark failure"') == 1
 
 
 def test_after_request_crashes_the_caller_right_after_its_write_is_committed():
