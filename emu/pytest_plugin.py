@@ -120,6 +120,7 @@ def _done(**_kwargs: Any) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:
+    __tracebackhide__ = True
     funcargs = pyfuncitem.funcargs
     if "sim" not in funcargs or not isinstance(funcargs["sim"], _SimPlaceholder):
         return (yield)
@@ -137,6 +138,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, Any, Any]
 
 
 def _run_sim_test(pyfuncitem: pytest.Function, func: Any) -> None:
+    __tracebackhide__ = True
     import emu
 
     funcargs = pyfuncitem.funcargs
@@ -163,6 +165,10 @@ def _run_sim_test(pyfuncitem: pytest.Function, func: Any) -> None:
         if html_dir and _SIM_KEY in pyfuncitem.stash:
             pyfuncitem.stash[_HTML_KEY] = _write_failure_html(
                 pyfuncitem, pyfuncitem.stash[_SIM_KEY], seed, html_dir, exc)
+        if isinstance(exc, (emu.ReconcilePanic, emu.Deadlock, emu.VirtualTimeExceeded)):
+            # the frames are the loop's and the runner's: the message (and, for a panic, the
+            # chained exception with the reconciler's own frames) says everything
+            raise exc.with_traceback(None) from exc.__cause__
         raise
     # a passing test's world is not kept (the report of a failing one reads its panics)
     _forget_sim(pyfuncitem)

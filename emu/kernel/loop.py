@@ -242,10 +242,16 @@ def _await_chain(task: asyncio.Task[Any]) -> tuple[list[FrameType], object]:
 
 
 def _shown_path(filename: str) -> str:
+    """A path as a reader finds the file: ``emu/...`` for this distribution's code, relative to
+    the working directory when under it, else absolute."""
+    for own in _OWN_DIRS:
+        if filename.startswith(own):
+            return os.path.relpath(filename, Path(own).parent)
     try:
-        return os.path.relpath(filename)
+        shown = os.path.relpath(filename)
     except ValueError:
         return filename
+    return filename if shown.startswith("..") else shown
 
 
 def describe_task(task: asyncio.Task[Any], *, focus: bool = False) -> str:
