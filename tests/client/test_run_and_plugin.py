@@ -428,3 +428,21 @@ def test_a_deadlocked_sim_test_fails_at_once_pointing_at_its_line(pytester):
         "E*Deadlock: Deadlock at t=1.000000s: no task can ever run again*",
         "*(the test): stuck at test_demo.py:5 in test_stuck: await asyncio.Event().wait()*",
     ])
+
+
+def test_the_reproduce_line_names_an_option_it_cannot_write_back(pytester):
+    pytester.makeconftest("""
+        import json
+
+        def pytest_addoption(parser):
+            parser.addoption("--limits", type=json.loads, default=None)
+    """)
+    pytester.makepyfile(test_demo="""
+        async def test_fails(sim):
+            assert False
+    """)
+    result = pytester.runpytest("-p", "no:asyncio", '--limits={"cpu": 2}')
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "reproduce: pytest test_demo.py::test_fails -p no:asyncio --emu-seed=0",
+        "  (not carried: --limits ({'cpu': 2}))"])
