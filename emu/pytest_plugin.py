@@ -48,7 +48,7 @@ _NOT_SHAPING = frozenset({
     "log_cli_date_format", "log_file_format", "log_file_date_format", "log_file_mode",
     "log_auto_indent", "logger_disable", "log_disable", "usepdb", "usepdb_cls", "trace",
     "emu_seed", "emu_seeds", "emu_html", "xfail_tb", "disable_warnings", "report_log",
-    "override_ini", "inifilename", "rootdir", "confcutdir", "basetemp", "verbosity_assertions",
+    "basetemp", "verbosity_assertions",
     "verbosity_test_cases", "doctestmodules", "doctestglob", "doctestreport",
 })
 #: Environment variables that shape a run, carried as a prefix of the reproduce line.
