@@ -282,28 +282,28 @@ def describe_task(task: asyncio.Task[Any], *, focus: bool = False) -> str:
 _STD_WAIT_FOR = asyncio.wait_for
 
 
-async def wait_for(aw: Awaitable[_T], timeout: float | None) -> _T:
-    """``asyncio.wait_for`` as Python 3.12 runs it, on every version: the awaitable runs inline in
-    the caller's task under `asyncio.timeout` (no task of its own, so no extra loop iterations),
-    and a timeout cancels it and raises `TimeoutError`."""
+async def wait_for(fut: Awaitable[_T], timeout: float | None) -> _T:
+    """``asyncio.wait_for`` (same parameters) as Python 3.12 runs it, on every version: the
+    awaitable runs inline in the caller's task under `asyncio.timeout` (no task of its own, so
+    no extra loop iterations), and a timeout cancels it and raises `TimeoutError`."""
     if timeout is not None and timeout <= 0:
-        fut = asyncio.ensure_future(aw)
-        if fut.done():
-            return fut.result()
-        fut.cancel()
+        task = asyncio.ensure_future(fut)
+        if task.done():
+            return task.result()
+        task.cancel()
         try:
-            await fut
+            await task
         except asyncio.CancelledError as exc:
             raise TimeoutError from exc
-        return fut.result()
+        return task.result()
     async with asyncio.timeout(timeout):
-        return await aw
+        return await fut
 
 
-async def _dispatch_wait_for(aw: Awaitable[_T], timeout: float | None) -> _T:
+async def _dispatch_wait_for(fut: Awaitable[_T], timeout: float | None) -> _T:
     if isinstance(asyncio._get_running_loop(), VirtualTimeLoop):
-        return await wait_for(aw, timeout)
-    return await _STD_WAIT_FOR(aw, timeout)
+        return await wait_for(fut, timeout)
+    return await _STD_WAIT_FOR(fut, timeout)
 
 
 _dispatch_wait_for.__doc__ = _STD_WAIT_FOR.__doc__
