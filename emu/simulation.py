@@ -22,7 +22,7 @@ from .apiserver.request import ApiRequest
 from .apiserver.server import APIServer
 from .client.apply import apply as apply_manifest
 from .client.client import APISERVER, Client
-from .explain import explain_wait, replay_line
+from .explain import explain_wait, predicate_source, replay_line
 from .faults import FaultPlan, Faults
 from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
@@ -235,7 +235,11 @@ class Simulation(World):
             if result:
                 return
             if self.now >= deadline:
-                raise WaitTimeout(f"{what}: not met within {timeout:g}s (virtual)")
+                source = predicate_source(condition)
+                lines = [f"{what}: not met within {timeout:g}s (virtual)",
+                         f"  waiting for: {source}"]
+                lines += [f"  panic: {p.summary()}" for p in self.panics[-3:]]
+                raise WaitTimeout("\n".join(lines), predicate=source, panics=self.panics[-3:])
             await asyncio.sleep(min(every, max(deadline - self.now, 0.0)) or every)
 
     def register_kind(self, kind: str, *, group: str, version: str = "v1",

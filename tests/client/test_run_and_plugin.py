@@ -446,3 +446,13 @@ def test_the_reproduce_line_names_an_option_it_cannot_write_back(pytester):
     result.stdout.fnmatch_lines([
         "reproduce: pytest test_demo.py::test_fails -p no:asyncio --emu-seed=0",
         "  (not carried: --limits ({'cpu': 2}))"])
+
+
+def test_wait_until_times_out_naming_its_condition_and_the_runs_panics():
+    async def main(sim):
+        with pytest.raises(WaitTimeout) as info:
+            await sim.wait_until(lambda: sim.now > 100, timeout=10, what="time passes")
+        return str(info.value)
+
+    assert emu.run(main) == ("time passes: not met within 10s (virtual)\n"
+                             "  waiting for: lambda: sim.now > 100")
