@@ -59,7 +59,9 @@ if TYPE_CHECKING:
     from .kernel.network import ConnectionReset as ConnectionReset
     from .kernel.network import NetworkError as NetworkError
     from .kernel.network import Timeout as Timeout
+    from .kernel.process import Panic as Panic
     from .kernel.process import Process as Process
+    from .simulation import ReconcilePanic as ReconcilePanic
     from .simulation import Simulation as Simulation
     from .simulation import VirtualTimeExceeded as VirtualTimeExceeded
     from .simulation import WaitTimeout as WaitTimeout
@@ -106,6 +108,8 @@ _EXPORTS = {
     "Process": ".kernel.process",
     "Simulation": ".simulation",
     "VirtualTimeExceeded": ".simulation",
+    "Panic": ".kernel.process",
+    "ReconcilePanic": ".simulation",
     "WaitTimeout": ".simulation",
     "run": ".simulation",
 }
@@ -116,7 +120,10 @@ __all__ = [
     "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
     "HttpServer",
     "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
-    "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
+    "Panic",
+    "Partition", "Pause", "Process",
+    "ReconcilePanic",
+    "RequestEntityTooLarge", "Restart", "Restore", "Resume",
     "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout",
     "httpx_transport", "lightkube_client",
     "run",

@@ -22,10 +22,11 @@ from .apiserver.request import ApiRequest
 from .apiserver.server import APIServer
 from .client.apply import apply as apply_manifest
 from .client.client import APISERVER, Client
+from .explain import explain_wait, predicate_source, replay_line
 from .faults import FaultPlan, Faults, UnperformedFaults
 from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
-from .kernel.process import Process
+from .kernel.process import Panic, Process
 from .kernel.world import World
 
 T = TypeVar("T")
@@ -41,7 +42,38 @@ DEFAULT_MAX_VIRTUAL_TIME = 24 * 3600.0
 
 
 class WaitTimeout(TimeoutError):
-    """`Simulation.wait_for` gave up: the condition did not hold in time."""
+    """`Simulation.wait_for` gave up: the condition did not hold in time.
+
+    The message names the object, the predicate's source, the object's last conditions and the
+    last panics and warnings of the controllers that work on it (and on its owners); the same
+    facts are attributes.
+    """
+
+    def __init__(self, message: str, *, kind: str = "", name: str = "",
+                 namespace: str | None = None, last: Obj | None = None,
+                 predicate: str | None = None, panics: list[Panic] | None = None,
+                 warnings: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
+        self.last = last
+        self.predicate = predicate
+        self.panics = panics or []
+        self.warnings = warnings or []
+
+
+class ReconcilePanic(AssertionError):
+    """A controller's reconcile panicked (a bug in its code) while ``sim.fail_on_panic`` was on:
+    the run stops at the first panic, chained to the original exception and its traceback."""
+
+    def __init__(self, panic: Panic) -> None:
+        super().__init__(
+            f"reconcile panic in {panic.source} on {panic.subject} at t={panic.t:.3f}s: "
+            f"{panic.error}{' at ' + panic.at if panic.at else ''} (sim.fail_on_panic stops "
+            "the run at the first panic; turn it off with sim.fail_on_panic = False or "
+            "@pytest.mark.emu(fail_on_panic=False))")
+        self.panic = panic
 
 
 class VirtualTimeExceeded(RuntimeError):
@@ -55,18 +87,25 @@ class Simulation(World):
     kubelets, scheduler, Jobs, Deployments, EndpointSlices, garbage collector — so Pods run; the
     default is the bare API server. ``ray`` registers the Ray and Redis images' programs (on by
     default; a ``emu.ray.config.RayConfig`` sets their timings).
+
+    ``fail_on_panic`` (off by default, on under the pytest plugin; also settable as
+    ``sim.fail_on_panic`` during the run) stops an `emu.run` at the first reconcile panic of any
+    controller with `ReconcilePanic`.
     """
 
     def __init__(self, *, seed: int = 0, history_window: int = DEFAULT_HISTORY_WINDOW,
                  workdir: str | Path | None = None, cluster: bool | Any = False,
-                 ray: bool | Any = True,
+                 ray: bool | Any = True, fail_on_panic: bool = False,
                  loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(seed=seed, loop=loop)
+        #: Stop the run at the first reconcile panic (see `ReconcilePanic`).
+        self.fail_on_panic = fail_on_panic
         self.faults = Faults(self)
         self.api = APIServer(clock=self.loop.time, rng=self.rng.fork("apiserver"),
                              history_window=history_window, trace=self._trace_api)
         self._workdir = Path(workdir) if workdir is not None else None
         self._own_workdir = False
+        _trace_requests(self)
         self.apiserver_process = self.start_process("kube-apiserver", _serve_forever)
         self.network.register(APISERVER, self.api.handle, stream_handler=self.api.open_watch,
                               process=self.apiserver_process,
@@ -89,6 +128,11 @@ class Simulation(World):
 
     def _trace_api(self, event: str, **fields: Any) -> None:
         self.trace.emit("kube-apiserver", event, **fields)
+
+    @property
+    def panics(self) -> list[Panic]:
+        """Every reconcile panic of the run so far, in order, each with its traceback."""
+        return self.processes.panics
 
     # -- things a person uses --------------------------------------------------------------------
 
@@ -167,11 +211,16 @@ class Simulation(World):
         try:
             return await asyncio.wait_for(watch(), timeout)
         except TimeoutError:
-            state = "absent" if last is None else f"status={last.get('status')!r}"
-            raise WaitTimeout(
-                f"{kind} {namespace}/{name}: condition not met within {timeout:g}s "
-                f"(virtual, now t={self.now:.3f}s); last seen: {state}"
-            ) from None
+            raise self._wait_timeout(kind, name, namespace, predicate, last, timeout) from None
+
+    def _wait_timeout(self, kind: str, name: str, namespace: str | None,
+                      predicate: Callable[[Obj], bool] | None, last: Obj | None,
+                      timeout: float) -> WaitTimeout:
+        """The `WaitTimeout` of a `wait_for`, with everything a reader needs to see why."""
+        lines, source, panics, warnings = explain_wait(self, kind, name, namespace, predicate,
+                                                       last, timeout)
+        return WaitTimeout("\n".join(lines), kind=kind, name=name, namespace=namespace,
+                           last=last, predicate=source, panics=panics, warnings=warnings)
 
     async def wait_until(self, condition: Callable[[], bool | Awaitable[bool]], *,
                          timeout: float = 300.0, every: float = 1.0,
@@ -186,7 +235,11 @@ class Simulation(World):
             if result:
                 return
             if self.now >= deadline:
-                raise WaitTimeout(f"{what}: not met within {timeout:g}s (virtual)")
+                source = predicate_source(condition)
+                lines = [f"{what}: not met within {timeout:g}s (virtual)",
+                         f"  waiting for: {source}"]
+                lines += [f"  panic: {p.summary()}" for p in self.panics[-3:]]
+                raise WaitTimeout("\n".join(lines), predicate=source, panics=self.panics[-3:])
             await asyncio.sleep(min(every, max(deadline - self.now, 0.0)) or every)
 
     def register_kind(self, kind: str, *, group: str, version: str = "v1",
@@ -227,15 +280,34 @@ class Simulation(World):
             shutil.rmtree(self._workdir, ignore_errors=True)
 
 
+def _trace_requests(sim: Simulation) -> None:
+    """Keep a `emu.kernel.trace.Span` for every call sent over the world's network (who sent
+    it, what, how long it took, how it ended), for the Perfetto view. Spans stay out of the
+    digest, and the wrapper adds no scheduling step, so a run's history is unchanged."""
+    network = sim.network
+    call = network.call
+    trace = sim.trace
+    clock = sim.loop.time
+
+    async def traced_call(src: Process | None, dst: str, payload: Any, *args: Any,
+                          **kwargs: Any) -> Any:
+        start = clock()
+        outcome = "ok"
+        try:
+            return await call(src, dst, payload, *args, **kwargs)
+        except BaseException as exc:
+            outcome = type(exc).__name__
+            raise
+        finally:
+            what = " ".join(str(kwargs[k]) for k in ("verb", "kind", "name") if kwargs.get(k))
+            who = src.name if src is not None else str(kwargs.get("caller") or "test")
+            trace.add_span(who, what or f"call {dst}", start, clock(), dst=dst, outcome=outcome)
+
+    network.call = traced_call  # type: ignore[method-assign]
+
+
 async def _serve_forever(process: Process) -> None:
     await asyncio.Event().wait()
-
-
-def replay_line(main: Callable[..., Any], seed: int, plan: FaultPlan | None) -> str:
-    """The code that replays a run."""
-    target = f"{getattr(main, '__module__', '?')}.{getattr(main, '__qualname__', repr(main))}"
-    faults = f", faults={plan!r}" if plan else ""
-    return f"emu.run({target}, seed={seed}{faults})"
 
 
 def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
@@ -243,10 +315,13 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, **options: Any) -> T:
     """Run ``main(sim)`` in a fresh world on a virtual clock and return its result.
 
-    The same seed and fault plan give the same history. A failure carries a note with the line
-    that replays it (``emu.run(module.main, seed=7, faults=[Crash(at=12.0, ...)])``). A run
-    still going after ``max_virtual_time`` virtual seconds (a day by default) is stopped with
-    `VirtualTimeExceeded` naming the tasks still waiting.
+    The same seed and fault plan give the same history. A failure carries notes: the line that
+    replays it (``emu.run(module.main, seed=7, faults=[Crash(at=12.0, ...)])``, when such a line
+    works), the faults performed and the reconcile panics. When no task can ever run again the
+    run ends at once with `emu.Deadlock`, naming the line each task is stuck on, ``main``'s own
+    first. A run still going after ``max_virtual_time`` virtual seconds (a day by default) is
+    stopped with `VirtualTimeExceeded` naming the tasks still waiting. Other keyword arguments
+    go to `Simulation` (e.g. ``cluster=True``, ``fail_on_panic=True``).
     """
     plan = faults if isinstance(faults, FaultPlan) or faults is None else FaultPlan(faults)
     sims: list[Simulation] = []
@@ -256,6 +331,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         sims.append(sim)
         task = asyncio.current_task()
         expired: list[str] = []
+        stopped: list[Panic] = []
 
         def expire() -> None:
             assert isinstance(sim.loop, VirtualTimeLoop)
@@ -263,7 +339,17 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             if task is not None:
                 task.cancel()
 
-        limit = sim.loop.call_at(max_virtual_time, expire) if sim.virtual else None
+        def on_panic(panic: Panic) -> None:
+            if sim.fail_on_panic and not stopped and task is not None:
+                stopped.append(panic)
+                task.cancel()
+
+        sim.processes.on_panic(on_panic)
+        limit = None
+        if isinstance(sim.loop, VirtualTimeLoop):
+            sim.loop.focus_task = task
+            if sim.virtual:
+                limit = sim.loop.unref(sim.loop.call_at(max_virtual_time, expire))
         try:
             if plan:
                 sim.faults.schedule(plan)
@@ -271,6 +357,8 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             sim.faults.check()  # strict faults: a planned fault that never happened fails
             return result
         except asyncio.CancelledError:
+            if stopped:
+                raise ReconcilePanic(stopped[0]) from stopped[0].exception
             if expired:
                 shown = "\n  ".join(expired)
                 raise VirtualTimeExceeded(
@@ -287,7 +375,11 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         try:
             return runner.run(body())
         except BaseException as exc:
-            exc.add_note("replay: " + replay_line(main, seed, plan))
+            line = replay_line(main, seed, plan, options)
+            exc.add_note("replay: " + line if line else
+                         f"replay: seed={seed}" + (f", faults={plan!r}" if plan else "")
+                         + " (no emu.run line: main is not importable by name, takes more "
+                         "than the simulation, or an option has no literal form)")
             done = FaultPlan(sims[0].faults.performed()) if sims else None
             if done:
                 exc.add_note(f"faults performed during the run: {done!r}")
@@ -295,4 +387,8 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             if missed and not isinstance(exc, UnperformedFaults):
                 exc.add_note("faults that never took effect: "
                              + "; ".join(f"{f!r} ({why})" for f, why in missed))
+            panics = sims[0].panics if sims else []
+            if panics and not isinstance(exc, ReconcilePanic):
+                exc.add_note(f"reconcile panics during the run: {len(panics)}; the first: "
+                             f"{panics[0].summary()}")
             raise

@@ -13,6 +13,13 @@ if url="$(bash scripts/redis-server.sh start "$state")"; then
 else
     echo "test.sh: could not start a real redis-server; its tests will say so" >&2
 fi
+# The other supported Pythons, for the cross-interpreter determinism test (runtime deps only).
+main_version="$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+for version in 3.11 3.12 3.13; do
+    [[ "$version" == "$main_version" ]] && continue
+    bash scripts/setup-python.sh "$version" >/dev/null \
+        || echo "test.sh: no Python $version; the determinism test will say so" >&2
+done
 bash scripts/ensure-chromium.sh || echo "test.sh: no chromium; the browser test will say so" >&2
 bash scripts/ensure-kubectl.sh || echo "test.sh: no kubectl; tests/http will say so" >&2
 .venv/bin/python -m pytest -q "$@"

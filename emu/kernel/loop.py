@@ -15,6 +15,13 @@ Two ways out of virtual time:
 - `freeze_while` (in ``clock.py``) freezes virtual time while a coroutine awaits outside work (a real
   Redis server, a thread): the selector then really waits, and the clock stands still.
 
+One history on every Python: asyncio's own scheduling changed between versions, and the loop
+must not let that reach a run. ``asyncio.wait_for`` ran its awaitable in a new task up to 3.11 (two
+extra loop iterations before it starts and after it ends) and runs it inline since 3.12, which
+reordered events at one virtual instant in five of the fifteen scenarios. While a virtual-time loop
+runs, ``asyncio.wait_for`` is the kernel's `wait_for` (3.12's inline behaviour on every version);
+other loops keep the standard one. See `pin_asyncio`.
+
 Prior art: looptime (a fake-time loop for pytest), trio's ``MockClock(autojump_threshold=0)``,
 SimPy's ``Environment.step``.
 """
@@ -25,10 +32,17 @@ import asyncio
 import gc
 import heapq
 import itertools
+import linecache
+import os
 import selectors
+import sysconfig
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: asyncio never asks the selector to wait longer than this (BaseEventLoop's MAXIMUM_SELECT_TIMEOUT).
 _MAX_SELECT = 24 * 3600
@@ -43,27 +57,32 @@ GC_GEN0_THRESHOLD = 50_000
 
 
 class Deadlock(RuntimeError):
-    """Nothing is ready, no timer is pending, and no outside work is awaited: the world is stuck."""
+    """No task can ever run again: nothing is ready, no timer is pending (timers marked with
+    `VirtualTimeLoop.unref`, such as a run's time limit, do not count) and no outside work is
+    awaited. ``waiting`` names each waiting task by the line it is stuck on, the run's own task
+    (the test) first."""
 
     def __init__(self, now: float, waiting: list[str]) -> None:
         self.now = now
         self.waiting = waiting
         shown = "\n  ".join(waiting) if waiting else "(no tasks)"
         super().__init__(
-            f"No scheduled events left at t={now:.6f}s but {len(waiting)} task(s) are still waiting "
-            f"and nothing can wake them:\n  {shown}"
+            f"Deadlock at t={now:.6f}s: no task can ever run again (nothing is ready, no timer "
+            f"is pending, no outside work is awaited); {len(waiting)} task(s) wait forever:"
+            f"\n  {shown}"
         )
 
 
 class _SeqTimerHandle(asyncio.TimerHandle):
     """A TimerHandle ordered by (deadline, creation sequence): equal deadlines fire in FIFO order."""
 
-    __slots__ = ("_seq",)
+    __slots__ = ("_seq", "_unref")
 
     def __init__(self, when: float, seq: int, callback: Callable[..., object], args: tuple[Any, ...],
                  loop: asyncio.AbstractEventLoop, context: Any = None) -> None:
         super().__init__(when, callback, args, loop, context=context)
         self._seq = seq
+        self._unref = False
 
     def __lt__(self, other: object) -> bool:
         if isinstance(other, _SeqTimerHandle):
@@ -89,11 +108,11 @@ class _VirtualSelector:
         events = self._real.select(0)
         if events or timeout == 0:
             return events
-        if timeout is None:
+        scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+        if timeout is None or _only_unref(scheduled):
             if loop._closing_executor:
                 return self._real.select(_FROZEN_POLL)
             raise Deadlock(loop._now, loop._describe_waiting())
-        scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
         if scheduled and timeout < _MAX_SELECT:
             deadline = scheduled[0].when()
             if deadline > loop._now:
@@ -106,6 +125,14 @@ class _VirtualSelector:
         return getattr(self._real, name)
 
 
+def _only_unref(scheduled: list[asyncio.TimerHandle]) -> bool:
+    """Whether every live timer is unref'ed (looked at only when the earliest one is)."""
+    head = scheduled[0] if scheduled else None
+    if not isinstance(head, _SeqTimerHandle) or not head._unref:
+        return False
+    return not any(not h.cancelled() and not getattr(h, "_unref", False) for h in scheduled)
+
+
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio loop whose ``time()`` is virtual and jumps to the next timer when idle.
 
@@ -115,12 +142,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, *, wall_clock: bool = False, start: float = 0.0) -> None:
         super().__init__()
+        pin_asyncio()
         self._wall_clock = wall_clock
         self._now = float(start)
         self._wall_origin = time.monotonic() - float(start)
         self._frozen = 0
         self._closing_executor = False
         self._timer_seq = itertools.count()
+        #: The task whose code is "the test" (set by ``emu.run``): named first in a `Deadlock`.
+        self.focus_task: asyncio.Task[Any] | None = None
         self._clock_resolution = 1e-9
         real: selectors.BaseSelector = self._selector  # type: ignore[has-type]
         self._selector = _VirtualSelector(self, real)
@@ -151,6 +181,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         timer._scheduled = True  # type: ignore[attr-defined]
         return timer
 
+    def unref(self, timer: asyncio.TimerHandle) -> asyncio.TimerHandle:
+        """Let ``timer`` not keep the world alive (Node's ``unref``): when only such timers are
+        left, nothing else can ever run, which is a `Deadlock` rather than a jump to them. A
+        run's time limit is one."""
+        if isinstance(timer, _SeqTimerHandle):
+            timer._unref = True
+        return timer
+
     def run_forever(self) -> None:
         """Run with a raised young-generation GC threshold (`GC_GEN0_THRESHOLD`), restored after;
         collection timing never reaches the trace (nothing here has a behaviour-bearing
@@ -174,17 +212,110 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     # -- diagnostics -----------------------------------------------------------------------------
 
     def _describe_waiting(self) -> list[str]:
-        lines = []
-        for task in sorted(asyncio.all_tasks(self), key=lambda t: t.get_name()):
-            where = ""
-            stack = task.get_stack(limit=1)
-            if stack:
-                frame = stack[-1]
-                where = f" at {frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}"
-            coro = task.get_coro()
-            qual = getattr(coro, "__qualname__", repr(coro))
-            lines.append(f"{task.get_name()}: {qual}{where}")
-        return lines
+        """Each waiting task by the line it is stuck on; the focus task (the test) first."""
+        focus = self.focus_task
+        tasks = sorted(asyncio.all_tasks(self), key=lambda t: (t is not focus, t.get_name()))
+        return [describe_task(t, focus=t is focus) for t in tasks]
+
+
+# -- where a task is stuck ----------------------------------------------------------------------
+
+_LIBRARY_DIRS = tuple(sorted({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}))
+#: The packages of this distribution: frames in them are the world's code, not the test's.
+_OWN_DIRS = tuple(str(Path(__file__).resolve().parents[2] / pkg) + os.sep
+                  for pkg in ("emu", "controllers", "backends"))
+
+
+def _await_chain(task: asyncio.Task[Any]) -> tuple[list[FrameType], object]:
+    """The frames of a suspended task from its coroutine inward, and what the innermost awaits."""
+    frames: list[FrameType] = []
+    aw: object = task.get_coro()
+    while aw is not None:
+        frame = (getattr(aw, "cr_frame", None) or getattr(aw, "gi_frame", None)
+                 or getattr(aw, "ag_frame", None))
+        if frame is None:
+            break
+        frames.append(frame)
+        aw = (getattr(aw, "cr_await", None) or getattr(aw, "gi_yieldfrom", None)
+              or getattr(aw, "ag_await", None))
+    return frames, aw
+
+
+def _shown_path(filename: str) -> str:
+    """A path as a reader finds the file: ``emu/...`` for this distribution's code, relative to
+    the working directory when under it, else absolute."""
+    for own in _OWN_DIRS:
+        if filename.startswith(own):
+            return os.path.relpath(filename, Path(own).parent)
+    try:
+        shown = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if shown.startswith("..") else shown
+
+
+def describe_task(task: asyncio.Task[Any], *, focus: bool = False) -> str:
+    """``name: stuck at path.py:12 in fn: <source line>``: the innermost frame outside the
+    standard library and installed packages; for the ``focus`` task (the test), the innermost
+    frame outside this distribution's own packages too (the test's own line)."""
+    frames, awaited = _await_chain(task)
+    ours = [f for f in frames if not f.f_code.co_filename.startswith(_LIBRARY_DIRS)]
+    theirs = [f for f in ours if not f.f_code.co_filename.startswith(_OWN_DIRS)]
+    chosen = (theirs if focus and theirs else ours or frames)
+    label = f"{task.get_name()}{' (the test)' if focus else ''}"
+    if not chosen:
+        return f"{label}: {getattr(task.get_coro(), '__qualname__', repr(task.get_coro()))}"
+    frame = chosen[-1]
+    code = frame.f_code
+    text = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    where = f"{label}: stuck at {_shown_path(code.co_filename)}:{frame.f_lineno} in {code.co_qualname}"
+    if text:
+        where += f": {text}"
+    if frame is not frames[-1] or awaited is not None:
+        inner = frames[-1].f_code.co_qualname if frame is not frames[-1] else type(awaited).__name__
+        where += f"  (waiting in {inner})"
+    return where
+
+
+# -- asyncio behaviour pinned across Python versions ---------------------------------------------
+
+_STD_WAIT_FOR = asyncio.wait_for
+
+
+async def wait_for(fut: Awaitable[_T], timeout: float | None) -> _T:
+    """``asyncio.wait_for`` (same parameters) as Python 3.12 runs it, on every version: the
+    awaitable runs inline in the caller's task under `asyncio.timeout` (no task of its own, so
+    no extra loop iterations), and a timeout cancels it and raises `TimeoutError`."""
+    if timeout is not None and timeout <= 0:
+        task = asyncio.ensure_future(fut)
+        if task.done():
+            return task.result()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError as exc:
+            raise TimeoutError from exc
+        return task.result()
+    async with asyncio.timeout(timeout):
+        return await fut
+
+
+async def _dispatch_wait_for(fut: Awaitable[_T], timeout: float | None) -> _T:
+    if isinstance(asyncio._get_running_loop(), VirtualTimeLoop):
+        return await wait_for(fut, timeout)
+    return await _STD_WAIT_FOR(fut, timeout)
+
+
+_dispatch_wait_for.__doc__ = _STD_WAIT_FOR.__doc__
+
+
+def pin_asyncio() -> None:
+    """Make ``asyncio.wait_for`` the kernel's `wait_for` on virtual-time loops (and the standard
+    one on any other loop). Idempotent; called when a `VirtualTimeLoop` is created. Code that
+    imported ``wait_for`` by name before that keeps the standard function."""
+    if asyncio.wait_for is not _dispatch_wait_for:
+        asyncio.wait_for = _dispatch_wait_for  # type: ignore[assignment]
+        asyncio.tasks.wait_for = _dispatch_wait_for  # type: ignore[assignment]
 
 
 def new_loop(*, wall_clock: bool = False) -> VirtualTimeLoop:

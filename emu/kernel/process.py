@@ -12,6 +12,10 @@ order, so the verbs below act on all of them in an order that never depends on a
 - A restart is a *new* process (`ProcessTable.restart`): same name and host, a new incarnation, a
   fresh start of its main function; nothing carries over.
 
+A process that recovers from a bug in its own code (a controller's reconcile panic) reports it
+with `Process.report_panic`: the `Panic` keeps the traceback beside the trace, not in it (its file
+paths differ between machines, and the digest must not), so a failing test can show it.
+
 Prior art: turmoil's ``Host`` (crash, bounce), madsim's node handles.
 """
 
@@ -20,8 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import enum
+import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -48,6 +55,46 @@ class ProcessState(enum.Enum):
 
 class ProcessGone(Exception):
     """The process has crashed or exited; it can do nothing more."""
+
+
+@attrs.frozen
+class Panic:
+    """A bug a process recovered from: an unexpected exception in, e.g., a controller's reconcile.
+
+    ``source`` says what was running (``controller rayjob``), ``subject`` what it worked on
+    (``RayJob default/demo``); ``at`` is the innermost ``file:line``; ``traceback`` is the full
+    text, as Python prints it.
+    """
+
+    t: float
+    process: str
+    source: str
+    subject: str
+    error: str
+    at: str
+    traceback: str
+    exception: BaseException = attrs.field(eq=False, repr=False)
+
+    def summary(self) -> str:
+        """One line: ``t=12.000s controller rayjob on RayJob default/demo: KeyError: 'x' at f.py:3``."""
+        return (f"t={self.t:.3f}s {self.source} on {self.subject}: {self.error}"
+                f"{' at ' + self.at if self.at else ''}")
+
+
+#: How many recent errors `ProcessTable.recent_errors` keeps per subject.
+RECENT_ERRORS = 5
+
+
+@attrs.frozen
+class ErrorNote:
+    """An error a process met while working on a subject (a failed reconcile): a warning, kept
+    so a test that times out can say what the controllers of its object last complained of."""
+
+    t: float
+    process: str
+    source: str
+    subject: str
+    error: str
 
 
 def current_process() -> Process | None:
@@ -148,6 +195,23 @@ class Process:
         await self._exited.wait()
         return self.exit_code
 
+    def report_panic(self, source: str, subject: str, exc: BaseException) -> Panic:
+        """Record a bug this process recovered from (see `Panic`); the world's panic listeners
+        hear of it at once (``sim.fail_on_panic`` is one)."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        at = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+        panic = Panic(self.table.loop.time(), self.name, source, subject,
+                      f"{type(exc).__name__}: {exc}", at,
+                      "".join(traceback.format_exception(exc)), exc)
+        self.table._on_panic(panic)
+        return panic
+
+    def report_error(self, source: str, subject: str, error: str) -> None:
+        """Note an error met while working on ``subject`` (kept: the last few per subject)."""
+        notes = self.table.recent_errors.setdefault(subject, [])
+        notes.append(ErrorNote(self.table.loop.time(), self.name, source, subject, error))
+        del notes[:-RECENT_ERRORS]
+
     def on_exit(self, callback: Callable[[Process], None]) -> None:
         """Call ``callback(process)`` when it crashes or exits (at once if it already has)."""
         if not self.alive:
@@ -232,6 +296,11 @@ class ProcessTable:
         self._incarnations: dict[str, int] = {}
         self._pid = 0
         self._exit_listeners: list[Callable[[Process], None]] = []
+        #: Every `Panic` reported by a process of this world, in order.
+        self.panics: list[Panic] = []
+        self._panic_listeners: list[Callable[[Panic], None]] = []
+        #: Subject (``RayJob default/demo``) → its last `ErrorNote`s, oldest first.
+        self.recent_errors: dict[str, list[ErrorNote]] = {}
         self._previous_factory = loop.get_task_factory()
         loop.set_task_factory(self._task_factory)  # type: ignore[arg-type]
 
@@ -284,6 +353,15 @@ class ProcessTable:
 
     def on_exit(self, listener: Callable[[Process], None]) -> None:
         self._exit_listeners.append(listener)
+
+    def on_panic(self, listener: Callable[[Panic], None]) -> None:
+        """Call ``listener(panic)`` for every later `Panic`."""
+        self._panic_listeners.append(listener)
+
+    def _on_panic(self, panic: Panic) -> None:
+        self.panics.append(panic)
+        for listener in self._panic_listeners:
+            listener(panic)
 
     def _on_finished(self, proc: Process) -> None:
         for listener in self._exit_listeners:

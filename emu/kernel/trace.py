@@ -8,6 +8,10 @@ over each event's canonical JSON (sorted keys), updated as events arrive.
 Components log through structlog (`Trace.logger`): the bound logger's processors stamp the virtual
 time and the process and append to the trace, so ``log.info("lease_acquired", holder=...)`` is all a
 component writes.
+
+Beside the events, the trace keeps `Span`s that are not part of the history (no digest): the
+requests each process sent, with their start and end. `Trace.to_chrome` draws them, with process
+lifetimes and reconciles rebuilt from the events, as Chrome trace "complete" events (Perfetto).
 """
 
 from __future__ import annotations
@@ -49,11 +53,28 @@ class TraceEvent:
         )
 
 
+@attrs.frozen
+class Span:
+    """Something that took time in a process (a request it sent): shown, never digested."""
+
+    process: str
+    name: str
+    start: float
+    end: float
+    args: dict[str, Any] = attrs.field(factory=dict)
+
+
+#: Events that end a process's lifetime.
+_PROCESS_ENDS = ("process_crashed", "process_exited", "process_stopped")
+
+
 class Trace:
     """An append-only, ordered list of `TraceEvent` with a running digest."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
+        #: Requests and other durations (see `Span`), in the order they ended.
+        self.spans: list[Span] = []
         self._events: list[TraceEvent] = []
         self._hash = hashlib.sha256()
         self._listeners: list[Callable[[TraceEvent], None]] = []
@@ -100,20 +121,17 @@ class Trace:
             Path(path).write_text(text)
         return text
 
+    def add_span(self, process: str, name: str, start: float, end: float, **args: Any) -> None:
+        """Record a `Span` (outside the digest)."""
+        self.spans.append(Span(process, name, start, end, args))
+
     def to_chrome(self, path: str | Path | None = None) -> list[dict[str, Any]]:
-        """Chrome trace events (instant events, one track per process); opens in Perfetto."""
-        tids: dict[str, int] = {}
-        out: list[dict[str, Any]] = []
-        for e in self._events:
-            tid = tids.setdefault(e.process, len(tids) + 1)
-            out.append({"name": e.event, "ph": "i", "s": "t", "ts": e.t * 1e6, "pid": 1,
-                        "tid": tid, "args": orjson.loads(orjson.dumps(e.fields, default=_default))})
-        for name, tid in tids.items():
-            out.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid,
-                        "args": {"name": name}})
-        if path is not None:
-            Path(path).write_bytes(orjson.dumps({"traceEvents": out}))
-        return out
+        """Chrome trace events (Perfetto, ``chrome://tracing``): one process track per emulated
+        process, holding its events as instants and its lifetimes (one slice per incarnation);
+        a thread per controller worker holding its reconciles; and request threads holding the
+        requests it sent (overlapping requests on separate threads, so slices nest).
+        Timestamps are virtual microseconds. Written as ``{"traceEvents": [...]}`` to ``path``."""
+        return _Chrome(self._events, self.spans).events(path)
 
     def logger(self, process: str, **bound: Any) -> structlog.stdlib.BoundLogger:
         """A structlog logger whose events land in this trace under ``process``."""
@@ -128,6 +146,120 @@ class Trace:
         return cast(structlog.stdlib.BoundLogger, structlog.wrap_logger(
             None, processors=processors, cache_logger_on_first_use=False, **bound
         ))
+
+
+class _Chrome:
+    """Builds `Trace.to_chrome`'s events."""
+
+    def __init__(self, events: list[TraceEvent], spans: list[Span]) -> None:
+        self._events = events
+        self._spans = spans
+        self._pids: dict[str, int] = {}
+        self._tids: dict[tuple[int, str], int] = {}
+        self._out: list[dict[str, Any]] = []
+        self._end = max((e.t for e in events), default=0.0)
+        self._end = max([self._end, *(s.end for s in spans)])
+
+    def _pid(self, process: str) -> int:
+        pid = self._pids.get(process)
+        if pid is None:
+            pid = self._pids[process] = len(self._pids) + 1
+        return pid
+
+    def _tid(self, pid: int, thread: str) -> int:
+        key = (pid, thread)
+        tid = self._tids.get(key)
+        if tid is None:
+            tid = self._tids[key] = sum(1 for p, _ in self._tids if p == pid) + 1
+        return tid
+
+    def _slice(self, process: str, thread: str, name: str, start: float, end: float,
+               args: dict[str, Any]) -> None:
+        pid = self._pid(process)
+        self._out.append({"name": name, "cat": thread.split(" ", 1)[0], "ph": "X",
+                          "ts": _us(start), "dur": max(_us(end) - _us(start), 0.0), "pid": pid,
+                          "tid": self._tid(pid, thread), "args": _plain(args)})
+
+    def events(self, path: str | Path | None) -> list[dict[str, Any]]:
+        alive: dict[str, tuple[float, dict[str, Any]]] = {}
+        reconciling: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
+        for e in self._events:
+            pid = self._pid(e.process)
+            self._out.append({"name": e.event, "cat": "event", "ph": "i", "s": "t",
+                              "ts": _us(e.t), "pid": pid, "tid": self._tid(pid, "events"),
+                              "args": _plain(e.fields)})
+            if e.event == "process_started":
+                alive[e.process] = (e.t, dict(e.fields))
+            elif e.event in _PROCESS_ENDS and e.process in alive:
+                start, fields = alive.pop(e.process)
+                self._lifetime(e.process, start, e.t, fields, e.event, e.fields)
+                for key in [k for k in reconciling if k[0] == e.process]:
+                    for begun, worker in reconciling.pop(key):
+                        self._reconcile(key, begun, worker, e.t, {"outcome": "killed"})
+            elif e.event == "reconcile_started":
+                key = (e.process, str(e.fields.get("controller")), str(e.fields.get("key")))
+                reconciling.setdefault(key, []).append((e.t, int(e.fields.get("worker", 0))))
+            elif e.event == "reconcile_finished":
+                key = (e.process, str(e.fields.get("controller")), str(e.fields.get("key")))
+                open_ = reconciling.get(key)
+                if open_:
+                    begun, worker = open_.pop(0)
+                    if not open_:
+                        del reconciling[key]
+                    self._reconcile(key, begun, worker, e.t, e.fields)
+        for process, (start, fields) in alive.items():
+            self._lifetime(process, start, self._end, fields, "running at the end", {})
+        for key, open_ in reconciling.items():
+            for begun, worker in open_:
+                self._reconcile(key, begun, worker, self._end, {"outcome": "unfinished"})
+        self._requests()
+        for process, pid in self._pids.items():
+            self._out.append({"name": "process_name", "ph": "M", "pid": pid,
+                              "args": {"name": process}})
+            self._out.append({"name": "process_sort_index", "ph": "M", "pid": pid,
+                              "args": {"sort_index": pid}})
+        for (pid, thread), tid in self._tids.items():
+            self._out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                              "args": {"name": thread}})
+        if path is not None:
+            Path(path).write_bytes(orjson.dumps({"traceEvents": self._out,
+                                                 "displayTimeUnit": "ms"}))
+        return self._out
+
+    def _lifetime(self, process: str, start: float, end: float, fields: dict[str, Any],
+                  how: str, end_fields: dict[str, Any]) -> None:
+        name = f"{process} #{fields.get('incarnation', 1)}"
+        self._slice(process, "events", name, start, end,
+                    {"host": fields.get("host"), "ended": how, **end_fields})
+
+    def _reconcile(self, key: tuple[str, str, str], start: float, worker: int, end: float,
+                   fields: dict[str, Any]) -> None:
+        process, controller, obj = key
+        args = {k: v for k, v in fields.items() if k not in ("controller", "key")}
+        self._slice(process, f"reconcile {controller} worker {worker}", f"reconcile {obj}",
+                    start, end, args)
+
+    def _requests(self) -> None:
+        lanes: dict[str, list[float]] = {}
+        for s in sorted(self._spans, key=lambda s: (s.start, -s.end)):
+            ends = lanes.setdefault(s.process, [])
+            lane = next((i for i, end in enumerate(ends) if end <= s.start), None)
+            if lane is None:
+                lane = len(ends)
+                ends.append(s.end)
+            else:
+                ends[lane] = s.end
+            self._slice(s.process, f"requests {lane}", s.name, s.start, s.end, s.args)
+
+
+def _us(seconds: float) -> float:
+    """Virtual seconds as trace microseconds, rounded to the nanosecond."""
+    return round(seconds * 1e6, 3)
+
+
+def _plain(fields: dict[str, Any]) -> dict[str, Any]:
+    return cast(dict[str, Any], orjson.loads(orjson.dumps(fields, default=_default,
+                                                          option=orjson.OPT_NON_STR_KEYS)))
 
 
 def render_timeline(events: Iterable[TraceEvent], *, width: int = 12) -> str:

@@ -97,6 +97,7 @@ class Builder:
         for_kind = self._for.kind
         name = self._name or for_kind.lower()
         ctrl = Controller(name, reconciler, self._options, process=self._mgr.process)
+        ctrl.for_kind = for_kind
         cache = self._mgr.get_cache()
         glob = tuple(self._global)
         ctrl.watch(Kind(cache, for_kind, self._for.handler, glob + self._for.predicates))

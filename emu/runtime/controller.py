@@ -9,8 +9,11 @@ Port of controller-runtime ``pkg/internal/controller/controller.go`` (``Start``,
 - at most ``max_concurrent_reconciles`` keys in flight, never one key twice (the queue's
   processing set);
 - the outcome of each reconcile is one queue action (see `Controller.reconcile_handler`);
-- an unexpected exception in the reconciler ("a panic") is recovered into an error, traced as
-  ``reconcile_panic``, and backs off like any error.
+- an exception that means a bug in the reconciler's own code (`is_panic`: a ``KeyError``,
+  ``TypeError``, ``AttributeError``..., as a Go runtime panic) is recovered into an error, traced
+  as ``reconcile_panic`` and reported to the process (`Process.report_panic`, with its traceback,
+  which the pytest plugin shows and ``sim.fail_on_panic`` fails on); it backs off like any error.
+  Any other exception is an error the reconciler returned, as Go's ``return err``.
 
 Every reconcile leaves ``reconcile_started`` and ``reconcile_finished`` in the trace (controller,
 key, outcome); the invariant checkers read them as leader-only work.
@@ -96,6 +99,22 @@ def _is_expected_error(exc: BaseException) -> bool:
     return isinstance(exc, (ApiError, NetworkError, TerminalError))
 
 
+#: Exceptions that mean a bug in the code that raised them, as a Go runtime panic does (a nil map
+#: read, an index out of range, a nil dereference, a failed assertion).
+PANIC_TYPES: tuple[type[BaseException], ...] = (
+    LookupError, TypeError, AttributeError, NameError, ArithmeticError, AssertionError,
+    RecursionError)
+
+
+def is_panic(exc: BaseException) -> bool:
+    """Whether a reconciler's exception is a panic rather than an error it returned: one of
+    `PANIC_TYPES` (API and network errors excepted), or a type named ``...Panic`` (the port's
+    rendering of Go's explicit ``panic(...)``, e.g. ``RayServicePanic``)."""
+    if _is_expected_error(exc):
+        return False
+    return isinstance(exc, PANIC_TYPES) or type(exc).__name__.endswith("Panic")
+
+
 class Controller:
     """One controller: a name, a reconciler, sources and a queue with workers."""
 
@@ -112,6 +131,9 @@ class Controller:
         self._watches: list[Kind] = []
         self.started = False
         self.stats = ControllerStats()
+        #: The kind this controller reconciles (``For``), set by the builder; names the subject
+        #: of its panics and errors (``RayJob default/demo``).
+        self.for_kind: str | None = None
         self.in_flight: dict[Request, int] = {}
 
     def __repr__(self) -> str:
@@ -190,14 +212,20 @@ class Controller:
         except ProcessGone:
             raise
         except Exception as exc:
-            if _is_expected_error(exc) or not self.options.recover_panic:
+            if not is_panic(exc) or not self.options.recover_panic:
                 raise
             self.stats.panics += 1
             where = traceback.extract_tb(exc.__traceback__)[-1]
             self._log("reconcile_panic", controller=self.name, key=req.key,
                       error=f"{type(exc).__name__}: {exc}",
                       at=f"{where.filename.rsplit('/', 1)[-1]}:{where.lineno}")
+            if self.process is not None:
+                self.process.report_panic(f"controller {self.name}", self.subject(req), exc)
             raise RuntimeError(f"panic: {type(exc).__name__}: {exc} [recovered]") from exc
+
+    def subject(self, req: Request) -> str:
+        """What a reconcile of ``req`` works on: ``RayJob default/demo``."""
+        return f"{self.for_kind or self.name} {req.key}"
 
     async def reconcile_handler(self, req: Request, worker: int = 0) -> None:
         """Port of ``reconcileHandler``: one queue action per outcome.
@@ -237,6 +265,9 @@ class Controller:
             case Exception():
                 queue.add_rate_limited(req)
                 stats.error += 1
+                if self.process is not None:
+                    self.process.report_error(f"controller {self.name}", self.subject(req),
+                                              f"{type(outcome).__name__}: {outcome}")
                 self._log("reconcile_finished", controller=self.name, key=key,
                           outcome="error", error=f"{type(outcome).__name__}: {outcome}",
                           requeues=queue.num_requeues(req))

@@ -202,7 +202,10 @@ async def test_wait_for_times_out_naming_the_object_and_its_last_state(sim):
     with pytest.raises(emu.WaitTimeout) as info:
         await sim.wait_for("ConfigMap", "never", lambda o: False, timeout=30)
     assert str(info.value) == ("ConfigMap default/never: condition not met within 30s (virtual, "
-                               "now t=30.000s); last seen: status=None")
+                               "now t=30.000s)\n"
+                               "  waiting for: lambda o: False\n"
+                               "  last seen: resourceVersion 5\n"
+                               "  status: None")
 
 
 async def test_informer_selector_lists_follow_label_changes_and_deletes(sim):

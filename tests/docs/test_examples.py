@@ -34,7 +34,8 @@ def test_the_naive_greeter_fails_only_the_lost_response_test_with_its_replay_lin
     assert [line.split(" - ")[0] for line in failed] == [f"FAILED {LOST}"]
     assert "1 failed, 3 passed" in out.stdout
     assert "{'message': 'ConfigMap hello-greeting already exists'} != {'message': ''}" in out.stdout
-    assert f"reproduce: pytest {LOST} --emu-seed=0" in out.stdout
+    # the option that chose the naive Greeter is carried: the line reproduces the failure
+    assert f"reproduce: pytest {LOST} --greeter=naive -p no:cacheprovider --emu-seed=0" in out.stdout
 
 
 def test_the_kuberay_failover_example_passes():

@@ -5,6 +5,7 @@ import asyncio
 import anyio
 import pytest
 
+from emu.kernel import loop as loop_module
 from emu.kernel.clock import freeze_while
 from emu.kernel.loop import Deadlock, VirtualTimeLoop
 
@@ -45,7 +46,7 @@ def test_twenty_thousand_one_second_sleeps_advance_twenty_thousand_virtual_secon
     assert run(main) == 20_000.0
 
 
-def test_deadlock_names_every_task_still_waiting(run):
+def test_deadlock_names_every_task_by_the_line_it_is_stuck_on(run):
     async def stuck():
         await asyncio.Event().wait()
 
@@ -56,12 +57,30 @@ def test_deadlock_names_every_task_still_waiting(run):
 
     with pytest.raises(Deadlock) as info:
         run(main)
-    message = str(info.value)
-    assert message.startswith("No scheduled events left at t=3.000000s but 2 task(s) are still "
-                              "waiting and nothing can wake them:")
-    assert ("worker-a: test_deadlock_names_every_task_still_waiting.<locals>.stuck at "
-            "test_loop.py:") in message
+    lines = str(info.value).splitlines()
+    assert lines[0] == ("Deadlock at t=3.000000s: no task can ever run again (nothing is ready, "
+                        "no timer is pending, no outside work is awaited); 2 task(s) wait forever:")
+    assert sorted(lines[1:])[1] == (
+        "  worker-a: stuck at tests/kernel/test_loop.py:51 in "
+        "test_deadlock_names_every_task_by_the_line_it_is_stuck_on.<locals>.stuck: "
+        "await asyncio.Event().wait()  (waiting in Event.wait)")
+    assert sorted(lines[1:])[0].endswith(
+        "stuck at tests/kernel/test_loop.py:56 in "
+        "test_deadlock_names_every_task_by_the_line_it_is_stuck_on.<locals>.main: "
+        "await asyncio.Event().wait()  (waiting in Event.wait)")
     assert info.value.now == 3.0
+
+
+def test_a_timer_marked_unref_does_not_keep_the_world_alive(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.unref(loop.call_later(3600, lambda: None))
+        await asyncio.sleep(5)  # an ordinary timer: time jumps to it
+        await asyncio.Event().wait()  # only the unref'ed timer is left: deadlock at once
+
+    with pytest.raises(Deadlock) as info:
+        run(main)
+    assert info.value.now == 5.0
 
 
 def test_anyio_task_groups_cancel_scopes_and_memory_streams_run_on_virtual_time(run):
@@ -140,3 +159,56 @@ def test_wall_clock_mode_follows_the_machine_clock():
         a, b, wall = runner.run(main())
     assert wall is True
     assert 0.0 <= a <= b < 5.0
+
+
+def test_wait_for_runs_its_awaitable_inline_on_every_python(run):
+    # Python 3.11's asyncio.wait_for ran the awaitable in a task of its own, so "other" ran
+    # first; since 3.12 it runs inline. The virtual loop pins 3.12's order on every version.
+    async def main():
+        order = []
+
+        async def other():
+            order.append("other")
+
+        async def inner():
+            order.append("inner")
+            return 7
+
+        asyncio.get_running_loop().create_task(other())
+        result = await asyncio.wait_for(inner(), 5)
+        order.append("after")
+        await asyncio.sleep(0)
+        return result, order
+
+    assert run(main) == (7, ["inner", "after", "other"])
+
+
+def test_wait_for_times_out_at_its_exact_virtual_deadline_and_cancels_the_awaitable(run):
+    async def main():
+        loop = asyncio.get_running_loop()
+        cancelled = []
+
+        async def slow():
+            try:
+                await asyncio.sleep(100)
+            except asyncio.CancelledError:
+                cancelled.append(loop.time())
+                raise
+
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(slow(), 2.5)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(asyncio.sleep(1), 0)
+        return loop.time(), cancelled
+
+    assert run(main) == (2.5, [2.5])
+
+
+def test_wait_for_on_an_ordinary_asyncio_loop_is_the_standard_one():
+    async def main():
+        return await asyncio.wait_for(asyncio.sleep(0, "done"), 1)
+
+    VirtualTimeLoop().close()  # the pin is installed
+    assert asyncio.run(main()) == "done"
+    assert asyncio.wait_for.__doc__ == loop_module._STD_WAIT_FOR.__doc__
+    assert asyncio.iscoroutinefunction(asyncio.wait_for)

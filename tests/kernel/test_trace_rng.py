@@ -4,6 +4,8 @@ import asyncio
 import json
 import re
 
+import pytest
+
 from emu.kernel.rng import NAME_ALPHABET, SimRandom
 from emu.kernel.trace import Trace, render_timeline
 
@@ -57,14 +59,124 @@ def test_the_structlog_logger_stamps_virtual_time_and_process():
     assert render_timeline(trace.events) == "    12.250s  kubelet-1    pod_started pod=default/p"
 
 
-def test_chrome_export_has_one_named_track_per_process(tmp_path):
+def validate_chrome_trace(text: str) -> list[dict]:
+    """Load a Chrome trace JSON file as Perfetto's importer reads it, strictly: an object with a
+    ``traceEvents`` list; every event a known phase with exactly the fields that phase needs,
+    of the right types (no NaN); complete events ("X") properly nested on each thread; every
+    process and thread used is named by a metadata event. Returns the events."""
+
+    def no_constants(name):
+        raise ValueError(f"{name} is not JSON")
+
+    doc = json.loads(text, parse_constant=no_constants)
+    assert isinstance(doc, dict) and set(doc) <= {"traceEvents", "displayTimeUnit"}, doc.keys()
+    assert doc.get("displayTimeUnit", "ms") in ("ms", "ns")
+    events = doc["traceEvents"]
+    assert isinstance(events, list) and events
+    required = {"X": {"name", "ph", "ts", "dur", "pid", "tid"},
+                "i": {"name", "ph", "ts", "pid", "tid", "s"},
+                "M": {"name", "ph", "pid", "args"}}
+    optional = {"X": {"cat", "args"}, "i": {"cat", "args"}, "M": {"tid"}}
+    slices: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
+    used_pids, used_threads = set(), set()
+    named_pids, named_threads = set(), set()
+    for ev in events:
+        ph = ev.get("ph")
+        assert ph in required, ev
+        keys = set(ev)
+        assert required[ph] <= keys <= required[ph] | optional[ph], (ph, keys)
+        assert isinstance(ev["name"], str) and ev["name"], ev
+        assert isinstance(ev["pid"], int) and ev["pid"] > 0, ev
+        if "args" in ev:
+            assert isinstance(ev["args"], dict), ev
+        if ph == "M":
+            assert ev["name"] in ("process_name", "process_sort_index", "thread_name"), ev
+            if ev["name"] == "thread_name":
+                assert isinstance(ev["tid"], int)
+                assert isinstance(ev["args"]["name"], str) and ev["args"]["name"]
+                named_threads.add((ev["pid"], ev["tid"]))
+            elif ev["name"] == "process_name":
+                assert isinstance(ev["args"]["name"], str) and ev["args"]["name"]
+                named_pids.add(ev["pid"])
+            continue
+        assert isinstance(ev["tid"], int) and ev["tid"] > 0, ev
+        for field in ("ts", "dur") if ph == "X" else ("ts",):
+            assert isinstance(ev[field], (int, float)) and not isinstance(ev[field], bool), ev
+            assert ev[field] >= 0, ev
+        if ph == "i":
+            assert ev["s"] in ("t", "p", "g"), ev
+        used_pids.add(ev["pid"])
+        used_threads.add((ev["pid"], ev["tid"]))
+        if ph == "X":
+            slices.setdefault((ev["pid"], ev["tid"]), []).append(
+                (ev["ts"], ev["ts"] + ev["dur"], ev["name"]))
+    assert used_pids <= named_pids, used_pids - named_pids
+    assert used_threads <= named_threads, used_threads - named_threads
+    for thread, spans in slices.items():
+        stack: list[tuple[float, float, str]] = []
+        for start, end, name in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            if stack:
+                assert end <= stack[-1][1] + 1e-6, (
+                    f"{name} [{start}, {end}] overlaps {stack[-1]} on {thread} without nesting")
+            stack.append((start, end, name))
+    return events
+
+
+def test_chrome_export_is_a_strictly_valid_trace_with_one_named_process_track_each(tmp_path):
     trace = Trace(lambda: 2.0)
     trace.emit("a", "x")
     trace.emit("b", "y", k=1)
-    events = trace.to_chrome(tmp_path / "t.json")
-    names = {e["args"]["name"]: e["tid"] for e in events if e["ph"] == "M"}
-    assert names == {"a": 1, "b": 2}
-    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"][0]["ts"] == 2_000_000.0
+    trace.add_span("a", "get ConfigMap c", 1.0, 1.5, outcome="ok")
+    trace.add_span("a", "get ConfigMap d", 1.25, 1.75, outcome="ok")
+    events = validate_chrome_trace(
+        trace.to_chrome(tmp_path / "t.json") and (tmp_path / "t.json").read_text())
+    processes = {e["args"]["name"]: e["pid"] for e in events if e["name"] == "process_name"}
+    assert processes == {"a": 1, "b": 2}
+    instants = [e for e in events if e["ph"] == "i"]
+    assert [(e["name"], e["ts"], e["args"]) for e in instants] == [
+        ("x", 2_000_000.0, {}), ("y", 2_000_000.0, {"k": 1})]
+    # two overlapping requests of one process go on two request threads, so slices nest
+    requests = sorted((e["ts"], e["dur"], e["tid"]) for e in events if e["ph"] == "X")
+    assert requests[0][:2] == (1_000_000.0, 500_000.0)
+    assert requests[1][:2] == (1_250_000.0, 500_000.0)
+    assert requests[0][2] != requests[1][2]
+
+
+def test_the_trace_validator_refuses_what_perfetto_would_misdraw():
+    named = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "p"}},
+             {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "t"}}]
+    overlapping = [{"name": "a", "ph": "X", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
+                   {"name": "b", "ph": "X", "ts": 5, "dur": 10, "pid": 1, "tid": 1}]
+    with pytest.raises(AssertionError, match="overlaps"):
+        validate_chrome_trace(json.dumps({"traceEvents": named + overlapping}))
+    with pytest.raises(AssertionError):  # an unnamed thread
+        validate_chrome_trace(json.dumps({"traceEvents": named[:1] + overlapping[:1]}))
+    with pytest.raises(ValueError, match="NaN is not JSON"):
+        validate_chrome_trace('{"traceEvents": [{"name": "a", "ph": "i", "ts": NaN}]}')
+
+
+def test_a_scenarios_perfetto_trace_has_lifetime_reconcile_and_request_spans(tmp_path):
+    from emu import scenarios
+
+    result = scenarios.run_scenario("operator-failover", 1)
+    path = tmp_path / "trace.json"
+    result.sim.trace.to_chrome(path)
+    events = validate_chrome_trace(path.read_text())
+    trace = result.sim.trace
+    slices = [e for e in events if e["ph"] == "X"]
+    lifetimes = [e for e in slices if "#" in e["name"]]
+    reconciles = [e for e in slices if e["name"].startswith("reconcile ")]
+    requests = [e for e in slices if e["cat"] == "requests"]
+    assert len(lifetimes) == len(trace.select("process_started"))
+    assert len(reconciles) == len(trace.select("reconcile_started"))
+    assert len(requests) == len(trace.spans) > 100
+    # the leader's crash ends its lifetime slice where the crash is
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert any(name.startswith("reconcile rayjob worker") for name in threads.values())
+    crashed = [e for e in lifetimes if e["args"].get("ended") == "process_crashed"]
+    assert crashed and all(e["dur"] > 0 for e in crashed)
 
 
 def test_subscribers_see_every_later_event_in_order():

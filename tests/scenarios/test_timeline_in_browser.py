@@ -59,3 +59,36 @@ def test_the_timeline_page_renders_to_a_screenshot(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000
+
+
+def test_a_failing_tests_page_loads_and_opens_with_why_it_failed(tmp_path):
+    import emu
+    from emu.timeline import render_failure_html
+
+    exe = _chromium()
+    held = []
+
+    async def main(sim):
+        held.append(sim)
+        await sim.sleep(2)
+        sim.faults.crash("kube-apiserver")
+        raise AssertionError("the ConfigMap never appeared")
+
+    try:
+        emu.run(main, seed=3)
+    except AssertionError as exc:
+        failure = exc
+    page = tmp_path / "failed.html"
+    page.write_text(render_failure_html("test_x (seed 3, failed)", held[0], failure))
+    out = subprocess.run(
+        [exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+         "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    dom = out.stdout
+    assert 'data-ready="yes"' in dom, "the page's script did not finish"
+    body = dom[dom.index("<h1>"):]
+    assert body.index('<section id="why">') < body.index('<svg id="timeline"')
+    assert "AssertionError: the ConfigMap never appeared" in body[:body.index("</section>")]
+    assert dom.count('class="mark crash"') == 1 and dom.count('class="mark failure"') == 1
+    assert "Uncaught" not in out.stderr
