@@ -545,7 +545,7 @@ class APIServer:
                namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in).
         Unknown fields are dropped, or refused with ``field_validation="Strict"``."""
-        mode = v.check_field_validation(field_validation)
+        mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         meta = obj.get("metadata")
         if meta is None:
@@ -639,7 +639,7 @@ class APIServer:
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
                 namespace: str | None, field_validation: str | None = None) -> Obj:
-        mode = v.check_field_validation(field_validation)
+        mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         if status_only and not info.has_status:
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
@@ -711,7 +711,7 @@ class APIServer:
                 v.check_metadata_types(info.kind, info.api_version, meta, old_meta)
             if info.int_fields:
                 v.check_int_fields(info.kind, info.api_version, obj, info.int_fields)
-            v.check_shapes(info.group, info.kind, info.api_version, obj)
+            v.check_shapes(info.group, info.kind, info.api_version, obj, old)
             new = dict(obj)
             nmeta = dict(meta)
             new["metadata"] = nmeta
@@ -720,7 +720,7 @@ class APIServer:
             v.prune_unknown(info.group, info.kind, new, nmeta, mode)
             data_validator = v.DATA_KINDS.get((info.group, info.kind))
             if data_validator is not None:
-                v.check_data_types(info.kind, info.api_version, new)
+                v.check_data_types(info.kind, info.api_version, new, old)
             for fname in _SERVER_META:
                 if fname in old_meta:
                     nmeta[fname] = old_meta[fname]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -568,6 +568,7 @@ OBJECT_META_FIELDS = frozenset((
     "annotations", "ownerReferences", "finalizers", "managedFields"))
 #: ObjectMeta fields serialized with ``omitempty``: an empty value is the same as none.
 _OMIT_EMPTY_META = ("labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+_OMIT_EMPTY_SET = frozenset(_OMIT_EMPTY_META)
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 
 
@@ -588,8 +589,14 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
     {}`` is no labels), so a write that differs only there changes nothing. ``mode`` Strict
     refuses unknown fields instead, with kube's 400 message; ``meta`` is ``obj["metadata"]``."""
     known = BUILTIN_FIELDS.get((group, kind))
-    unknown = [k for k in obj if k not in known] if known is not None else []
-    unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
+    if (known is None or obj.keys() <= known) and meta.keys() <= OBJECT_META_FIELDS:
+        if not meta.keys() & _OMIT_EMPTY_SET:
+            return  # the common case: nothing to prune
+        unknown: list[str] = []
+        unknown_meta: list[str] = []
+    else:
+        unknown = [k for k in obj if k not in known] if known is not None else []
+        unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
     if mode == "Strict" and (unknown or unknown_meta):
         shown = [f'unknown field "{k}"' for k in unknown]
         shown += [f'unknown field "metadata.{k}"' for k in unknown_meta]
@@ -648,7 +655,7 @@ def base64_error(text: str) -> int | None:
 
 
 def _map_types(kind: str, api_version: str, obj: Mapping[str, Any], field: str,
-               value_type: str) -> None:
+               value_type: str, old: Mapping[str, Any] | None) -> None:
     value = obj.get(field)
     if value is None:
         return
@@ -656,7 +663,13 @@ def _map_types(kind: str, api_version: str, obj: Mapping[str, Any], field: str,
         raise decode_error(kind, api_version, (
             f"json: cannot unmarshal {_go_kind(value)} into Go struct field {kind}.{field} of "
             f"type map[string]{value_type}"))
-    for item in value.values():
+    before = old.get(field) if old is not None else None
+    if before == value:
+        return  # checked when it was stored
+    items: Iterable[Any] = value.values()
+    if isinstance(before, dict):  # only values that changed
+        items = [item for key, item in value.items() if before.get(key) != item]
+    for item in items:
         if not isinstance(item, str):
             raise decode_error(kind, api_version, (
                 f"json: cannot unmarshal {_go_kind(item)} into Go struct field {kind}.{field} "
@@ -667,17 +680,18 @@ def _map_types(kind: str, api_version: str, obj: Mapping[str, Any], field: str,
                 raise decode_error(kind, api_version, f"illegal base64 data at input byte {at}")
 
 
-def check_data_types(kind: str, api_version: str, obj: dict[str, Any]) -> None:
+def check_data_types(kind: str, api_version: str, obj: dict[str, Any],
+                     old: Mapping[str, Any] | None = None) -> None:
     """What Go's decoder refuses in a ConfigMap's or a Secret's fields (400): maps that are not
     string maps, bytes that are not base64, a non-boolean ``immutable``, a non-string Secret
     ``type``. A Secret's ``stringData`` is then merged into ``data`` (base64) and dropped, as
     the v1 conversion does."""
     if kind == "ConfigMap":
-        _map_types(kind, api_version, obj, "data", "string")
-        _map_types(kind, api_version, obj, "binaryData", "[]uint8")
+        _map_types(kind, api_version, obj, "data", "string", old)
+        _map_types(kind, api_version, obj, "binaryData", "[]uint8", old)
     else:
-        _map_types(kind, api_version, obj, "data", "[]uint8")
-        _map_types(kind, api_version, obj, "stringData", "string")
+        _map_types(kind, api_version, obj, "data", "[]uint8", old)
+        _map_types(kind, api_version, obj, "stringData", "string", None)
         kind_of_type = obj.get("type")
         if kind_of_type is not None and not isinstance(kind_of_type, str):
             raise decode_error(kind, api_version, (
@@ -699,7 +713,12 @@ def check_data_types(kind: str, api_version: str, obj: dict[str, Any]) -> None:
             del obj[field]  # omitempty: an empty map is no map
 
 
+_VALID_CONFIG_KEY = re.compile(r"^(?!\.\.)[-._a-zA-Z0-9]{1,253}$")
+
+
 def _config_key(field: str, key: str) -> list[StatusCause]:
+    if _VALID_CONFIG_KEY.match(key) and key != ".":
+        return []  # the common case, in one match
     msgs = []
     if len(key) > 253:
         msgs.append("must be no more than 253 characters")
@@ -730,15 +749,23 @@ def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[
     out: list[StatusCause] = []
     data = obj.get("data") or {}
     binary = obj.get("binaryData") or {}
-    size = 0
-    for key, value in data.items():
-        out.extend(_config_key("data", key))
-        size += len(value.encode())
-    for key, value in binary.items():
-        out.extend(_config_key("binaryData", key))
-        if key in data:
-            out.append(invalid(f"binaryData[{key}]", key, "duplicate of key present in data"))
-        size += len(base64.b64decode(value))
+    old_data = (old.get("data") or {}) if old is not None else {}
+    if not data.keys() <= old_data.keys():  # keys already stored were checked when written
+        for key in data:
+            if key not in old_data:
+                out.extend(_config_key("data", key))
+    if binary:
+        old_binary = (old.get("binaryData") or {}) if old is not None else {}
+        for key in binary:
+            if key not in old_binary:
+                out.extend(_config_key("binaryData", key))
+            if key in data:
+                out.append(invalid(f"binaryData[{key}]", key,
+                                   "duplicate of key present in data"))
+    size = sum(map(len, data.values())) + sum(map(len, binary.values()))
+    if size * 4 > MAX_DATA_BYTES:  # characters bound the bytes: only a near miss is measured
+        size = sum(len(value.encode()) for value in data.values()) + sum(
+            len(base64.b64decode(value)) for value in binary.values())
     if size > MAX_DATA_BYTES:
         out.append(StatusCause("FieldValueTooLong",
                                f"Too long: must have at most {MAX_DATA_BYTES} bytes", "[]"))
@@ -759,10 +786,13 @@ def validate_secret(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Sta
     typed Secret requires, an immutable type, nothing changed once immutable."""
     out: list[StatusCause] = []
     data = obj.get("data") or {}
-    size = 0
-    for key, value in data.items():
-        out.extend(_config_key("data", key))
-        size += len(base64.b64decode(value))
+    old_data = (old.get("data") or {}) if old is not None else {}
+    for key in data:
+        if key not in old_data:
+            out.extend(_config_key("data", key))
+    size = sum(map(len, data.values()))
+    if size > MAX_DATA_BYTES:  # base64 is longer than what it encodes: measure near misses
+        size = sum(len(base64.b64decode(value)) for value in data.values())
     if size > MAX_DATA_BYTES:
         out.append(StatusCause("FieldValueTooLong",
                                f"Too long: must have at most {MAX_DATA_BYTES} bytes", "data"))
@@ -861,59 +891,77 @@ def _shape_error(value: Any, owner: str, path: str, go_type: str) -> str:
     return f"json: cannot unmarshal {what} into Go struct field {owner}.{path} of type {go_type}"
 
 
-def _check_shape(value: Any, shape: Shape, owner: str, path: str) -> str | None:
-    """The decoder's message for the first value in ``value`` that ``shape`` refuses, if any.
-    ``owner`` is the Go struct holding the field, ``path`` its JSON path without indexes."""
-    if value is None:
+_Failure = tuple[Any, str, list[str], str]  # (value, owner struct or "", path parts, go type)
+
+
+def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
+    """The first value in ``value`` that ``shape`` refuses, if any, as (value, the Go struct
+    holding the field, its JSON path parts below here, the Go type); parts equal to ``old`` (the
+    stored value there) were checked when they were written. The path is built only on failure:
+    this runs on every write of a Pod."""
+    if value is None or (old is not None and value == old):
         return None  # null is the zero value, as Go decodes it
     if isinstance(shape, str):
         if shape in _INT_BOUNDS:
             if isinstance(value, bool) or not isinstance(value, int | float) or (
                     isinstance(value, float) and not value.is_integer()) or \
                     not -_INT_BOUNDS[shape] <= value < _INT_BOUNDS[shape]:
-                return _shape_error(value, owner, path, shape)
+                return value, "", [], shape
         elif shape == _BOOL:
             if not isinstance(value, bool):
-                return _shape_error(value, owner, path, shape)
+                return value, "", [], shape
         elif not isinstance(value, str):
-            return _shape_error(value, owner, path, shape)
+            return value, "", [], shape
         return None
-    if shape[0] == "map":
+    kind = shape[0]
+    if kind == "map":
         if not isinstance(value, dict):
-            return _shape_error(value, owner, path, shape[1])
+            return value, "", [], shape[1]
         for item in value.values():
             if not isinstance(item, str):
-                return _shape_error(item, owner, path, "string")
+                return item, "", [], "string"
         return None
-    if shape[0] == "list":
+    if kind == "list":
         if not isinstance(value, list):
-            return _shape_error(value, owner, path, shape[1])
-        for item in value:
-            found = _check_shape(item, shape[2], owner, path)
+            return value, "", [], shape[1]
+        old_items: list[Any] = old if isinstance(old, list) else []
+        n_old = len(old_items)
+        element = shape[2]
+        for i, item in enumerate(value):
+            found = _check_shape(item, element, old_items[i] if i < n_old else None)
             if found:
                 return found
         return None
-    _, go_type, fields = shape
+    fields = shape[2]
     if not isinstance(value, dict):
-        return _shape_error(value, owner, path, go_type)
-    inner = go_type.split(".", 1)[-1]
-    for name, sub in fields.items():
-        if name in value:
-            found = _check_shape(value[name], sub, inner, f"{path}.{name}")
-            if found:
-                return found
+        return value, "", [], shape[1]
+    old_fields: dict[str, Any] = old if isinstance(old, dict) else {}
+    for name, item in value.items():  # an object holds fewer keys than its type has fields
+        sub = fields.get(name)
+        if sub is None:
+            continue
+        found = _check_shape(item, sub, old_fields.get(name))
+        if found:
+            bad, owner, parts, go_type = found
+            parts.insert(0, name)
+            return bad, owner or shape[1].split(".", 1)[-1], parts, go_type
     return None
 
 
-def check_shapes(group: str, kind: str, api_version: str, obj: Mapping[str, Any]) -> None:
+def check_shapes(group: str, kind: str, api_version: str, obj: Mapping[str, Any],
+                 old: Mapping[str, Any] | None = None) -> None:
     """400 with Go's decoder message when a checked nested field of a built-in kind has the
-    wrong JSON type (a string where ``spec.containers[].ports`` wants a list ...)."""
+    wrong JSON type (a string where ``spec.containers[].ports`` wants a list ...). A field equal
+    to the stored object's (``old``) was checked when it was written."""
     root = SHAPES.get((group, kind))
     if root is None:
         return
-    owner, fields = root
+    root_owner, fields = root
     for name, shape in fields.items():
         if name in obj:
-            found = _check_shape(obj[name], shape, owner, name)
+            found = _check_shape(obj[name], shape, None if old is None else old.get(name))
             if found:
-                raise decode_error(kind, api_version, found)
+                bad, owner, parts, go_type = found
+                path = ".".join([name, *parts])
+                raise decode_error(kind, api_version,
+                                   _shape_error(bad, owner or root_owner, path, go_type))
