@@ -55,7 +55,9 @@ class Simulation(World):
     ``cluster=True`` (or a ``emu.kube.config.KubeConfig``) starts the Kubernetes built-ins —
     kubelets, scheduler, Jobs, Deployments, EndpointSlices, garbage collector — so Pods run; the
     default is the bare API server. ``ray`` registers the Ray and Redis images' programs (on by
-    default; a ``emu.ray.config.RayConfig`` sets their timings).
+    default; a ``emu.ray.config.RayConfig`` sets their timings). ``rbac=True`` enforces RBAC
+    from the start (`emu.RBAC`, reached as ``sim.rbac``); by default it is off until
+    ``install_kuberay`` turns it on, and ``rbac=False`` keeps it off even then.
     """
 
     def __init__(self, *, seed: int = 0, history_window: int = DEFAULT_HISTORY_WINDOW,
