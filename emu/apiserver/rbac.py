@@ -18,7 +18,8 @@ Port of kubernetes ``plugin/pkg/auth/authorizer/rbac`` (``rbac.go``, ``rule.go``
   in the namespace "default"``, with ``RBAC: role.rbac.authorization.k8s.io "x" not found`` after
   it when a binding names a role that does not exist.
 
-Who calls (`RBAC.identify`): a process running in a Pod (``NS/POD/CONTAINER``) acts as the Pod's
+Who calls (`RBAC.identify`): a process running in a Pod (``NS/POD/CONTAINER``, or a process that
+container started, ``NS/POD/CONTAINER/NAME``) acts as the Pod's
 ServiceAccount (``spec.serviceAccountName``, ``default`` when unset); the built-in components act
 as their real identities (``system:kube-scheduler``, ``system:node:NODE``, the controller-manager's
 per-controller ServiceAccounts in ``kube-system``) and are allowed everything, a documented
@@ -379,7 +380,7 @@ class RBAC:
             return UserInfo(f"system:node:{caller.removeprefix('kubelet-')}",
                             ("system:nodes", AUTHENTICATED), system=True)
         parts = caller.split("/")
-        if len(parts) == 3 and all(parts):
+        if len(parts) >= 3 and all(parts):  # NS/POD/CONTAINER[/child process]
             return self._pod_user(caller, parts[0], parts[1])
         return UserInfo(caller, (SYSTEM_MASTERS, AUTHENTICATED))
 

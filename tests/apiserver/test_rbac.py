@@ -201,6 +201,7 @@ async def test_processes_act_as_their_pods_service_account(sim):
     assert sim.rbac.identify("default/p/c") == UserInfo(
         "system:serviceaccount:default:robot",
         ("system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"))
+    assert sim.rbac.identify("default/p/c/raylet").name == "system:serviceaccount:default:robot"
     assert sim.rbac.identify("default/other/c").name == "system:serviceaccount:default:default"
     assert sim.rbac.identify("kubelet-node-1").name == "system:node:node-1"
     assert sim.rbac.identify("kube-scheduler").name == "system:kube-scheduler"
