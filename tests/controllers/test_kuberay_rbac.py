@@ -160,3 +160,19 @@ async def test_a_chart_without_any_jobs_rule_stops_the_operator_at_cache_sync(si
     listed = ('jobs.batch is forbidden: User "system:serviceaccount:default:kuberay-operator" '
               'cannot list resource "jobs" in API group "batch" at the cluster scope')
     assert listed in [m for _c, m in sim.rbac.denials]
+
+
+def _kuberay_scenarios() -> list[str]:
+    from emu.scenarios import all_scenarios
+
+    return [s.name for s in all_scenarios() if s.name != "apiserver-churn"]  # no KubeRay there
+
+
+@pytest.mark.parametrize("name", _kuberay_scenarios())
+def test_every_kuberay_scenario_meets_its_claims_under_the_charts_rbac(name):
+    from emu.scenarios import run_scenario
+
+    result = run_scenario(name, seed=1)
+    assert result.sim.rbac.enabled
+    assert result.sim.rbac.denials == []  # the chart allows everything the operator does
+    assert result.ok, [e for e in result.expectations if not e.ok]
