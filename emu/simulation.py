@@ -70,7 +70,7 @@ class Simulation(World):
                              history_window=history_window, trace=self._trace_api)
         #: RBAC (`emu.apiserver.rbac.RBAC`): enforced with ``rbac=True``, or from
         #: ``install_kuberay`` on unless ``rbac=False``; off by default.
-        self.rbac = RBAC(self.api)
+        self.rbac = RBAC(self.api, trace=self._trace_api)
         self.rbac_option = rbac
         if rbac:
             self.rbac.enable()

@@ -37,7 +37,7 @@ validation of the four RBAC kinds are one port of one Kubernetes package, read t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -322,8 +322,11 @@ class RBAC:
     ``sim.apply``.
     """
 
-    def __init__(self, server: APIServer) -> None:
+    def __init__(self, server: APIServer, *,
+                 trace: Callable[..., None] | None = None) -> None:
         self.server = server
+        #: Told about each refused request (``forbidden``), so the trace shows why.
+        self._trace = trace
         self.enabled = False
         #: Identities assigned to callers (process names or test clients' identities).
         self.identities: dict[str, UserInfo] = {}
@@ -504,6 +507,10 @@ class RBAC:
         if not allowed:
             err = forbidden(a, reason)
             self.denials.append((info.src, err.message))
+            if self._trace is not None:
+                self._trace("forbidden", caller=info.src, user=user.name, verb=a.verb,
+                            resource=a.resource + (f"/{a.subresource}" if a.subresource else ""),
+                            group=a.api_group, ns=a.namespace, name=a.name)
             raise err
 
     def can(self, user: UserInfo, verb: str, resource: str, *, namespace: str = "",

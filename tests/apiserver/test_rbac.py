@@ -150,6 +150,11 @@ async def test_a_service_account_may_do_what_its_bindings_allow(sim):
     with pytest.raises(Forbidden, match='cannot update resource "pods/status"'):
         await c.update_status(await c.get("Pod", "p", "default"))
     assert await sim.get("Pod", "p") is not None  # refused requests changed nothing
+    [first, *_] = [e for e in sim.trace if e.event == "forbidden"]
+    assert (first.process, first.fields) == ("kube-apiserver", {
+        "caller": "reader", "user": "system:serviceaccount:default:reader", "verb": "delete",
+        "resource": "pods", "group": "", "ns": "default", "name": "p"})
+    assert len(sim.rbac.denials) == 3
 
 
 @pytest.mark.emu(rbac=True)
