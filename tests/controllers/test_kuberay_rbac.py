@@ -92,6 +92,18 @@ async def test_with_the_charts_rbac_the_operator_leads_and_reconciles(sim):
     assert sim.rbac.identify(leader.name).name == "system:serviceaccount:default:kuberay-operator"
 
 
+async def test_a_single_namespace_install_works_from_roles_alone(sim):
+    """``singleNamespaceInstall``: no ClusterRole, a Role per watched namespace; the operator
+    watches only its namespace and needs nothing cluster-wide."""
+    kuberay = await install_kuberay(sim, direct=True, singleNamespaceInstall=True)
+    assert sim.api.list("ClusterRoleBinding")["items"][0]["metadata"]["name"] == "cluster-admin"
+    await kuberay.wait_for_leader()
+    await sim.apply(raycluster())
+    await sim.sleep(5)
+    assert len(await worker_pods(sim)) == 3
+    assert sim.rbac.denials == []
+
+
 @pytest.mark.emu(rbac=False)
 async def test_a_world_built_with_rbac_off_stays_off(sim):
     await install_kuberay(sim, direct=True)
