@@ -494,6 +494,8 @@ class RBAC:
         elif req.verb == "patch":
             subresource = str(req.options.get("subresource") or "")
         name = "" if req.verb in ("create", "list", "delete_collection") else (req.name or "")
+        if req.verb in ("list", "watch") and not name:
+            name = _exact_name(req.options.get("field_selector"))
         return Attributes(user, verb, namespace, info.group, info.plural, subresource, name)
 
     def check(self, req: ApiRequest, info: CallInfo) -> None:
@@ -524,6 +526,18 @@ class RBAC:
     def can_path(self, user: UserInfo, verb: str, path: str) -> bool:
         """``kubectl auth can-i get /healthz``: a non-resource request."""
         return self.authorize(Attributes(user, verb, resource_request=False, path=path))[0]
+
+
+def _exact_name(field_selector: Any) -> str:
+    """``RequestInfo``: a list or watch whose field selector requires ``metadata.name=X`` is a
+    request for X (so ``resourceNames`` can allow it)."""
+    if not isinstance(field_selector, str):
+        return ""
+    for term in field_selector.split(","):
+        key, sep, value = term.partition("==") if "==" in term else term.partition("=")
+        if sep and key.strip() == "metadata.name" and not key.endswith("!"):
+            return value.strip()
+    return ""
 
 
 def _aggregate(errors: Iterable[str]) -> str:

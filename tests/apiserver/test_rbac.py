@@ -189,6 +189,20 @@ async def test_cluster_roles_bound_cluster_wide_or_in_one_namespace(sim):
 
 
 @pytest.mark.emu(rbac=True)
+async def test_resource_names_allow_a_list_or_watch_of_that_name_only(sim):
+    await sim.apply([role("one-pod", [{"apiGroups": [""], "resources": ["pods"],
+                                        "verbs": ["list", "watch"], "resourceNames": ["p"]}]),
+                     binding("one", "Role", "one-pod", [{"kind": "User", "name": "ann"}]), POD])
+    ann = sim.client("ann", user="ann")
+    assert len(await ann.list("Pod", "default", field_selector="metadata.name=p")) == 1
+    with pytest.raises(Forbidden, match='pods is forbidden: User "ann" cannot list'):
+        await ann.list("Pod", "default")
+    with pytest.raises(Forbidden, match='pods "q" is forbidden: User "ann" cannot watch'):
+        stream = await ann.watch("Pod", "default", field_selector="metadata.name=q")
+        await stream.__anext__()
+
+
+@pytest.mark.emu(rbac=True)
 async def test_a_binding_to_a_missing_role_says_so(sim):
     await sim.apply(binding("dangling", "Role", "nope", [{"kind": "User", "name": "eve"}]))
     with pytest.raises(Forbidden) as err:
