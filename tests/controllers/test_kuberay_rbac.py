@@ -15,6 +15,7 @@ from test_raycluster_support import raycluster, worker_pods
 
 from controllers import helm
 from controllers.operator import install_kuberay
+from emu.apiserver.rbac import UserInfo
 from emu.kube.config import KubeConfig
 
 LEASE_403 = ('leases.coordination.k8s.io "{name}" is forbidden: User '
@@ -101,6 +102,30 @@ async def test_a_single_namespace_install_works_from_roles_alone(sim):
     await sim.apply(raycluster())
     await sim.sleep(5)
     assert len(await worker_pods(sim)) == 3
+    assert sim.rbac.denials == []
+
+
+async def test_an_autoscaling_cluster_gets_its_autoscalers_role_and_binding(sim):
+    """``reconcileAutoscalerRole`` / ``RoleBinding``: the head's ServiceAccount may then do what
+    Ray's autoscaler does (patch Pods and the RayCluster), and nothing else."""
+    kuberay = await install_kuberay(sim, direct=True)
+    await kuberay.wait_for_leader()
+    rc = raycluster()
+    rc["spec"]["enableInTreeAutoscaling"] = True
+    await sim.apply(rc)
+    await sim.sleep(5)
+    name = rc["metadata"]["name"]
+    role = await sim.get("Role", name)
+    binding = await sim.get("RoleBinding", name)
+    assert role is not None and binding is not None
+    assert role["metadata"]["ownerReferences"][0]["name"] == name
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name,
+                                    "namespace": "default"}]
+    head_sa = UserInfo.service_account("default", name)
+    assert sim.rbac.can(head_sa, "patch", "pods", namespace="default")
+    assert sim.rbac.can(head_sa, "patch", "rayclusters", group="ray.io", namespace="default")
+    assert not sim.rbac.can(head_sa, "delete", "pods", namespace="default")
+    assert not sim.rbac.can(head_sa, "patch", "pods", namespace="other")
     assert sim.rbac.denials == []
 
 
