@@ -2,7 +2,9 @@
 
 Port of ``helm-chart/kuberay-operator`` (``values.yaml``, ``templates/deployment.yaml``,
 ``templates/configmap.yaml``, ``templates/serviceaccount.yaml``, ``templates/leader_election_role.yaml``,
-``_helpers.tpl``), limited to what decides how the operator runs (SPEC §1.6):
+``role.yaml``, ``rolebinding.yaml``, ``multiple_namespaces_role(binding).yaml``, ``_helpers.tpl``),
+limited to what decides how the operator runs (SPEC §1.6) and what it may do (its RBAC rules,
+which the API server enforces when the world has RBAC on, `emu.apiserver.rbac`):
 
 - ``replicas: {{ .Values.replicas | default 1 }}`` — 0 is falsy, so it becomes 1 (**quirk**);
 - ``strategy: Recreate``;
@@ -62,12 +64,91 @@ DEFAULT_VALUES: Obj = {
     "reconcileConcurrency": 1,
     "kubeClient": {"qps": 100.0, "burst": 200},
     "rbacEnable": True,
+    "crNamespacedRbacEnable": True,
     "singleNamespaceInstall": False,
     "env": None,
     "resources": {"limits": {"cpu": "100m", "memory": "512Mi"}},
     "livenessProbe": {"initialDelaySeconds": 10, "periodSeconds": 5, "failureThreshold": 5},
     "readinessProbe": {"initialDelaySeconds": 10, "periodSeconds": 5, "failureThreshold": 5},
 }
+
+#: ``role.consistentRules`` (_helpers.tpl): the operator's ClusterRole (or, with
+#: ``singleNamespaceInstall`` and ``crNamespacedRbacEnable``, a Role per watched namespace).
+OPERATOR_RULES: list[Obj] = [
+    {"apiGroups": [""], "resources": ["persistentvolumeclaims", "pods/status", "services"],
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"],
+     "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+               "watch"]},
+    {"apiGroups": [""], "resources": ["pods/proxy", "services/status"],
+     "verbs": ["get", "patch", "update"]},
+    {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]},
+    {"apiGroups": [""], "resources": ["secrets"],
+     "verbs": ["create", "delete", "get", "list", "update", "watch"]},
+    {"apiGroups": [""], "resources": ["serviceaccounts"],
+     "verbs": ["create", "delete", "get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["services/proxy"],
+     "verbs": ["create", "get", "patch", "update"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"],
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+    {"apiGroups": ["cert-manager.io"], "resources": ["certificates"],
+     "verbs": ["create", "get", "list", "update", "watch"]},
+    {"apiGroups": ["cert-manager.io"], "resources": ["certificates/status"], "verbs": ["get"]},
+    {"apiGroups": ["cert-manager.io"], "resources": ["issuers"],
+     "verbs": ["create", "get", "list", "watch"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+     "verbs": ["create", "get", "list", "update"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": ["extensions", "networking.k8s.io"], "resources": ["ingresses"],
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+    {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["gateways", "httproutes"],
+     "verbs": ["create", "delete", "get", "list", "update", "watch"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
+     "verbs": ["create", "delete", "get", "list", "update", "watch"]},
+    {"apiGroups": ["ray.io"], "resources": ["rayclusters", "raycronjobs", "rayjobs", "rayservices"],
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+    {"apiGroups": ["ray.io"], "resources": ["rayclusters/finalizers", "raycronjobs/finalizers",
+                                            "rayjobs/finalizers", "rayservices/finalizers"],
+     "verbs": ["update"]},
+    {"apiGroups": ["ray.io"], "resources": ["rayclusters/status", "raycronjobs/status",
+                                            "rayjobs/status", "rayservices/status"],
+     "verbs": ["get", "patch", "update"]},
+    {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"],
+     "verbs": ["create", "delete", "get", "list", "watch"]},
+    {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"],
+     "verbs": ["create", "delete", "get", "list", "update", "watch"]},
+    {"apiGroups": ["route.openshift.io"], "resources": ["routes"],
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+]
+#: With a ``KubernetesWAS`` feature gate on.
+WAS_RULES: list[Obj] = [
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups", "workloads"],
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]
+#: With ``batchScheduler.enabled`` or ``batchScheduler.name: volcano``.
+VOLCANO_RULES: list[Obj] = [
+    {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"],
+     "verbs": ["create", "delete", "get", "list", "update", "watch"]}]
+#: With ``batchScheduler.enabled`` or ``batchScheduler.name: scheduler-plugins``.
+SCHEDULER_PLUGINS_RULES: list[Obj] = [
+    {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"],
+     "verbs": ["create", "get", "list", "watch"]}]
+#: Not in the chart: the emulated event recorder writes core/v1 Events where KubeRay's writes
+#: events.k8s.io/v1 ones (which the chart allows), so the rendered rules allow the same verbs
+#: on core Events (docs/deviations.md). ``render(..., emulated_event_rule=False)`` leaves it out.
+EMULATED_EVENT_RULE: Obj = {"apiGroups": [""], "resources": ["events"],
+                            "verbs": ["create", "patch"]}
+#: ``templates/leader_election_role.yaml``.
+LEADER_ELECTION_RULES: list[Obj] = [
+    {"apiGroups": [""], "resources": ["configmaps"],
+     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+     "verbs": ["create", "get", "list", "update"]},
+]
 
 #: Where the config path mounts the ConfigMap, and the file the operator reads.
 CONFIG_MOUNT_PATH = "/etc/kuberay"
@@ -250,11 +331,67 @@ def _env_list(env: Any) -> list[Obj] | None:
     return [dict(e) for e in env]
 
 
+def operator_rules(values: Mapping[str, Any], *, emulated_event_rule: bool = True) -> list[Obj]:
+    """``role.consistentRules`` for these values (plus `EMULATED_EVENT_RULE`)."""
+    rules = copy.deepcopy(OPERATOR_RULES)
+    if any(g.get("name") == "KubernetesWAS" and g.get("enabled")
+           for g in values.get("featureGates") or []):
+        rules += copy.deepcopy(WAS_RULES)
+    batch = values.get("batchScheduler") or {}
+    if batch.get("enabled") or batch.get("name") == "volcano":
+        rules += copy.deepcopy(VOLCANO_RULES)
+    if batch.get("enabled") or batch.get("name") == "scheduler-plugins":
+        rules += copy.deepcopy(SCHEDULER_PLUGINS_RULES)
+    if emulated_event_rule:
+        rules.append(copy.deepcopy(EMULATED_EVENT_RULE))
+    return rules
+
+
+def rbac_manifests(values: Mapping[str, Any], *, name: str, sa_name: str, namespace: str,
+                   labels: Mapping[str, str], emulated_event_rule: bool = True) -> list[Obj]:
+    """The chart's RBAC with ``rbacEnable``: ``leader_election_role(_binding).yaml``, then
+    ``role.yaml`` + ``rolebinding.yaml`` (a ClusterRole and its ClusterRoleBinding), or with
+    ``singleNamespaceInstall`` and ``crNamespacedRbacEnable``
+    ``multiple_namespaces_role(binding).yaml`` (a Role and RoleBinding per watched namespace)."""
+    group = "rbac.authorization.k8s.io"
+    api_version = f"{group}/v1"
+    subjects = [{"kind": "ServiceAccount", "name": sa_name, "namespace": namespace}]
+    le_name = f"{name}-leader-election"
+    out: list[Obj] = [
+        {"apiVersion": api_version, "kind": "Role",
+         "metadata": {"name": le_name, "namespace": namespace, "labels": dict(labels)},
+         "rules": copy.deepcopy(LEADER_ELECTION_RULES)},
+        {"apiVersion": api_version, "kind": "RoleBinding",
+         "metadata": {"name": le_name, "namespace": namespace, "labels": dict(labels)},
+         "roleRef": {"apiGroup": group, "kind": "Role", "name": le_name},
+         "subjects": copy.deepcopy(subjects)},
+    ]
+    rules = operator_rules(values, emulated_event_rule=emulated_event_rule)
+    if not values.get("singleNamespaceInstall"):
+        out.append({"apiVersion": api_version, "kind": "ClusterRole",
+                    "metadata": {"name": name, "labels": dict(labels)}, "rules": rules})
+        out.append({"apiVersion": api_version, "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name, "labels": dict(labels)},
+                    "subjects": copy.deepcopy(subjects),
+                    "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": name}})
+    elif values.get("crNamespacedRbacEnable", True):
+        watch = values.get("watchNamespace") or [namespace]
+        for ns in ([watch] if isinstance(watch, str) else list(watch)):
+            out.append({"apiVersion": api_version, "kind": "Role",
+                        "metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
+                        "rules": copy.deepcopy(rules)})
+            out.append({"apiVersion": api_version, "kind": "RoleBinding",
+                        "metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
+                        "roleRef": {"apiGroup": group, "kind": "Role", "name": name},
+                        "subjects": copy.deepcopy(subjects)})
+    return out
+
+
 def render(values: Mapping[str, Any] | None = None, *, release_name: str = CHART_NAME,
-           namespace: str = "default") -> list[Obj]:
-    """The chart's manifests for ``values`` merged over `DEFAULT_VALUES`: ServiceAccount,
-    leader-election Role and RoleBinding (with ``rbacEnable``), ConfigMap (with
-    ``configuration.enabled``), Deployment."""
+           namespace: str = "default", emulated_event_rule: bool = True) -> list[Obj]:
+    """The chart's manifests for ``values`` merged over `DEFAULT_VALUES`: ServiceAccount, the
+    RBAC of `rbac_manifests` (with ``rbacEnable``), ConfigMap (with ``configuration.enabled``),
+    Deployment."""
     v = merge_values(DEFAULT_VALUES, values or {})
     name = fullname(v, release_name)
     labels = _labels(v, release_name)
@@ -268,24 +405,8 @@ def render(values: Mapping[str, Any] | None = None, *, release_name: str = CHART
                     "metadata": {"name": sa_name, "namespace": namespace,
                                  "labels": dict(labels)}})
     if v.get("rbacEnable"):
-        role_name = f"{name}-leader-election"
-        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                    "metadata": {"name": role_name, "namespace": namespace,
-                                 "labels": dict(labels)},
-                    "rules": [
-                        {"apiGroups": [""], "resources": ["configmaps"],
-                         "verbs": ["get", "list", "watch", "create", "update", "patch",
-                                   "delete"]},
-                        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                         "verbs": ["create", "get", "list", "update"]},
-                        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]})
-        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                    "metadata": {"name": role_name, "namespace": namespace,
-                                 "labels": dict(labels)},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                                "name": role_name},
-                    "subjects": [{"kind": "ServiceAccount", "name": sa_name,
-                                  "namespace": namespace}]})
+        out += rbac_manifests(v, name=name, sa_name=sa_name, namespace=namespace,
+                              labels=labels, emulated_event_rule=emulated_event_rule)
     config_enabled = bool((v.get("configuration") or {}).get("enabled"))
     if config_enabled:
         out.append({"apiVersion": "v1", "kind": "ConfigMap",

@@ -592,6 +592,7 @@ async def install_kuberay(sim: Any, *, replicas: int = 1, leader_election: bool 
     install = KubeRayInstall(sim, namespace=namespace, direct=direct, manifests=manifests,
                              leader_election=bool(chart_values.get("leaderElectionEnabled")))
     sim.programs.register(OPERATOR_IMAGE_PATTERN, make_operator_program(install._add))
+    rbac_on = _enable_rbac(sim, manifests, direct=direct)
     if not direct:
         for manifest in manifests:
             try:
@@ -601,8 +602,34 @@ async def install_kuberay(sim: Any, *, replicas: int = 1, leader_election: bool 
                     continue  # the emulated API server serves no RBAC kinds
                 raise
         return install
+    if rbac_on:  # the replicas' identity and its rules, which the Deployment path applies
+        for manifest in manifests:
+            if manifest["kind"] in _RBAC_MANIFEST_KINDS:
+                await sim.apply(manifest)
     await _start_direct(sim, install, manifests, namespace)
     return install
+
+
+_RBAC_MANIFEST_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+                        "ClusterRoleBinding")
+
+
+def _enable_rbac(sim: Any, manifests: list[dict[str, Any]], *, direct: bool) -> bool:
+    """RBAC is on in a world KubeRay is installed into (unless it was built with
+    ``rbac=False``): the chart's RBAC decides what the operator may do. Replicas started as
+    plain processes act as the chart's ServiceAccount, as its Pods would."""
+    rbac = getattr(sim, "rbac", None)
+    if rbac is None or getattr(sim, "rbac_option", None) is False:
+        return False
+    rbac.enable()
+    if direct:
+        deployment = next(m for m in manifests if m["kind"] == "Deployment")
+        meta = deployment["metadata"]
+        sa = deployment["spec"]["template"]["spec"].get("serviceAccountName") or "default"
+        for i in range(int(deployment["spec"]["replicas"])):
+            rbac.assign(f"{meta['name']}-{i}",
+                        rbac.service_account_user(meta["namespace"], sa))
+    return True
 
 
 async def _start_direct(sim: Any, install: KubeRayInstall, manifests: list[dict[str, Any]],

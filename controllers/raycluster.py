@@ -42,7 +42,7 @@ from emu.runtime.predicate import (
 
 from . import expectations as exp
 from .common import association as assoc
-from .common import gcs_ft, job, service
+from .common import gcs_ft, job, rbac, service
 from .common import pod as pod_builders
 from .utils import consistency, util, validation
 from .utils import constant as C
@@ -1187,13 +1187,44 @@ class RayClusterReconciler:
 
     async def reconcile_autoscaler_role(self, instance: Obj) -> None:
         """Port of `RayClusterReconciler.reconcileAutoscalerRole` (raycluster_controller.go):
-        not emulated (the API server serves no rbac.authorization.k8s.io kinds)."""
-        return None
+        with in-tree autoscaling, the autoscaler's Role exists or is created."""
+        nn = assoc.ray_cluster_autoscaler_role_namespaced_name(instance)
+        await self._ensure_autoscaler_rbac(instance, "Role", nn, rbac.build_role(instance),
+                                           "role", C.FAILED_TO_CREATE_ROLE, C.CREATED_ROLE)
 
     async def reconcile_autoscaler_role_binding(self, instance: Obj) -> None:
         """Port of `RayClusterReconciler.reconcileAutoscalerRoleBinding`
-        (raycluster_controller.go): not emulated, as `reconcile_autoscaler_role`."""
-        return None
+        (raycluster_controller.go): as `reconcile_autoscaler_role`, for its RoleBinding."""
+        nn = assoc.ray_cluster_autoscaler_role_binding_namespaced_name(instance)
+        await self._ensure_autoscaler_rbac(
+            instance, "RoleBinding", nn, rbac.build_role_binding(instance), "role binding",
+            C.FAILED_TO_CREATE_ROLE_BINDING, C.CREATED_ROLE_BINDING)
+
+    async def _ensure_autoscaler_rbac(self, instance: Obj, kind: str, nn: Any, obj: Obj,
+                                      what: str, failed: str, created: str) -> None:
+        """The shared body of the two Go functions: get; when NotFound, create (name clipped,
+        controller reference set); AlreadyExists is success; other errors are a Warning."""
+        if not util.is_autoscaling_enabled(instance.get("spec")):
+            return
+        try:
+            await self.client.get(kind, nn.name, nn.namespace)
+            return
+        except ApiError as err:
+            if err.code != 404:
+                raise
+        obj["metadata"]["name"] = util.check_name(obj["metadata"]["name"])
+        util.set_controller_reference(instance, obj)
+        meta = obj["metadata"]
+        try:
+            await self.client.create(obj)
+        except ApiError as err:
+            if err.code == 409 and err.reason == "AlreadyExists":
+                return
+            self._event(instance, "Warning", failed, C.CREATE_ACTION,
+                        f"Failed creating {what} {meta['namespace']}/{meta['name']}, {err}")
+            raise
+        self._event(instance, "Normal", created, C.CREATE_ACTION,
+                    f"Created {what} {meta['namespace']}/{meta['name']}")
 
     # -- updateRayClusterStatus and the finalizer helpers --------------------------------------
 

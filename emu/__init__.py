@@ -130,6 +130,14 @@ __all__ = [
 ]
 # Observation faults and strict-fault reporting (emu.faults).
 __all__ += ["CoalesceEvents", "InformerLag", "ShuffleLists", "StaleList", "UnperformedFaults"]
+# RBAC (emu.apiserver.rbac) and its 403.
+if TYPE_CHECKING:
+    from .apiserver.errors import Forbidden as Forbidden
+    from .apiserver.rbac import RBAC as RBAC
+    from .apiserver.rbac import UserInfo as UserInfo
+_EXPORTS.update({"Forbidden": ".apiserver.errors", "RBAC": ".apiserver.rbac",
+                 "UserInfo": ".apiserver.rbac"})
+__all__ += ["RBAC", "Forbidden", "UserInfo"]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .apiserver.errors import ApiError
+from .apiserver.rbac import RBAC, UserInfo
 from .apiserver.request import ApiRequest
 from .apiserver.server import APIServer
 from .client.apply import apply as apply_manifest
@@ -86,7 +87,9 @@ class Simulation(World):
     ``cluster=True`` (or a ``emu.kube.config.KubeConfig``) starts the Kubernetes built-ins —
     kubelets, scheduler, Jobs, Deployments, EndpointSlices, garbage collector — so Pods run; the
     default is the bare API server. ``ray`` registers the Ray and Redis images' programs (on by
-    default; a ``emu.ray.config.RayConfig`` sets their timings).
+    default; a ``emu.ray.config.RayConfig`` sets their timings). ``rbac=True`` enforces RBAC
+    from the start (`emu.RBAC`, reached as ``sim.rbac``); by default it is off until
+    ``install_kuberay`` turns it on, and ``rbac=False`` keeps it off even then.
 
     ``fail_on_panic`` (off by default, on under the pytest plugin; also settable as
     ``sim.fail_on_panic`` during the run) stops an `emu.run` at the first reconcile panic of any
@@ -95,7 +98,7 @@ class Simulation(World):
 
     def __init__(self, *, seed: int = 0, history_window: int = DEFAULT_HISTORY_WINDOW,
                  workdir: str | Path | None = None, cluster: bool | Any = False,
-                 ray: bool | Any = True, fail_on_panic: bool = False,
+                 ray: bool | Any = True, fail_on_panic: bool = False, rbac: bool | None = None,
                  loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__(seed=seed, loop=loop)
         #: Stop the run at the first reconcile panic (see `ReconcilePanic`).
@@ -103,6 +106,12 @@ class Simulation(World):
         self.faults = Faults(self)
         self.api = APIServer(clock=self.loop.time, rng=self.rng.fork("apiserver"),
                              history_window=history_window, trace=self._trace_api)
+        #: RBAC (`emu.apiserver.rbac.RBAC`): enforced with ``rbac=True``, or from
+        #: ``install_kuberay`` on unless ``rbac=False``; off by default.
+        self.rbac = RBAC(self.api, trace=self._trace_api)
+        self.rbac_option = rbac
+        if rbac:
+            self.rbac.enable()
         self._workdir = Path(workdir) if workdir is not None else None
         self._own_workdir = False
         _trace_requests(self)
@@ -145,11 +154,28 @@ class Simulation(World):
             self._own_workdir = True
         return self._workdir
 
-    def client(self, identity: str = "test", *, process: Process | None = None) -> Client:
+    def client(self, identity: str = "test", *, process: Process | None = None,
+               user: str | None = None, groups: Sequence[str] = (),
+               as_service_account: str | None = None) -> Client:
         """A client that talks to the API server over the network as ``identity`` (or as the
-        given process, so faults on that process reach it)."""
+        given process, so faults on that process reach it).
+
+        Under RBAC a test's client is cluster-admin (``system:masters``) unless it names who it
+        is: ``user`` (with ``groups``; ``system:authenticated`` is added) or
+        ``as_service_account="NAMESPACE/NAME"``."""
         if process is not None:
             return Client(self.network, process=process)
+        if as_service_account is not None:
+            ns, _, name = as_service_account.partition("/")
+            if not ns or not name or "/" in name:
+                raise ValueError(f"as_service_account must be 'NAMESPACE/NAME', got "
+                                 f"{as_service_account!r}")
+            self.rbac.assign(identity, UserInfo.service_account(ns, name))
+        elif user is not None:
+            self.rbac.assign(identity, UserInfo(user, tuple(dict.fromkeys(
+                (*groups, "system:authenticated")))))
+        elif groups:
+            raise ValueError("groups= needs user=")
         return Client(self.network, identity=identity)
 
     async def apply(self, manifest: str | Obj | list[Obj], *,

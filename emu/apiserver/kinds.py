@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from . import rbac
 from . import validation as v
 from .errors import ApiError, StatusCause
 
@@ -608,6 +609,15 @@ def builtin_kinds() -> list[KindInfo]:
                  field_getters=_fields("type")),
         KindInfo(core, "v1", "ServiceAccount", "serviceaccounts", merge_keys=smp,
                  short_names=("sa",)),
+        # RBAC kinds (rbac.authorization.k8s.io/v1); enforcement is emu.apiserver.rbac's.
+        KindInfo(rbac.GROUP, "v1", "Role", "roles", validator=rbac.validate_role,
+                 merge_keys=smp),
+        KindInfo(rbac.GROUP, "v1", "ClusterRole", "clusterroles", namespaced=False,
+                 validator=rbac.validate_role, merge_keys=smp),
+        KindInfo(rbac.GROUP, "v1", "RoleBinding", "rolebindings", validator=rbac.validate_binding,
+                 merge_keys=smp),
+        KindInfo(rbac.GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings",
+                 namespaced=False, validator=rbac.validate_binding, merge_keys=smp),
         KindInfo(core, "v1", "PersistentVolumeClaim", "persistentvolumeclaims", has_status=True,
                  defaulter=default_pvc, validator=v.validate_pvc, merge_keys=smp,
                  short_names=("pvc",)),

@@ -164,6 +164,9 @@ class APIServer:
     ``trace(event, **fields)`` is told about every committed write.
     """
 
+    #: Called with each network request before it is served; raises to refuse it (RBAC).
+    authorizer: Callable[[ApiRequest, CallInfo], None] | None = None
+
     def __init__(self, *, clock: Callable[[], float], rng: SimRandom,
                  history_window: int = 10_000, trace: Callable[..., None] | None = None,
                  bookmark_interval: float = BOOKMARK_INTERVAL) -> None:
@@ -1042,6 +1045,8 @@ class APIServer:
         the network's ``Handler`` protocol."""
         if not isinstance(payload, ApiRequest):
             raise BadRequest(f"expected an ApiRequest, got {type(payload).__name__}")
+        if self.authorizer is not None:  # RBAC (emu.apiserver.rbac), when the world enforces it
+            self.authorizer(payload, info)
         return self.serve(payload, caller=info.src)
 
     def serve(self, req: ApiRequest, caller: str = "") -> Any:
@@ -1104,6 +1109,8 @@ class APIServer:
         """Serve a watch stream from the network."""
         if not isinstance(payload, ApiRequest):
             raise BadRequest(f"expected an ApiRequest, got {type(payload).__name__}")
+        if self.authorizer is not None:  # RBAC (emu.apiserver.rbac), when the world enforces it
+            self.authorizer(payload, info)
         req = payload
         o = req.options
         field_selector = o.get("field_selector")
