@@ -9,8 +9,8 @@ Pods ``Ready=False`` (``MarkPodsNotReady``). Each Pod is then evicted (``Disrupt
 then a graceful delete) after its toleration of the NoExecute taint runs out:
 `KubeConfig.pod_eviction_timeout` (the 300 s DefaultTolerationSeconds adds) unless the Pod says
 otherwise. With the kubelet gone nobody finishes the deletion: the Pod stays Terminating, as in
-Kubernetes, until the Node comes back or its Node object is deleted. When the kubelet reports Ready
-again the taints are removed.
+Kubernetes, until the Node comes back or its Node object is deleted. The taints follow the Ready
+condition (``processTaintBaseEviction``): they go when the kubelet reports Ready again.
 
 `PodGC` (``pkg/controller/podgc``, ``gcOrphaned``): Pods bound to a Node that no longer exists
 are marked ``Failed`` with ``DisruptionTarget`` (``DeletionByPodGC``) and force-deleted after
@@ -116,7 +116,8 @@ class NodeLifecycle:
             self.queue.add(name)
 
     async def sync(self, name: str) -> None:
-        """``monitorNodeHealth`` for one Node, then its taints and evictions."""
+        """``monitorNodeHealth`` for one Node: ``tryUpdateNodeHealth``, then the taints its
+        Ready condition calls for (``processTaintBaseEviction``) and the evictions."""
         assert self.nodes is not None and self.client is not None and self.queue is not None
         node = self.nodes.get(name)
         if node is None:
@@ -125,22 +126,25 @@ class NodeLifecycle:
         observed = self._observed.get(name, now)
         grace = self.config.node_monitor_grace_period
         ready = get_condition(node.get("status"), "Ready")
-        stale = now - observed >= grace
+        observed_ready = str((ready or {}).get("status", "Unknown"))
+        if now - observed >= grace:
+            if any((get_condition(node.get("status"), c) or {}).get("status") != "Unknown"
+                   for c in NODE_CONDITIONS):
+                await self.mark_unknown(node)
+                if observed_ready == "True":
+                    await self.mark_pods_not_ready(name)
+                return  # the informer's update brings us back for the taints
+        else:
+            self.queue.add_after(name, observed + grace - now + 1e-6)
         taints = list((node.get("spec") or {}).get("taints") or [])
         tainted = any(_taint_key(t) == (UNREACHABLE, "NoExecute") for t in taints)
-        if stale:
-            if ready is None or ready.get("status") != "Unknown":
-                await self.mark_unknown(node)
-                return  # the informer's update brings us back for the taints
-            if not tainted:
-                await self.set_unreachable_taints(node, True)
-                await self.mark_pods_not_ready(name)
-                return
+        if observed_ready == "True":
+            if tainted:
+                await self.set_unreachable_taints(node, False)
+        elif not tainted:
+            await self.set_unreachable_taints(node, True)
+        else:
             await self.evict_pods(node)
-            return
-        self.queue.add_after(name, observed + grace - now + 1e-6)
-        if tainted and ready is not None and ready.get("status") == "True":
-            await self.set_unreachable_taints(node, False)
 
     async def mark_unknown(self, node: Obj) -> None:
         assert self.client is not None and self.process is not None
