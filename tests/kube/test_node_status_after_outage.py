@@ -84,3 +84,19 @@ async def test_the_kubelet_reports_node_status_every_five_minutes_when_nothing_c
     # the first event is the watch's ADDED; then two reports five minutes apart
     assert round(beats[2][0] - beats[1][0]) == 300
     assert len({b[1] for b in beats}) == 3
+
+
+async def test_a_pod_created_after_an_outage_just_under_the_grace_period_schedules(sim):
+    # the explorer's case: 45 s without the API server is up to 55 s without a renewal seen,
+    # so the Nodes are marked Unknown and tainted as the controller catches up; the kubelets'
+    # next report must clear both, or the Pod stays Pending behind the NoSchedule taint
+    sim.programs.register("example/app", ready_after(0))
+    cluster = kc.install(sim, nodes=3)
+    await cluster.wait_ready()
+    await sim.sleep(5.5)
+    sim.faults.do(Outage(duration=45))
+    await sim.sleep(45)
+    await sim.wait_until(lambda: any(not untainted(n) for n in sim.api.list("Node")["items"]),
+                         timeout=30, every=0.1, what="a Node tainted unreachable")
+    await sim.apply(pod("q"))
+    await sim.wait_for("Pod", "q", is_true("Ready"), timeout=60)
