@@ -114,6 +114,7 @@ class JobController:
 
     async def main(self, process: Process) -> None:
         self.process = process
+        self.expectations, self._backoff = Expectations(), {}  # a new process remembers nothing
         self.client = Client(self.cluster.world.network, process=process)
         self.queue = KeyQueue(process, "job")
         self.orphans = KeyQueue(process, "job-orphan-pod")

@@ -83,6 +83,8 @@ class NodeLifecycle:
 
     async def main(self, process: Process) -> None:
         self.process = process
+        # a new process knows nothing: each Node's grace period starts when it is first seen
+        self._observed, self._renew_times, self._heartbeats = {}, {}, {}
         self.client = Client(self.cluster.world.network, process=process)
         self.queue = KeyQueue(process, "node-lifecycle")
         self.nodes = Informer(self.client, "Node")
