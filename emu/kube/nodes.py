@@ -119,6 +119,10 @@ class NodeLifecycle:
             on_add=self._lease_seen, on_update=lambda _o, n: self._lease_seen(n)))
         process.spawn(self.nodes.run())
         process.spawn(leases.run())
+        # like the real controller, judge the cluster's health only with a full view of it
+        await self.nodes.wait_synced()
+        await leases.wait_synced()
+        self._check_disruption()
         await self.queue.run(self.sync)
 
     def _node_seen(self, node: Obj) -> None:
@@ -165,6 +169,8 @@ class NodeLifecycle:
         fault is its own (a control-plane or network problem) and stops evicting: every Node
         loses its NoExecute taint. When some Node is Ready again every Node's grace period
         starts over."""
+        if self.nodes is None or not self.nodes.has_synced():
+            return  # the first list is still arriving
         counts = self._zone_counts()
         full = bool(counts) and all(ready == 0 for ready, _ in counts.values())
         stopped = frozenset(z for z, (ready, not_ready) in counts.items()
