@@ -74,3 +74,18 @@ async def test_a_small_zone_mostly_down_taints_no_more_nodes(sim):
     sim.faults.do(RecoverNode(node="node-3"))
     await sim.wait_for("Node", "node-2", lambda n: "NoExecute" in effects(n),
                        namespace=None, timeout=60)
+
+
+async def test_a_node_excluded_from_disruption_checks_does_not_count_as_healthy(sim):
+    # node-2 carries node.kubernetes.io/exclude-disruption: with node-1 down, the only Node
+    # counted is down, so the cluster is fully disrupted and node-1 gets no NoExecute taint
+    cluster = kc.install(sim, nodes=2)
+    await cluster.wait_ready()
+    await sim.client().patch("Node", "node-2", {"metadata": {"labels": {
+        "node.kubernetes.io/exclude-disruption": ""}}})
+    sim.faults.do(FailNode(node="node-1"))
+    node = await sim.wait_for("Node", "node-1", lambda n: unknown(n) and effects(n),
+                              namespace=None, timeout=120)
+    await sim.sleep(30)
+    assert effects(await sim.get("Node", "node-1", namespace=None)) == ["NoSchedule"]
+    assert effects(node) == ["NoSchedule"]
