@@ -92,6 +92,7 @@ class ReplicaSetController:
 
     async def main(self, process: Process) -> None:
         self.process = process
+        self.expectations, self._owned = Expectations(), {}  # a new process remembers nothing
         self.client = Client(self.cluster.world.network, process=process)
         self.queue = KeyQueue(process, "replicaset")
         self.rsets = Informer(self.client, "ReplicaSet")

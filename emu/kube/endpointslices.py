@@ -91,6 +91,11 @@ class EndpointSliceController:
         self.pods: Informer | None = None
         self.slices: Informer | None = None
         self.queue: KeyQueue | None = None
+        self._forget()
+
+    def _forget(self) -> None:
+        """The controller's memory, empty (at construction, and when its process starts again:
+        a restart must not replay snapshots or trackers from before the crash)."""
         self._selectors: dict[str, tuple[str, LabelSelector]] = {}
         #: Each selector's position in `_selectors` (its insertion order), and the selectors by
         #: one of their ``key=value`` terms, so a Pod event looks up the Services that can select
@@ -113,6 +118,7 @@ class EndpointSliceController:
 
     async def main(self, process: Process) -> None:
         self.process = process
+        self._forget()
         self.client = Client(self.cluster.world.network, process=process)
         self.queue = KeyQueue(process, "endpointslice")
         self.services = Informer(self.client, "Service")

@@ -79,6 +79,10 @@ class GarbageCollector:
 
     async def main(self, process: Process) -> None:
         self.process = process
+        # a restart rebuilds the graph from fresh lists: an owner deleted meanwhile is absent,
+        # so its dependents are found dangling (a kept graph would hold it for good)
+        self.graph, self._waiting_for_owner = {}, {}
+        self.informers, self._namespaced = {}, {}
         self.client = Client(self.cluster.world.network, process=process)
         self.queue = KeyQueue(process, "garbage-collector")
         for info in self._kinds():

@@ -18,7 +18,11 @@ non-indexed Jobs, as of Kubernetes 1.33:
   ``DeadlineExceeded``; ``succeeded >= completions`` → ``SuccessCriteriaMet`` then ``Complete`` with
   ``completionTime``. Active Pods of a failing Job are deleted;
 - ``spec.suspend`` deletes active Pods and sets ``Suspended``; ``ttlSecondsAfterFinished``
-  deletes a finished Job (the TTL-after-finished controller's job, folded in here).
+  deletes a finished Job (the TTL-after-finished controller's job, folded in here);
+- a Pod that still has the tracking finalizer but whose Job is gone (deleted, replaced by one of
+  the same name, or the ownerReference removed by an Orphan deletion) is an orphan: it goes on a
+  second queue whose worker removes the finalizer (``enqueueOrphanPod``, ``syncOrphanPod``), so
+  the Pods of a deleted Job can go away. The Pods seen are those with the controller-uid label.
 
 Not emulated: indexed completion, pod failure and success policies, managedBy.
 """
@@ -103,18 +107,22 @@ class JobController:
         self.jobs: Informer | None = None
         self.pods: Informer | None = None
         self.queue: KeyQueue | None = None
+        self.orphans: KeyQueue | None = None
         self.expectations = Expectations()
         #: Per Job: (failures seen, time of the last failure): the pod failure back-off record.
         self._backoff: dict[str, tuple[int, float]] = {}
 
     async def main(self, process: Process) -> None:
         self.process = process
+        self.expectations, self._backoff = Expectations(), {}  # a new process remembers nothing
         self.client = Client(self.cluster.world.network, process=process)
         self.queue = KeyQueue(process, "job")
+        self.orphans = KeyQueue(process, "job-orphan-pod")
         self.jobs = Informer(self.client, "Job")
         self.pods = Informer(self.client, "Pod", label_selector=CONTROLLER_UID_LABEL)
         self.jobs.add_event_handler(FuncHandler(
-            on_add=self._job_changed, on_update=lambda _o, n: self._job_changed(n)))
+            on_add=self._job_changed, on_update=lambda _o, n: self._job_changed(n),
+            on_delete=self._job_deleted))
         self.pods.add_event_handler(FuncHandler(
             on_add=self._pod_changed, on_update=lambda _o, n: self._pod_changed(n),
             on_delete=self._pod_changed))
@@ -122,17 +130,60 @@ class JobController:
             process.spawn(inf.run())
         for inf in (self.jobs, self.pods):
             await inf.wait_synced()
+        process.spawn(self.orphans.run(self.sync_orphan_pod), name=f"{process.name}:orphans")
         await self.queue.run(self.sync)
 
     def _job_changed(self, job: Obj) -> None:
         assert self.queue is not None
         self.queue.add(f"{job['metadata']['namespace']}/{job['metadata']['name']}")
 
+    def _job_deleted(self, job: Obj) -> None:
+        """``deleteJob``: sync the key, and queue the Job's Pods that still carry the finalizer
+        (``cleanupPodFinalizers``)."""
+        self._job_changed(job)
+        for pod in self.job_pods(job):
+            if pod_is_tracked(pod):
+                self._enqueue_orphan(pod)
+
+    def _resolve(self, namespace: str, ref: Obj) -> Obj | None:
+        """``resolveControllerRef``: the Job ``ref`` names, if it is the one it names by uid."""
+        assert self.jobs is not None
+        if ref.get("kind") != "Job":
+            return None
+        job = self.jobs.get(str(ref.get("name")), namespace)
+        if job is None or job["metadata"].get("uid") != ref.get("uid"):
+            return None
+        return job
+
+    def _enqueue_orphan(self, pod: Obj) -> None:
+        assert self.orphans is not None
+        self.orphans.add(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}")
+
     def _pod_changed(self, pod: Obj) -> None:
         ref = controller_ref(pod)
-        if ref is not None and ref.get("kind") == "Job":
+        ns = pod["metadata"]["namespace"]
+        if ref is not None and self._resolve(ns, ref) is not None:
             assert self.queue is not None
-            self.queue.add(f"{pod['metadata']['namespace']}/{ref['name']}")
+            self.queue.add(f"{ns}/{ref['name']}")
+        elif pod_is_tracked(pod):
+            self._enqueue_orphan(pod)  # its Job is gone, or it has none: an orphan
+
+    async def sync_orphan_pod(self, key: str) -> None:
+        """``syncOrphanPod``: remove the tracking finalizer unless the Pod is (again) controlled
+        by a Job that exists and has not finished."""
+        assert self.pods is not None
+        ns, _, name = key.partition("/")
+        pod = self.pods.get(name, ns)
+        if pod is None or not pod_is_tracked(pod):
+            return
+        ref = controller_ref(pod)
+        if ref is not None:
+            if ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
+                return  # controlled by something else: not ours to touch
+            job = self._resolve(ns, ref)
+            if job is not None and not job_finished(job):
+                return
+        await self.remove_finalizers([pod])
 
     def job_pods(self, job: Obj) -> list[Obj]:
         assert self.pods is not None

@@ -5,7 +5,8 @@ What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syn
 ``getPhase``, ``status/generate.go``):
 
 - registers its Node (capacity, addresses, ``Ready=True`` ``KubeletReady``) and renews its Lease in
-  ``kube-node-lease`` every `KubeConfig.node_lease_renew_interval`;
+  ``kube-node-lease`` every `KubeConfig.node_lease_renew_interval`, posting the Node's status then
+  too when it changed (the node lifecycle controller marked it ``Unknown``) or every 5 min;
 - watches the Pods with ``spec.nodeName`` = its Node; for each, a pod worker creates the sandbox
   (a deterministic IP ``10.244.<node>.<n>``), runs init containers one by one, then the
   containers, each a process running the program its image names;
@@ -55,6 +56,8 @@ KUBELET_VERSION = "v1.33.0"
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 CONFIG_RETRY = 10.0
 STATUS_RETRY = 1.0
+#: ``nodeStatusReportFrequency``: the Node's status is posted at least this often, changed or not.
+NODE_STATUS_REPORT_FREQUENCY = 300.0
 
 
 def node_ip(index: int) -> str:
@@ -77,12 +80,16 @@ class Kubelet:
         self.client: Client | None = None
         self.pods: Informer | None = None
         self.runtime: NodeRuntime | None = None
+        self.node_informer: Informer | None = None
+        self._last_node_report = 0.0
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
         self.runtime = self.cluster.runtime_for(self.node, self.index)
         await self._retry(self.register_node)
+        self.node_informer = Informer(self.client, "Node", field_selector=f"metadata.name={self.node}")
+        process.spawn(self.node_informer.run(), name=f"{process.name}:node")
         process.spawn(self.lease_loop(), name=f"{process.name}:lease")
         self.pods = Informer(self.client, "Pod", field_selector=f"spec.nodeName={self.node}")
         self.pods.add_event_handler(FuncHandler(
@@ -160,10 +167,12 @@ class Kubelet:
             conditions = set_condition(conditions, cond)
         await self.client.patch("Node", self.node, {"status": {"conditions": conditions}},
                                 subresource="status")
+        self._last_node_report = clock.now()
 
     async def lease_loop(self) -> None:
-        """Renew the Node's Lease (``nodelease`` controller); the heartbeat the node lifecycle
-        controller watches."""
+        """Renew the Node's Lease (``nodelease`` controller), the heartbeat the node lifecycle
+        controller watches, and post the Node's status (``syncNodeStatus``, every 10 s too);
+        each failure is retried on the next round, so both resume after an outage."""
         assert self.client is not None and self.process is not None
         lease: Obj | None = None
         while True:
@@ -172,7 +181,35 @@ class Kubelet:
             except (ApiError, NetworkError) as err:
                 lease = None
                 self.process.log("lease_renew_failed", error=str(err))
+            try:
+                await self.sync_node_status()
+            except (ApiError, NetworkError) as err:
+                self.process.log("node_status_failed", error=str(err))
             await self.process.sleep(self.config.node_lease_renew_interval)
+
+    async def sync_node_status(self) -> None:
+        """``tryUpdateNodeStatus``: this kubelet's conditions over the Node its informer holds,
+        patched when they changed (heartbeats aside) or `NODE_STATUS_REPORT_FREQUENCY` after the
+        last report. A Node the node lifecycle controller marked ``Unknown`` is ``Ready`` again
+        one round after the kubelet reaches the API server."""
+        assert self.client is not None and self.node_informer is not None
+        node = self.node_informer.get(self.node)
+        if node is None:
+            return
+        old = list((node.get("status") or {}).get("conditions") or [])
+        conditions = old
+        for cond in self.node_conditions():
+            conditions = set_condition(conditions, cond)
+
+        def beatless(conds: list[Obj]) -> list[Obj]:
+            return [{k: v for k, v in c.items() if k != "lastHeartbeatTime"} for c in conds]
+
+        if beatless(conditions) == beatless(old) and \
+                clock.now() - self._last_node_report < NODE_STATUS_REPORT_FREQUENCY:
+            return
+        await self.client.patch("Node", self.node, {"status": {"conditions": conditions}},
+                                subresource="status")
+        self._last_node_report = clock.now()
 
     async def _renew(self, lease: Obj | None) -> Obj:
         assert self.client is not None

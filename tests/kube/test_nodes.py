@@ -10,10 +10,10 @@ from emu.kube.faults import FailNode, RecoverNode
 
 async def test_failed_node_is_unknown_after_the_grace_period_and_its_pods_not_ready(sim):
     sim.programs.register("example/app", ready_after(0))
-    cluster = kc.install(sim, nodes=1, node_monitor_grace_period=50.0,
+    cluster = kc.install(sim, nodes=2, node_monitor_grace_period=50.0,
                          node_lease_renew_interval=10.0)
     await cluster.wait_ready()
-    await sim.apply(pod("p"))
+    await sim.apply(pod("p", nodeSelector={"kubernetes.io/hostname": "node-1"}))
     await sim.wait_for("Pod", "p", is_true("Ready"))
     proc = cluster.container_process("default", "p", "app")
     t0 = sim.now
@@ -38,9 +38,10 @@ async def test_failed_node_is_unknown_after_the_grace_period_and_its_pods_not_re
 
 async def test_pods_on_a_lost_node_are_evicted_after_the_toleration_and_stay_terminating(sim):
     sim.programs.register("example/app", ready_after(0))
-    cluster = kc.install(sim, nodes=1, pod_eviction_timeout=300.0)
+    # two Nodes: with every Node down the controller would stop evicting (full disruption)
+    cluster = kc.install(sim, nodes=2, pod_eviction_timeout=300.0)
     await cluster.wait_ready()
-    await sim.apply(pod("p"))
+    await sim.apply(pod("p", nodeSelector={"kubernetes.io/hostname": "node-1"}))
     await sim.wait_for("Pod", "p", is_true("Ready"))
     sim.faults.do(FailNode(node="node-1"))
     tainted = await sim.wait_for("Node", "node-1", lambda n: bool(n["spec"].get("taints")),
