@@ -14,6 +14,9 @@ Checked: for each RayCluster, RayJob and RayService,
 - once it has a deletionTimestamp, it is gone from the API server within ``bound``;
 - once it is gone, no object whose owner chain reaches it (Pod, Service, Job, PVC, RayCluster)
   remains ``bound`` seconds later;
+- exempt: a terminating Pod on a Node that is not Ready. Kubernetes keeps it Terminating until its
+  kubelet confirms the containers stopped (or the Node object is deleted), so neither KubeRay nor
+  the garbage collector can remove it sooner; it is named only if it stays once its Node is Ready;
 - a RayCluster that carried the Redis cleanup finalizer has, ``bound`` seconds after it is gone,
   no key of its GCS storage namespace (read from its GCS's ``gcs_started`` event) in any Redis
   server of the world.
@@ -50,6 +53,8 @@ class _Pending:
     what: str  # "finalizers" or "dependents"
     since: float
     deadline: float
+    #: Past its deadline with only exempt leftovers (terminating Pods on Nodes not Ready).
+    exempt: bool = False
 
 
 @attrs.frozen
@@ -123,24 +128,37 @@ class _CleanupMonitor(BaseMonitor):
                                              now + self.inv.bound))
         self._drop_met()
 
-    def _left(self, p: _Pending) -> list[str]:
+    def _left(self, p: _Pending, *, exempt_too: bool = False) -> list[str]:
         if p.what == "finalizers":
             obj = self.view.get(p.kind, p.ns, p.name)
             if obj is None or str(obj["metadata"].get("uid", "")) != p.uid:
                 return []
             return [f"finalizers {obj['metadata'].get('finalizers') or []}"]
         return [f"{k}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
-                for k, o in self.view.owned_by(p.uid)]
+                for k, o in self.view.owned_by(p.uid)
+                if exempt_too or not (k == "Pod" and deleting(o) and self.view.node_note(o))]
 
     def _expire(self, now: float) -> None:
         """Report the items whose deadline passed: they were unmet at the last write before it,
-        and nothing changed since, so they were unmet at it."""
-        for p in [p for p in self.pending if p.deadline < now]:
-            self._report(p, self._left(p) or ["cleared only after the deadline"])
-        self.pending = [p for p in self.pending if p.deadline >= now]
+        and nothing changed since, so they were unmet at it. An item whose only leftovers are
+        exempt stays, unreported, until they go (fine) or stop being exempt (reported)."""
+        keep = []
+        for p in self.pending:
+            if p.deadline >= now:
+                keep.append(p)
+                continue
+            left = self._left(p)
+            if left:
+                self._report(p, left)
+            elif self._left(p, exempt_too=True):
+                p.exempt = True
+                keep.append(p)
+            elif not p.exempt:
+                self._report(p, ["cleared only after the deadline"])
+        self.pending = keep
 
     def _drop_met(self) -> None:
-        self.pending = [p for p in self.pending if self._left(p)]
+        self.pending = [p for p in self.pending if self._left(p, exempt_too=True)]
 
     def _report(self, p: _Pending, left: list[str]) -> None:
         if p.what == "finalizers":
@@ -155,11 +173,12 @@ class _CleanupMonitor(BaseMonitor):
         self.report(msg, p.deadline, objs)
 
     async def check_end(self, sim: Simulation) -> None:
-        while self.pending:
+        while True:
             self._expire(sim.now)
-            waiting = [p.deadline for p in self.pending]
-            if waiting:
-                await self.view.wait_change(min(waiting) - sim.now + 1e-6)
+            waiting = [p.deadline for p in self.pending if not p.exempt]
+            if not waiting:
+                break
+            await self.view.wait_change(min(waiting) - sim.now + 1e-6)
         self._expire(sim.now)
         await self._check_redis(sim)
 

@@ -20,6 +20,28 @@ async def test_a_pod_left_behind_by_a_deleted_cluster_is_reported(sim):
         "remained: Pod/default/rc-head", 40.0, ("RayCluster/default/rc", "Pod/default/rc-head"))]
 
 
+async def test_a_terminating_pod_on_an_unready_node_is_not_a_leftover_until_the_node_is_back(sim):
+    monitors = Monitors.attach(sim, [Cleanup(bound=30.0)])
+    node = create(sim, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+                        "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
+    rc = create(sim, raycluster("rc"))
+    stuck = pod("rc-head", cluster="rc", owner=owner_ref(rc))
+    stuck["spec"]["nodeName"] = "node-1"
+    stuck["metadata"]["finalizers"] = ["example.com/hold"]  # what a kubelet that is gone holds
+    create(sim, stuck)
+    delete(sim, "Pod", "rc-head")                 # Terminating: its kubelet never confirms
+    delete(sim, "RayCluster", "rc")
+    await sim.sleep(60)
+    assert monitors.violations() == []            # a real cluster cannot remove it either
+    node["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    sim.api.update_status(node, caller="test")    # the Node is back, the Pod still there
+    sim.call_later(1, lambda: sim.api.update(sim.api.get("Pod", "rc-head", "default"),
+                                             caller="test"))
+    [found] = await monitors.finish(sim)
+    assert found.message == ("RayCluster default/rc was deleted at t=0.000s but 30s later 1 of its "
+                             "objects remained: Pod/default/rc-head")
+
+
 async def test_a_dependent_removed_in_time_and_a_cluster_of_a_deleted_job_are_clean(sim):
     monitors = Monitors.attach(sim, [Cleanup(bound=30.0)])
     job = create(sim, rayjob("rj"))
