@@ -42,6 +42,7 @@ class ContainerContext:
       emptyDir); data written there outlives the container only if the volume does;
     - ``ip`` and ``hostname``: the Pod's address on the network; `listen` registers
       ``"{ip}:{port}"`` (and ``"{hostname}:{port}"``), which Services route to;
+    - ``init``: whether this is an init container;
     - `set_ready` is how the program answers the kubelet's readiness probe.
     """
 
@@ -55,6 +56,8 @@ class ContainerContext:
     hostname: str
     volumes: dict[str, Path] = attrs.field(factory=dict)
     services: dict[str, Any] = attrs.field(factory=dict)
+    #: An init container (it must exit for the Pod to go on).
+    init: bool = False
     _ready: bool = False
     _ready_listeners: list[Callable[[bool], None]] = attrs.field(factory=list)
 
@@ -133,7 +136,11 @@ Program = Callable[[ContainerContext], Awaitable[int | None]]
 
 
 async def idle_program(ctx: ContainerContext) -> int:
-    """A container that starts, reports ready and runs until killed."""
+    """A container whose command nothing emulates: it starts, reports ready and runs until
+    killed; as an init container it exits 0 at once (a setup step that succeeded), since an
+    init container that never exits would hold its Pod in ``Init`` forever."""
+    if ctx.init:
+        return 0
     ctx.set_ready(True)
     await asyncio.Event().wait()
     return 0

@@ -44,6 +44,7 @@ from ..kernel.network import NetworkError
 from ..kernel.process import Process
 from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
+from .events import EventRecorder
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
@@ -77,10 +78,12 @@ class Kubelet:
         self.client: Client | None = None
         self.pods: Informer | None = None
         self.runtime: NodeRuntime | None = None
+        self.events: EventRecorder | None = None
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
+        self.events = EventRecorder(self.client, process, "kubelet", self.node)
         self.runtime = self.cluster.runtime_for(self.node, self.index)
         await self._retry(self.register_node)
         process.spawn(self.lease_loop(), name=f"{process.name}:lease")
@@ -90,6 +93,12 @@ class Kubelet:
             on_delete=lambda pod: self._pod_changed(pod, deleted=True)))
         process.spawn(self._adopt_after_sync(), name=f"{process.name}:adopt")
         await self.pods.run()
+
+    def event(self, pod: Obj, event_type: str, reason: str, message: str) -> None:
+        """Record an Event about ``pod`` (see `emu.kube.events`)."""
+        if self.events is not None:
+            self.events.event({"apiVersion": "v1", "kind": "Pod", **pod}, event_type, reason,
+                              message)
 
     async def _retry(self, fn: Any) -> None:
         delay = 0.5
@@ -290,6 +299,9 @@ class PodWorker:
         self._last_status: Obj | None = None
         self._volumes: dict[str, Path] | None = None
         self._config_errors: dict[str, str] = {}
+        #: The waiting reason of a container in `_config_errors` (CreateContainerConfigError or
+        #: CreateContainerError).
+        self._error_reasons: dict[str, str] = {}
         self._backoff_msg: dict[str, str] = {}
         self._lost: dict[str, Obj] = {}
         self._probes: dict[str, asyncio.Task[Any]] = {}
@@ -403,6 +415,10 @@ class PodWorker:
         if entry is not None and not rec.finished_at - entry[1] > 2 * cap:
             backoff = entry[0]
             if now - rec.finished_at < backoff - 1e-9:  # float sums must not loop at the edge
+                if name not in self._backoff_msg:
+                    self.kubelet.event(pod, "Warning", "BackOff",
+                                       f"Back-off restarting failed container {name} in pod "
+                                       f"{self.name}_{self.namespace}({self.uid})")
                 self._backoff_msg[name] = (
                     f"back-off {_go_duration(backoff)} restarting failed container={name} "
                     f"pod={self.name}_{self.namespace}({self.uid})")
@@ -424,10 +440,16 @@ class PodWorker:
             env = await self.resolve_env(pod, c, box)
             mounts = self.mounts(c)
         except ConfigError as err:
-            self._config_errors[name] = str(err)
-            self.wake_at(clock.now() + CONFIG_RETRY)
+            self._start_failed(pod, name, "CreateContainerConfigError", str(err))
+            return
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            # anything else that stops the runtime creating the container (a volume it cannot
+            # lay out, a malformed mount): CreateContainerError, never a dead pod worker
+            self._start_failed(pod, name, "CreateContainerError",
+                               f"failed to create containerd container: {err}")
             return
         self._config_errors.pop(name, None)
+        self._error_reasons.pop(name, None)
         if box.containers.get(name) is not None and box.containers[name].state != "exited":
             return  # started meanwhile
         prev = box.containers.get(name)
@@ -439,6 +461,15 @@ class PodWorker:
         self.runtime.create_container(box, c, init=init, attempt=attempt, delay=delay, pod=pod,
                                       env=env, volumes=mounts)
         self.wake()
+
+    def _start_failed(self, pod: Obj, name: str, reason: str, message: str) -> None:
+        """A container could not be created: its waiting reason, a Warning Event ``Failed``
+        (``Error: <message>``, as the kubelet's ``kuberuntime_container`` records it) and a
+        retry after `CONFIG_RETRY`."""
+        self._config_errors[name] = message
+        self._error_reasons[name] = reason
+        self.kubelet.event(pod, "Warning", "Failed", f"Error: {message}")
+        self.wake_at(clock.now() + CONFIG_RETRY)
 
     def _lost_attempts(self, pod: Obj, name: str, init: bool) -> int:
         """Restart count for a container the runtime does not know but the API status shows
@@ -590,7 +621,8 @@ class PodWorker:
             if base is None:
                 continue
             path = base / m["subPath"] if m.get("subPath") else base
-            path.mkdir(parents=True, exist_ok=True)
+            if not path.is_file():  # a subPath naming a ConfigMap/Secret key mounts that file
+                path.mkdir(parents=True, exist_ok=True)
             out[m["mountPath"]] = path
         return out
 
@@ -660,8 +692,9 @@ class PodWorker:
             status["lastState"] = {"terminated": {k: v for k, v in lost.items()
                                                   if v is not None}}
         if name in self._config_errors and (rec is None or rec.state == "exited"):
-            status["state"] = {"waiting": {"reason": "CreateContainerConfigError",
-                                           "message": self._config_errors[name]}}
+            status["state"] = {"waiting": {
+                "reason": self._error_reasons.get(name, "CreateContainerConfigError"),
+                "message": self._config_errors[name]}}
         if rec is None:
             return status
         status["restartCount"] = rec.attempt
