@@ -343,9 +343,26 @@ def default_job(obj: Obj, old: Obj | None) -> None:
     _default_template(obj)
 
 
+def drop_nulls(value: Any) -> Any:
+    """``value`` without null fields, as kube-apiserver prunes them from a custom resource
+    (a structural schema field is not ``nullable``): ``metadata: null`` in a template is gone."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value
+
+
+def _drop_spec_nulls(obj: Obj) -> None:
+    if isinstance(obj.get("spec"), dict):
+        obj["spec"] = drop_nulls(obj["spec"])
+
+
 def default_raycluster(obj: Obj, old: Obj | None) -> None:
     """The RayCluster CRD's schema defaults (``+kubebuilder:default`` in raycluster_types.go):
-    each worker group's replicas 0, minReplicas 0, maxReplicas 2147483647, numOfHosts 1."""
+    each worker group's replicas 0, minReplicas 0, maxReplicas 2147483647, numOfHosts 1; null
+    fields pruned."""
+    _drop_spec_nulls(obj)
     spec = obj.get("spec")
     if not isinstance(spec, dict) or not isinstance(spec.get("workerGroupSpecs"), list):
         return
@@ -364,7 +381,8 @@ def default_raycluster(obj: Obj, old: Obj | None) -> None:
 
 def default_rayjob(obj: Obj, old: Obj | None) -> None:
     """The RayJob CRD's schema defaults (rayjob_types.go): submissionMode K8sJobMode,
-    backoffLimit 0, and the embedded cluster spec's worker-group defaults."""
+    backoffLimit 0, and the embedded cluster spec's worker-group defaults; null fields pruned."""
+    _drop_spec_nulls(obj)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -378,7 +396,9 @@ def default_rayjob(obj: Obj, old: Obj | None) -> None:
 
 
 def default_rayservice(obj: Obj, old: Obj | None) -> None:
-    """The RayService CRD's schema defaults: the embedded cluster spec's worker-group defaults."""
+    """The RayService CRD's schema defaults: the embedded cluster spec's worker-group defaults;
+    null fields pruned."""
+    _drop_spec_nulls(obj)
     spec = obj.get("spec")
     if not isinstance(spec, dict) or not isinstance(spec.get("rayClusterConfig"), dict):
         return
@@ -428,6 +448,158 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                     namespaced=spec["scope"] == "Namespaced", has_status=has_status,
                     has_generation=True, allow_unconditional_update=False,
                     short_names=tuple(names.get("shortNames") or ()))
+
+
+def default_statefulset(obj: Obj, old: Obj | None) -> None:
+    """``SetDefaults_StatefulSet`` (apps/v1): replicas 1, OrderedReady, RollingUpdate with
+    partition 0, revisionHistoryLimit 10, the PVC retention policy Retain/Retain."""
+    if not isinstance(obj.get("spec"), dict):
+        return
+    spec = _own(obj, "spec")
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate",
+                                       "rollingUpdate": {"partition": 0}})
+    spec.setdefault("persistentVolumeClaimRetentionPolicy",
+                    {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    _default_template(obj)
+
+
+def validate_statefulset(obj: Obj, old: Obj | None) -> list[StatusCause]:
+    """``ValidateStatefulSet``: a Deployment's checks (selector, template labels, Pod spec),
+    a known podManagementPolicy, and everything but replicas, template, updateStrategy,
+    minReadySeconds and the PVC retention policy immutable."""
+    causes = v.validate_deployment(obj, old)
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    policy = spec.get("podManagementPolicy")
+    if policy is not None and policy not in ("OrderedReady", "Parallel"):
+        causes.append(v.not_supported("spec.podManagementPolicy", policy,
+                                      ("OrderedReady", "Parallel")))
+    if old is not None:
+        mutable = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
+                   "persistentVolumeClaimRetentionPolicy", "revisionHistoryLimit")
+        old_spec = old.get("spec") or {}
+        if {k: x for k, x in spec.items() if k not in mutable} != \
+                {k: x for k, x in old_spec.items() if k not in mutable}:
+            causes.append(v.forbidden(
+                "spec", "updates to statefulset spec for fields other than 'replicas', "
+                "'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', "
+                "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
+    return causes
+
+
+def _require(*paths: str) -> Validator:
+    """A validator that only checks the given dotted fields are present (what the kinds stored
+    for samples need: a helper object is kept, not acted on)."""
+
+    def validate(obj: Obj, old: Obj | None) -> list[StatusCause]:
+        causes: list[StatusCause] = []
+        for path in paths:
+            node: Any = obj
+            for part in path.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is None or node == "" or node == []:
+                causes.append(v.required(path))
+        return causes
+
+    return validate
+
+
+def validate_ingress(obj: Obj, old: Obj | None) -> list[StatusCause]:
+    """``ValidateIngressSpec``: a default backend or at least one rule; each HTTP path has a
+    known pathType and a backend."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    causes: list[StatusCause] = []
+    rules = spec.get("rules") or []
+    if not spec.get("defaultBackend") and not rules:
+        causes.append(v.invalid("spec.rules", rules,
+                                "either `defaultBackend` or `rules` must be specified"))
+    for i, rule in enumerate(rules):
+        for j, path in enumerate(((rule or {}).get("http") or {}).get("paths") or []):
+            where = f"spec.rules[{i}].http.paths[{j}]"
+            kind = (path or {}).get("pathType")
+            if kind is None:
+                causes.append(v.required(f"{where}.pathType", "pathType must be specified"))
+            elif kind not in ("Exact", "Prefix", "ImplementationSpecific"):
+                causes.append(v.not_supported(f"{where}.pathType", kind,
+                                              ("Exact", "ImplementationSpecific", "Prefix")))
+            if not (path or {}).get("backend"):
+                causes.append(v.required(f"{where}.backend"))
+    return causes
+
+
+def _rbac_rules(obj: Obj, old: Obj | None) -> list[StatusCause]:
+    """``ValidatePolicyRule``: each rule names verbs, and API groups with resources (or only
+    non-resource URLs)."""
+    causes: list[StatusCause] = []
+    for i, rule in enumerate(obj.get("rules") or []):
+        rule = rule or {}
+        if not rule.get("verbs"):
+            causes.append(v.required(f"rules[{i}].verbs", "verbs must contain at least one value"))
+        if rule.get("nonResourceURLs"):
+            continue
+        if not rule.get("apiGroups"):
+            causes.append(v.required(f"rules[{i}].apiGroups",
+                                     "resource rules must supply at least one api group"))
+        if not rule.get("resources"):
+            causes.append(v.required(f"rules[{i}].resources",
+                                     "resource rules must supply at least one resource"))
+    return causes
+
+
+def _role_binding(obj: Obj, old: Obj | None) -> list[StatusCause]:
+    """``ValidateRoleBinding``: a roleRef of kind Role or ClusterRole with a name, immutable."""
+    ref = obj.get("roleRef") or {}
+    causes: list[StatusCause] = []
+    if ref.get("kind") not in ("Role", "ClusterRole"):
+        causes.append(v.not_supported("roleRef.kind", ref.get("kind", ""),
+                                      ("ClusterRole", "Role")))
+    if not ref.get("name"):
+        causes.append(v.required("roleRef.name"))
+    if old is not None and ref != (old.get("roleRef") or {}):
+        causes.append(v.invalid("roleRef", ref, "cannot change roleRef"))
+    for i, subject in enumerate(obj.get("subjects") or []):
+        if not (subject or {}).get("name"):
+            causes.append(v.required(f"subjects[{i}].name"))
+    return causes
+
+
+def _stored_kinds() -> list[KindInfo]:
+    """Kinds the samples and KubeRay create as helpers: stored and validated, not acted on
+    (RBAC is not enforced, NetworkPolicy not applied, no Ingress or Gateway controller)."""
+    smp = BUILTIN_MERGE_KEYS
+    net, gw, rbac = "networking.k8s.io", "gateway.networking.k8s.io", "rbac.authorization.k8s.io"
+    return [
+        KindInfo("apps", "v1", "StatefulSet", "statefulsets", has_status=True,
+                 has_generation=True, defaulter=default_statefulset,
+                 validator=validate_statefulset, merge_keys=smp, int_fields=_REPLICAS,
+                 short_names=("sts",)),
+        KindInfo(net, "v1", "Ingress", "ingresses", has_status=True, has_generation=True,
+                 validator=validate_ingress, merge_keys=smp, short_names=("ing",)),
+        KindInfo(net, "v1", "IngressClass", "ingressclasses", namespaced=False,
+                 has_generation=True, merge_keys=smp),
+        KindInfo(net, "v1", "NetworkPolicy", "networkpolicies", has_generation=True,
+                 validator=_require("spec.podSelector"), merge_keys=smp, short_names=("netpol",)),
+        KindInfo(gw, "v1", "GatewayClass", "gatewayclasses", namespaced=False, has_status=True,
+                 has_generation=True, allow_unconditional_update=False,
+                 validator=_require("spec.controllerName"), short_names=("gc",)),
+        KindInfo(gw, "v1", "Gateway", "gateways", has_status=True, has_generation=True,
+                 allow_unconditional_update=False,
+                 validator=_require("spec.gatewayClassName", "spec.listeners"),
+                 short_names=("gtw",)),
+        KindInfo(gw, "v1", "HTTPRoute", "httproutes", has_status=True, has_generation=True,
+                 allow_unconditional_update=False),
+        KindInfo(rbac, "v1", "Role", "roles", validator=_rbac_rules, merge_keys=smp),
+        KindInfo(rbac, "v1", "ClusterRole", "clusterroles", namespaced=False,
+                 validator=_rbac_rules, merge_keys=smp),
+        KindInfo(rbac, "v1", "RoleBinding", "rolebindings", validator=_role_binding,
+                 merge_keys=smp),
+        KindInfo(rbac, "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False,
+                 validator=_role_binding, merge_keys=smp),
+    ]
 
 
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -649,6 +821,7 @@ def builtin_kinds() -> list[KindInfo]:
         KindInfo("ray.io", "v1", "RayService", "rayservices", has_status=True,
                  has_generation=True, allow_unconditional_update=False,
                  defaulter=default_rayservice),
+        *_stored_kinds(),
     ]
 
 

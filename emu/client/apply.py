@@ -6,7 +6,9 @@ a JSON merge patch computed kubectl's way, from three versions: the last-applied
 the live object. Fields the manifest dropped since the last apply are removed; fields others set
 (status, defaults, a controller's labels) are left alone.
 
-Every document is checked before anything is sent, so a malformed manifest changes nothing; an
+A document with only ``metadata.generateName`` is created, as ``kubectl create -f`` would (the
+samples that use it say to). Every document is checked before anything is sent, so a malformed
+manifest changes nothing; an
 object the API server refuses does not stop the others (`apply_each` reports each object's outcome).
 """
 
@@ -52,7 +54,8 @@ def parse_manifests(manifest: str | dict[str, Any] | list[dict[str, Any]]) -> li
         meta = doc.get("metadata")
         if not isinstance(meta, dict):
             raise BadRequest(f"{where} ({doc['kind']}): 'metadata' is missing or not a mapping")
-        if not isinstance(meta.get("name"), str) or not meta["name"]:
+        if (not isinstance(meta.get("name"), str) or not meta["name"]) and not (
+                isinstance(meta.get("generateName"), str) and meta["generateName"]):
             raise BadRequest(f"{where} ({doc['kind']}): metadata.name is required for apply")
         out.append(doc)
     return out
@@ -106,7 +109,14 @@ async def _apply_one(client: Client, doc: dict[str, Any], namespace: str | None)
     meta["annotations"] = annotations
     annotations[LAST_APPLIED] = applied
     # The request's namespace, as kubectl's context gives it; cluster-scoped kinds ignore it.
-    kind, name, ns = doc["kind"], meta["name"], meta.get("namespace") or namespace or "default"
+    kind, name, ns = doc["kind"], meta.get("name"), meta.get("namespace") or namespace or "default"
+    if not name:  # generateName only: what `kubectl create -f` does (the samples say to use it)
+        try:
+            created = await client.create(doc, namespace=ns)
+        except ApiError as err:
+            return ApplyOutcome(kind, meta["generateName"], ns, str(err), None, err)
+        return ApplyOutcome(kind, created["metadata"]["name"],
+                            created["metadata"].get("namespace"), "created", created)
     try:
         try:
             live = await client.get(kind, name, ns, api_version=doc["apiVersion"])

@@ -6,7 +6,8 @@
 starts, in this order: a kubelet per Node (``kubelet-node-1`` on host ``node-1``, …; each
 registers its Node), the scheduler, and the controllers named in `KubeConfig.controllers`
 (``node-lifecycle-controller``, ``pod-gc``, ``garbage-collector``, ``job-controller``,
-``deployment-controller``, ``replicaset-controller``, ``endpointslice-controller``,
+``deployment-controller``, ``replicaset-controller``, ``statefulset-controller``,
+``endpointslice-controller``,
 ``kube-proxy``, ``persistentvolume-controller``). Every one talks to the API server over the
 network, so faults reach it; crash one to see the cluster without it.
 
@@ -206,7 +207,17 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
     for node in cluster.node_names:
         cluster.start_kubelet(node)
     wanted = config.controllers
-    from . import deployments, endpointslices, gc, jobs, nodes, scheduler, services, volumes
+    from . import (
+        deployments,
+        endpointslices,
+        gc,
+        jobs,
+        nodes,
+        scheduler,
+        services,
+        statefulsets,
+        volumes,
+    )
 
     components: list[tuple[str, str, MainFn]] = [
         ("scheduler", "kube-scheduler", scheduler.Scheduler(cluster).main),
@@ -216,6 +227,8 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
         ("job", "job-controller", jobs.JobController(cluster).main),
         ("deployment", "deployment-controller", deployments.DeploymentController(cluster).main),
         ("replicaset", "replicaset-controller", deployments.ReplicaSetController(cluster).main),
+        ("statefulset", "statefulset-controller",
+         statefulsets.StatefulSetController(cluster).main),
         ("endpointslice", "endpointslice-controller",
          endpointslices.EndpointSliceController(cluster).main),
         ("kube-proxy", "kube-proxy", services.KubeProxy(cluster).main),

@@ -62,5 +62,6 @@ class KubeConfig:
     #: observe the cluster without it. (Namespace termination is done by the API server.)
     controllers: tuple[str, ...] = (
         "scheduler", "node-lifecycle", "pod-gc", "garbage-collector", "job",
-        "deployment", "replicaset", "endpointslice", "kube-proxy", "persistentvolume",
+        "deployment", "replicaset", "statefulset", "endpointslice", "kube-proxy",
+        "persistentvolume",
     )
