@@ -10,7 +10,6 @@ records it, so a trace shows the failure too.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ..apiserver.errors import ApiError
@@ -73,11 +72,11 @@ class EventRecorder:
     async def _write_create(self, event: Obj) -> None:
         try:
             await self.client.create(event)
-        except (ApiError, NetworkError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, ApiError, NetworkError, OSError):
             pass  # the broadcaster drops what it cannot write
 
     async def _write_patch(self, name: str, namespace: str, patch: Obj) -> None:
         try:
             await self.client.patch("Event", name, patch, namespace)
-        except (ApiError, NetworkError, OSError, asyncio.TimeoutError):
+        except (TimeoutError, ApiError, NetworkError, OSError):
             pass

@@ -120,12 +120,19 @@ class Kubelet:
                     "ephemeral-storage": "100Gi"}
         labels = {"kubernetes.io/hostname": self.node, "kubernetes.io/os": "linux",
                   "kubernetes.io/arch": "amd64", **cfg.node_labels}
+        pool = self.cluster.node_pools.get(self.node)
+        spec: Obj = {}
+        if pool is not None:  # a node pool's Node: its labels, taints and extended resources
+            capacity.update({k: str(v) for k, v in pool.capacity.items()})
+            labels.update(pool.labels)
+            if pool.taints:
+                spec["taints"] = [dict(t) for t in pool.taints]
         base = ((10 << 24) | (244 << 16)) + (self.index << 8)
         cidr = ".".join(str(base >> s & 255) for s in (24, 16, 8, 0)) + "/24"
         return {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": self.node, "labels": labels},
-            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr], **spec},
             "status": {
                 "capacity": capacity, "allocatable": dict(capacity),
                 "conditions": self.node_conditions(),
