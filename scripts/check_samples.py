@@ -41,12 +41,114 @@ if str(ROOT) not in sys.path:
 Obj = dict[str, Any]
 RAY_KINDS = ("RayCluster", "RayJob", "RayService", "RayCronJob")
 
+def _gpu(count: int, gpus: int, accelerator: str | None = None) -> Obj:
+    """A GKE-style GPU node pool: ``count`` Nodes with ``gpus`` ``nvidia.com/gpu`` each."""
+    labels = {"cloud.google.com/gke-accelerator": accelerator} if accelerator else {}
+    return {"name": f"gpu-{accelerator or 'nvidia'}", "count": count, "labels": labels,
+            "capacity": {"nvidia.com/gpu": str(gpus), "cpu": "224", "memory": "2Ti"}}
+
+
+def _tpu(accelerator: str, topology: str, chips: int, hosts: int) -> Obj:
+    """A GKE TPU slice: ``hosts`` Nodes labelled with the accelerator and topology, ``chips``
+    ``google.com/tpu`` each."""
+    return {"name": f"{accelerator}-{topology.replace('x', '-')}", "count": hosts,
+            "labels": {"cloud.google.com/gke-tpu-accelerator": accelerator,
+                       "cloud.google.com/gke-tpu-topology": topology},
+            "capacity": {"google.com/tpu": str(chips), "cpu": "224", "memory": "1Ti"}}
+
+
+def _labelled(name: str, count: int, labels: dict[str, str]) -> Obj:
+    return {"name": name, "count": count, "labels": labels}
+
+
+def _secret(name: str, **data: str) -> Obj:
+    """A Secret the sample's instructions tell the user to create."""
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"},
+            "stringData": data}
+
+
+def _crd(group: str, version: str, kind: str, plural: str, scope: str = "Namespaced") -> Obj:
+    """The CustomResourceDefinition an add-on (Kueue, KAI, Volcano, agent-sandbox) installs."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope,
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                               "listKind": f"{kind}List"},
+                     "versions": [{"name": version, "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {
+                                       "type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True}},
+                                   "subresources": {"status": {}}}]}}
+
+
+_HF = _secret("hf-secret", hf_api_token="hf_fake")
+_KAI_QUEUE = _crd("scheduling.run.ai", "v2", "Queue", "queues", "Cluster")
+_VOLCANO_QUEUE = _crd("scheduling.volcano.sh", "v1beta1", "Queue", "queues", "Cluster")
+_TPU_V4_1 = _tpu("tpu-v4-podslice", "2x2x1", 4, 1)
+_TPU_V6E_1 = _tpu("tpu-v6e-slice", "2x2", 4, 1)
+_TPU_V6E_16 = _tpu("tpu-v6e-slice", "4x4", 4, 4)
+_TPU_V6E_256 = _tpu("tpu-v6e-slice", "16x16", 4, 64)
+
 #: World options by sample file name (relative to the samples directory): what a real cluster
-#: would also need for the sample (docs/samples.md lists each and why). Keys: ``feature_gates``
-#: (operator feature gates), ``node_pools`` (extra Nodes: dicts of `emu.kube.config.NodePool`
-#: fields), ``kinds`` (CRDs an add-on such as Kueue installs: (group, version, kind, plural,
-#: namespaced)), ``objects`` (manifests a sample's instructions say to create first).
-WORLD_OPTIONS: dict[str, Obj] = {}
+#: would also need for the sample, never an edit of the sample (docs/samples.md lists each and
+#: why). Keys: ``node_pools`` (`emu.kube.config.NodePool` fields: accelerator Nodes, labelled
+#: Nodes a nodeSelector asks for), ``feature_gates`` (operator feature gates the sample says to
+#: enable), ``objects`` (what an add-on or the sample's instructions create first: CRDs,
+#: Secrets).
+WORLD_OPTIONS: dict[str, Obj] = {
+    "agent-sandbox/sandbox.yaml": {"objects": [
+        _crd("extensions.agents.x-k8s.io", "v1beta1", "SandboxTemplate", "sandboxtemplates"),
+        _crd("extensions.agents.x-k8s.io", "v1beta1", "SandboxWarmPool", "sandboxwarmpools")]},
+    "pytorch-resnet-image-classifier/ray-job.pytorch-image-classifier.yaml": {
+        "node_pools": [_gpu(4, 1)]},
+    "pytorch-text-classifier/ray-job.pytorch-distributed-training.yaml": {
+        "node_pools": [_gpu(4, 1)]},
+    "ray-cluster-label-selector.yaml": {"node_pools": [
+        _labelled("n4", 1, {"cloud.google.com/machine-family": "N4"})]},
+    "ray-cluster-resource-isolation-with-overrides.gke.yaml": {"node_pools": [
+        _labelled("cgroups", 2, {"node.gke.io/enable-writable-cgroups": "true"})]},
+    "ray-cluster-resource-isolation.gke.yaml": {"node_pools": [
+        _labelled("cgroups", 2, {"node.gke.io/enable-writable-cgroups": "true"})]},
+    "ray-cluster.auth-manual.yaml": {"objects": [
+        _secret("ray-cluster-with-auth", auth_token="raycluster_secret")]},
+    "ray-cluster.embedded-gcs-ft.yaml": {"feature_gates": {
+        "GCSFaultToleranceEmbeddedStorage": True}},
+    "ray-cluster.gke-bucket.yaml": {"node_pools": [
+        _labelled("gke-metadata", 1, {"iam.gke.io/gke-metadata-server-enabled": "true"})]},
+    "ray-cluster.historyserver.yaml": {"feature_gates": {"RayClusterHistoryServer": True}},
+    "ray-cluster.kai-gpu-sharing.yaml": {"objects": [_KAI_QUEUE]},
+    "ray-cluster.kai-scheduler.yaml": {"objects": [_KAI_QUEUE]},
+    "ray-cluster.mtls.yaml": {"feature_gates": {"RayClusterMTLS": True}},
+    "ray-cluster.network-policy-deny-all.yaml": {"feature_gates": {
+        "RayClusterNetworkPolicy": True}},
+    "ray-cluster.tpu-v4-multihost.yaml": {"node_pools": [
+        _tpu("tpu-v4-podslice", "2x2x2", 4, 2)]},
+    "ray-cluster.tpu-v4-singlehost.yaml": {"node_pools": [_TPU_V4_1]},
+    "ray-cluster.tpu-v6e-16-multihost.yaml": {"node_pools": [_TPU_V6E_16]},
+    "ray-cluster.tpu-v6e-256-multihost.yaml": {"node_pools": [_TPU_V6E_256]},
+    "ray-cluster.tpu-v6e-singlehost.yaml": {"node_pools": [_TPU_V6E_1]},
+    "ray-cluster.verl.yaml": {"node_pools": [_gpu(1, 4)]},
+    "ray-cluster.volcano-scheduler-queue.yaml": {"objects": [_VOLCANO_QUEUE]},
+    "ray-cronjob-timezone.sample.yaml": {"feature_gates": {"RayCronJob": True}},
+    "ray-cronjob.sample.yaml": {"feature_gates": {"RayCronJob": True}},
+    "ray-job.batch-inference.yaml": {"node_pools": [_gpu(1, 4, "nvidia-tesla-t4")]},
+    "ray-job.tpu-jax.yaml": {"node_pools": [_TPU_V4_1]},
+    "ray-job.tpu-v6e-16-multihost.yaml": {"node_pools": [_TPU_V6E_16]},
+    "ray-job.tpu-v6e-256-multihost.yaml": {"node_pools": [_TPU_V6E_256]},
+    "ray-job.tpu-v6e-singlehost.yaml": {"node_pools": [_TPU_V6E_1]},
+    "ray-job.volcano-scheduler-queue.yaml": {"objects": [_VOLCANO_QUEUE]},
+    "ray-service.deepseek.yaml": {"node_pools": [_gpu(2, 8)]},
+    "ray-service.high-throughput-gemma4.yaml": {"node_pools": [_gpu(1, 8, "nvidia-b200")],
+                                                "objects": [_HF]},
+    "ray-service.high-throughput-llm.yaml": {"node_pools": [_gpu(4, 1, "nvidia-l4")],
+                                             "objects": [_HF]},
+    "ray-service.llm-serve.yaml": {"node_pools": [_gpu(1, 4)]},
+    "ray-service.stable-diffusion.yaml": {"node_pools": [_gpu(1, 1)]},
+    "ray-service.text-summarizer.yaml": {"node_pools": [_gpu(1, 1)]},
+    "ray-service.tpu-single-host.yaml": {"node_pools": [_TPU_V4_1]},
+    "vllm/ray-service.vllm-tpu-v6e-singlehost.yaml": {
+        "node_pools": [_tpu("tpu-v6e-slice", "2x4", 8, 1)], "objects": [_HF]},
+}
 
 
 def sample_files(directory: Path) -> list[Path]:
@@ -90,10 +192,6 @@ def describe(kind: str, obj: Obj | None) -> str:
 
 
 async def _world_setup(sim: Any, options: Obj) -> None:
-    for kind in options.get("kinds") or ():
-        group, version, name, plural, namespaced = kind
-        sim.register_kind(name, group=group, version=version, plural=plural,
-                          namespaced=namespaced)
     for manifest in options.get("objects") or ():
         await sim.apply(manifest)
 
@@ -136,7 +234,7 @@ def check_text(text: str, options: Obj | None = None, *, timeout: float = 1800.0
     from emu.kube.config import KubeConfig
 
     options = options or {}
-    cluster = KubeConfig(**(options.get("cluster") or {}))
+    cluster = KubeConfig(node_pools=tuple(options.get("node_pools") or ()))
 
     async def main(sim: Any) -> Obj:
         return await check_documents(sim, text, options, timeout=timeout)
