@@ -406,6 +406,34 @@ async def _config_map_file(ctx: Any, path: str) -> str | None:
     return None
 
 
+def metrics_port(addr: str) -> int | None:
+    """The port of a ``--metrics-addr`` (``":8080"``, ``"0.0.0.0:8080"``); None for ``"0"``
+    (controller-runtime's "metrics server disabled") or an address without a port."""
+    if addr in ("", "0"):
+        return None
+    _, _, port = addr.rpartition(":")
+    return int(port) if port.isdigit() and int(port) > 0 else None
+
+
+def serve_metrics(ctx: Any, addr: str) -> None:
+    """controller-runtime's metrics server, which ``mgr.Start`` starts on every replica before
+    leader election: ``GET /metrics`` answers 200 (the Helm chart's liveness and readiness
+    probes target it, so the operator's Pod becomes Ready and its Deployment Available)."""
+    port = metrics_port(addr)
+    if port is None:
+        return
+
+    async def handle(payload: Any, info: Any) -> dict[str, Any]:
+        path = str((payload or {}).get("path", "")) if isinstance(payload, dict) else ""
+        if path.split("?", 1)[0] == "/metrics":
+            return {"status": 200, "headers": {"Content-Type": "text/plain; version=0.0.4"},
+                    "body": "# controller-runtime metrics\n"}
+        return {"status": 404, "headers": {}, "body": "404 page not found\n"}
+
+    ctx.listen(port, handle)
+    ctx.set_ready(True)
+
+
 def make_operator_program(on_replica: Callable[[OperatorReplica], None] | None = None
                           ) -> Callable[[Any], Any]:
     """The container program of the operator image; ``on_replica`` hears of each replica."""
@@ -450,6 +478,7 @@ def make_operator_program(on_replica: Callable[[OperatorReplica], None] | None =
             on_replica(replica)
         world = SimpleNamespace(network=ctx.network, rng=ctx.rng)
         main = operator_main(cast(Any, world), op_config)
+        serve_metrics(ctx, config.metrics_addr)
         code = await main(ctx.process)
         return int(code or 0)
 
