@@ -343,69 +343,22 @@ def default_job(obj: Obj, old: Obj | None) -> None:
     _default_template(obj)
 
 
-def drop_nulls(value: Any) -> Any:
-    """``value`` without null fields, as kube-apiserver prunes them from a custom resource
-    (a structural schema field is not ``nullable``): ``metadata: null`` in a template is gone."""
-    if isinstance(value, dict):
-        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [drop_nulls(v) for v in value]
-    return value
+def schema_hooks(openapi: Obj) -> tuple[Defaulter, Validator]:
+    """The defaulter (pruning, null dropping, schema defaults) and validator of a structural
+    schema (`emu.apiserver.schema`)."""
+    from .schema import compile_schema
+
+    schema = compile_schema(openapi)
+    return schema.defaulter, schema.validator
 
 
-def _drop_spec_nulls(obj: Obj) -> None:
-    if isinstance(obj.get("spec"), dict):
-        obj["spec"] = drop_nulls(obj["spec"])
+def ray_kind(kind: str, plural: str) -> KindInfo:
+    """A built-in ray.io kind, served with its derived schema (`emu.apiserver.rayschemas`)."""
+    from .rayschemas import RAY_SCHEMAS
 
-
-def default_raycluster(obj: Obj, old: Obj | None) -> None:
-    """The RayCluster CRD's schema defaults (``+kubebuilder:default`` in raycluster_types.go):
-    each worker group's replicas 0, minReplicas 0, maxReplicas 2147483647, numOfHosts 1; null
-    fields pruned."""
-    _drop_spec_nulls(obj)
-    spec = obj.get("spec")
-    if not isinstance(spec, dict) or not isinstance(spec.get("workerGroupSpecs"), list):
-        return
-    spec = _own(obj, "spec")
-    groups = []
-    for group in spec["workerGroupSpecs"]:
-        if isinstance(group, dict):
-            group = dict(group)
-            group.setdefault("replicas", 0)
-            group.setdefault("minReplicas", 0)
-            group.setdefault("maxReplicas", 2147483647)
-            group.setdefault("numOfHosts", 1)
-        groups.append(group)
-    spec["workerGroupSpecs"] = groups
-
-
-def default_rayjob(obj: Obj, old: Obj | None) -> None:
-    """The RayJob CRD's schema defaults (rayjob_types.go): submissionMode K8sJobMode,
-    backoffLimit 0, and the embedded cluster spec's worker-group defaults; null fields pruned."""
-    _drop_spec_nulls(obj)
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    spec = _own(obj, "spec")
-    spec.setdefault("submissionMode", "K8sJobMode")
-    spec.setdefault("backoffLimit", 0)
-    if isinstance(spec.get("rayClusterSpec"), dict):
-        inner: Obj = {"spec": spec["rayClusterSpec"]}
-        default_raycluster(inner, None)
-        spec["rayClusterSpec"] = inner["spec"]
-
-
-def default_rayservice(obj: Obj, old: Obj | None) -> None:
-    """The RayService CRD's schema defaults: the embedded cluster spec's worker-group defaults;
-    null fields pruned."""
-    _drop_spec_nulls(obj)
-    spec = obj.get("spec")
-    if not isinstance(spec, dict) or not isinstance(spec.get("rayClusterConfig"), dict):
-        return
-    spec = _own(obj, "spec")
-    inner: Obj = {"spec": spec["rayClusterConfig"]}
-    default_raycluster(inner, None)
-    spec["rayClusterConfig"] = inner["spec"]
+    defaulter, validator = schema_hooks(RAY_SCHEMAS[kind])
+    return KindInfo("ray.io", "v1", kind, plural, has_status=True, has_generation=True,
+                    allow_unconditional_update=False, defaulter=defaulter, validator=validator)
 
 
 def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
@@ -429,6 +382,20 @@ def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
             isinstance(ver, dict) and ver.get("name") for ver in versions):
         causes.append(required("spec.versions", "must have exactly one version marked as "
                                                 "storage version"))
+    if isinstance(versions, list):
+        for i, ver in enumerate(versions):
+            openapi = ((ver or {}).get("schema") or {}).get("openAPIV3Schema") \
+                if isinstance(ver, dict) else None
+            if openapi is None:
+                continue
+            from .schema import compile_schema
+
+            try:
+                compile_schema(openapi)
+            except Exception as err:  # jsonschema's SchemaError and bad shapes
+                detail = str(getattr(err, "message", err)).splitlines()[0]
+                causes.append(invalid(f"spec.versions[{i}].schema.openAPIV3Schema", "object",
+                                      detail))
     name = (obj.get("metadata") or {}).get("name")
     if not causes and name != f"{plural}.{group}":
         causes.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
@@ -444,10 +411,15 @@ def crd_kind_info(crd: Obj) -> KindInfo:
     has_status = "status" in ((chosen.get("subresources") or {})
                               or (spec.get("subresources") or {}))
     names = spec["names"]
+    from .schema import version_schema
+
+    openapi = version_schema(crd, chosen["name"])
+    defaulter, validator = schema_hooks(openapi) if openapi is not None else (None, None)
     return KindInfo(spec["group"], chosen["name"], names["kind"], names["plural"],
                     namespaced=spec["scope"] == "Namespaced", has_status=has_status,
                     has_generation=True, allow_unconditional_update=False,
-                    short_names=tuple(names.get("shortNames") or ()))
+                    short_names=tuple(names.get("shortNames") or ()),
+                    defaulter=defaulter, validator=validator)
 
 
 def default_statefulset(obj: Obj, old: Obj | None) -> None:
@@ -813,14 +785,9 @@ def builtin_kinds() -> list[KindInfo]:
         KindInfo("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
                  "customresourcedefinitions", namespaced=False, has_status=True,
                  has_generation=True, validator=validate_crd, short_names=("crd", "crds")),
-        KindInfo("ray.io", "v1", "RayCluster", "rayclusters", has_status=True,
-                 has_generation=True, allow_unconditional_update=False,
-                 defaulter=default_raycluster),
-        KindInfo("ray.io", "v1", "RayJob", "rayjobs", has_status=True, has_generation=True,
-                 allow_unconditional_update=False, defaulter=default_rayjob),
-        KindInfo("ray.io", "v1", "RayService", "rayservices", has_status=True,
-                 has_generation=True, allow_unconditional_update=False,
-                 defaulter=default_rayservice),
+        ray_kind("RayCluster", "rayclusters"),
+        ray_kind("RayJob", "rayjobs"),
+        ray_kind("RayService", "rayservices"),
         *_stored_kinds(),
     ]
 
