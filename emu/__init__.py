@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .apiserver.errors import Invalid as Invalid
     from .apiserver.errors import NotFound as NotFound
     from .apiserver.errors import RequestEntityTooLarge as RequestEntityTooLarge
+    from .client.apply import ApplyOutcome as ApplyOutcome
     from .client.client import Client as Client
     from .client.informer import Informer as Informer
     from .faults import AfterRequest as AfterRequest
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from .kernel.network import NetworkError as NetworkError
     from .kernel.network import Timeout as Timeout
     from .kernel.process import Process as Process
+    from .kube.config import KubeConfig as KubeConfig
+    from .kube.config import NodePool as NodePool
     from .simulation import Simulation as Simulation
     from .simulation import VirtualTimeExceeded as VirtualTimeExceeded
     from .simulation import WaitTimeout as WaitTimeout
@@ -66,6 +69,7 @@ _EXPORTS = {
     "Invalid": ".apiserver.errors",
     "NotFound": ".apiserver.errors",
     "RequestEntityTooLarge": ".apiserver.errors",
+    "ApplyOutcome": ".client.apply",
     "Client": ".client.client",
     "Informer": ".client.informer",
     "AfterRequest": ".faults",
@@ -88,6 +92,8 @@ _EXPORTS = {
     "NetworkError": ".kernel.network",
     "Timeout": ".kernel.network",
     "Process": ".kernel.process",
+    "KubeConfig": ".kube.config",
+    "NodePool": ".kube.config",
     "Simulation": ".simulation",
     "VirtualTimeExceeded": ".simulation",
     "WaitTimeout": ".simulation",
@@ -101,6 +107,7 @@ __all__ = [
     "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
     "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout", "run",
+    "ApplyOutcome", "KubeConfig", "NodePool",
 ]
 
 
