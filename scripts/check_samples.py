@@ -11,7 +11,9 @@ KubeRay operator (its Helm chart's defaults), then every document of the file is
 goal within a virtual-time bound:
 
 - RayCluster: ``status.state == "ready"``;
-- RayJob: ``jobDeploymentStatus == "Complete"`` and ``jobStatus == "SUCCEEDED"``;
+- RayJob: ``jobDeploymentStatus == "Complete"`` and ``jobStatus == "SUCCEEDED"`` (for an
+  ``InteractiveMode`` RayJob the script does what its user does: submits the job and sets
+  ``spec.jobId``, `drive_interactive`);
 - RayService: ``serviceStatus == "Running"`` and its ``Ready`` condition ``True``.
 
 One line per file and a total are printed. A sample may get what a real cluster would also need
@@ -82,6 +84,19 @@ def _crd(group: str, version: str, kind: str, plural: str, scope: str = "Namespa
 
 
 _HF = _secret("hf-secret", hf_api_token="hf_fake")
+#: The RayCluster ray-job.use-existing-raycluster.yaml selects: the sample says it must exist.
+_EXISTING_CLUSTER: Obj = {
+    "apiVersion": "ray.io/v1", "kind": "RayCluster",
+    "metadata": {"name": "ray-cluster-kuberay", "namespace": "default"},
+    "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+        {"name": "ray-head", "image": "rayproject/ray:2.52.0",
+         "resources": {"limits": {"cpu": "1", "memory": "2Gi"}}}]}}},
+             "workerGroupSpecs": [{"groupName": "workers", "replicas": 1, "minReplicas": 1,
+                                   "maxReplicas": 1, "rayStartParams": {},
+                                   "template": {"spec": {"containers": [
+                                       {"name": "ray-worker", "image": "rayproject/ray:2.52.0",
+                                        "resources": {"limits": {"cpu": "1",
+                                                                 "memory": "2Gi"}}}]}}}]}}
 _KAI_QUEUE = _crd("scheduling.run.ai", "v2", "Queue", "queues", "Cluster")
 _VOLCANO_QUEUE = _crd("scheduling.volcano.sh", "v1beta1", "Queue", "queues", "Cluster")
 _TPU_V4_1 = _tpu("tpu-v4-podslice", "2x2x1", 4, 1)
@@ -136,6 +151,7 @@ WORLD_OPTIONS: dict[str, Obj] = {
     "ray-job.tpu-v6e-16-multihost.yaml": {"node_pools": [_TPU_V6E_16]},
     "ray-job.tpu-v6e-256-multihost.yaml": {"node_pools": [_TPU_V6E_256]},
     "ray-job.tpu-v6e-singlehost.yaml": {"node_pools": [_TPU_V6E_1]},
+    "ray-job.use-existing-raycluster.yaml": {"objects": [_EXISTING_CLUSTER]},
     "ray-job.volcano-scheduler-queue.yaml": {"objects": [_VOLCANO_QUEUE]},
     "ray-service.deepseek.yaml": {"node_pools": [_gpu(2, 8)]},
     "ray-service.high-throughput-gemma4.yaml": {"node_pools": [_gpu(1, 8, "nvidia-b200")],
@@ -191,6 +207,23 @@ def describe(kind: str, obj: Obj | None) -> str:
     return f"status={status}"[:200]
 
 
+async def drive_interactive(sim: Any, name: str, namespace: str, *, timeout: float) -> None:
+    """What the user of an InteractiveMode RayJob does (``kubectl ray job submit``): once the
+    RayJob is Waiting, submit its entrypoint (or ``python -c "import ray; ray.init()"``) to its
+    cluster's dashboard and set ``spec.jobId`` to the submission id."""
+    from emu.ray.net import bind_caller, http_call
+
+    job = await sim.wait_for("RayJob", name, lambda x: (x.get("status") or {}).get(
+        "jobDeploymentStatus") == "Waiting" and (x.get("status") or {}).get("dashboardURL"),
+        namespace=namespace, timeout=timeout)
+    address = job["status"]["dashboardURL"].split("://", 1)[-1]
+    entrypoint = (job.get("spec") or {}).get("entrypoint") or 'python -c "import ray; ray.init()"'
+    answer = await http_call(bind_caller(sim.network, caller="kubectl-ray"), address, "POST",
+                             "/api/jobs/", {"entrypoint": entrypoint})
+    sid = answer.json()["submission_id"]
+    await sim.client("kubectl").patch("RayJob", name, {"spec": {"jobId": sid}}, namespace)
+
+
 async def _world_setup(sim: Any, options: Obj) -> None:
     for manifest in options.get("objects") or ():
         await sim.apply(manifest)
@@ -216,6 +249,12 @@ async def check_documents(sim: Any, text: str, options: Obj, *,
             ray.append((o.kind, o.name, False, "not applied"))
             continue
         kind, name, ns = o.kind, o.name, o.namespace
+        spec = (o.object or {}).get("spec") or {}
+        if kind == "RayJob" and spec.get("submissionMode") == "InteractiveMode":
+            try:
+                await drive_interactive(sim, name, ns, timeout=max(deadline - sim.now, 1.0))
+            except TimeoutError:
+                pass  # reported below with where the RayJob got to
         try:
             obj = await sim.wait_for(kind, name, lambda x, k=kind: goal_reached(k, x),
                                      namespace=ns, timeout=max(deadline - sim.now, 1.0))
@@ -286,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.directory} is not a directory (give a KubeRay checkout)")
     files = [p for p in sample_files(args.directory) if args.pattern in str(p)]
     if not files:
-        parser.error(f"no *.yaml files under {args.directory}")
+        parser.error(f"no *.yaml files under {args.directory}"
+                     + (f" with {args.pattern!r} in their path" if args.pattern else ""))
     base = files[0]
     for p in files:
         while base not in p.parents and base != p:

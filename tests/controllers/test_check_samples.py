@@ -85,6 +85,23 @@ spec:
         args: ["--runtime-env-json", '{"env_vars": {"A": "1"}}', "--", "python", "main.py"]
 """
 
+INTERACTIVE_JOB = """
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: interactive
+spec:
+  submissionMode: InteractiveMode
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray:2.52.0
+"""
+
 GPU_CLUSTER = """
 apiVersion: ray.io/v1
 kind: RayCluster
@@ -143,6 +160,11 @@ def test_sim_apply_raises_the_first_refusal_after_applying_the_rest():
 def test_light_weight_submitter_job_completes():
     result = check_samples.check_text(LIGHT_WEIGHT_JOB, timeout=900)
     assert [tuple(r) for r in result["ray"]] == [("RayJob", "lw", True, "ok")], result
+
+
+def test_interactive_job_is_driven_as_its_user_would():
+    result = check_samples.check_text(INTERACTIVE_JOB, timeout=900)
+    assert [tuple(r) for r in result["ray"]] == [("RayJob", "interactive", True, "ok")], result
 
 
 def test_gpu_sample_needs_a_gpu_pool_as_a_real_cluster_would():
