@@ -207,7 +207,8 @@ def describe(kind: str, obj: Obj | None) -> str:
     return f"status={status}"[:200]
 
 
-async def drive_interactive(sim: Any, name: str, namespace: str, *, timeout: float) -> None:
+async def drive_interactive(sim: Any, name: str, namespace: str | None, *,
+                            timeout: float) -> None:
     """What the user of an InteractiveMode RayJob does (``kubectl ray job submit``): once the
     RayJob is Waiting, submit its entrypoint (or ``python -c "import ray; ray.init()"``) to its
     cluster's dashboard and set ``spec.jobId`` to the submission id."""
