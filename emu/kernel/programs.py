@@ -116,7 +116,9 @@ class ContainerContext:
         """Where an address leads from this container: ``localhost:port`` is the Pod itself (its
         containers share one network namespace); a short Service name ``svc:port`` becomes
         ``svc.<ns>.svc.cluster.local:port`` when that is registered (the Pod's namespace is
-        searched first, as resolv.conf does)."""
+        searched first, as resolv.conf does); a headless Service's name with a port no
+        Service port declares goes to its first Pod's IP on that port, as its DNS A records
+        would."""
         host, _, port = address.rpartition(":")
         if host in ("localhost", "127.0.0.1", "::1", "[::1]"):
             return f"{self.ip}:{port}"  # containers of a Pod share its network namespace
@@ -124,11 +126,17 @@ class ContainerContext:
             return address
         if not host:
             return address
-        for candidate in (f"{host}.{self.namespace}.svc.cluster.local",
-                          f"{host}.svc.cluster.local", f"{host}.cluster.local"):
+        candidates = (host, f"{host}.{self.namespace}.svc.cluster.local",
+                      f"{host}.svc.cluster.local", f"{host}.cluster.local")
+        for candidate in candidates[1:]:
             full = f"{candidate}:{port}"
             if self.network.endpoint(full) is not None:
                 return full
+        for candidate in candidates:  # a headless Service's name: its Pods' IPs, any port
+            ips = self.network.hostnames.get(candidate)
+            found = ips() if ips is not None else []
+            if found:
+                return f"{found[0]}:{port}"
         return address
 
 
