@@ -308,10 +308,12 @@ def setup_ray_cluster_controller(mgr: Manager, ctx: OperatorContext) -> RayClust
 
 #: main.go's controllers after RayCluster, in order: (name, module). A module registers itself by
 #: defining ``setup(mgr: Manager, ctx: OperatorContext) -> object``; until it exists, its entry
-#: is skipped. (mTLS, RayCronJob and NetworkPolicy are not emulated.)
+#: is skipped; a ``setup`` returning None was gated off. (mTLS and NetworkPolicy are not
+#: emulated.)
 CONTROLLER_HOOKS: tuple[tuple[str, str], ...] = (
     ("RayService", "controllers.rayservice"),
     ("RayJob", "controllers.rayjob"),
+    ("RayCronJob", "controllers.raycronjob"),
 )
 
 
@@ -327,7 +329,9 @@ def setup_controllers(mgr: Manager, ctx: OperatorContext) -> dict[str, Any]:
             raise
         setup = getattr(module, "setup", None)
         if setup is not None:
-            out[name] = setup(mgr, ctx)
+            reconciler = setup(mgr, ctx)
+            if reconciler is not None:  # None: its feature gate is off
+                out[name] = reconciler
     return out
 
 

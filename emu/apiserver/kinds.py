@@ -788,6 +788,7 @@ def builtin_kinds() -> list[KindInfo]:
         ray_kind("RayCluster", "rayclusters"),
         ray_kind("RayJob", "rayjobs"),
         ray_kind("RayService", "rayservices"),
+        ray_kind("RayCronJob", "raycronjobs"),
         *_stored_kinds(),
     ]
 

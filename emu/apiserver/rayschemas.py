@@ -1,6 +1,6 @@
 """The structural schemas the built-in ray.io kinds are served with (before any CRD is applied).
 
-Why: the API server serves RayCluster, RayJob and RayService from the start, and they must be
+Why: the API server serves RayCluster, RayJob, RayService and RayCronJob from the start, and they must be
 validated, pruned and defaulted by the same mechanism as an applied CRD (`emu.apiserver.schema`).
 These schemas are derived from KubeRay's CRDs (``ray-operator/config/crd/bases``, v1) down to
 what decides validity and defaults: every ``spec`` field of the real CRDs is declared (unknown ones
@@ -85,6 +85,11 @@ RAYSERVICE_SPEC: Obj = {"type": "object", "required": ["rayClusterConfig"], "pro
     "upgradeStrategy": _OBJ}}
 
 
+RAYCRONJOB_SPEC: Obj = {"type": "object", "required": ["jobTemplate", "schedule"], "properties": {
+    "jobTemplate": RAYJOB_SPEC, "schedule": _STR, "suspend": _BOOL,
+    "timeZone": {"type": "string", "minLength": 1}}}
+
+
 def _root(spec: Obj) -> Obj:
     return {"type": "object", "properties": {
         "apiVersion": _STR, "kind": _STR, "metadata": {"type": "object"}, "spec": spec,
@@ -96,4 +101,5 @@ RAY_SCHEMAS: dict[str, Obj] = {
     "RayCluster": _root(RAYCLUSTER_SPEC),
     "RayJob": _root(RAYJOB_SPEC),
     "RayService": _root(RAYSERVICE_SPEC),
+    "RayCronJob": _root(RAYCRONJOB_SPEC),
 }

@@ -64,7 +64,7 @@ def test_builtin_kinds_have_status_subresources_where_kube_does():
     assert with_status == sorted(["CustomResourceDefinition", "Namespace", "Node", "Pod",
                                   "Service", "PersistentVolumeClaim",
                                   "PersistentVolume", "Deployment", "ReplicaSet", "Job",
-                                  "RayCluster", "RayJob", "RayService", "StatefulSet",
+                                  "RayCluster", "RayJob", "RayService", "RayCronJob", "StatefulSet",
                                   "Ingress", "GatewayClass", "Gateway", "HTTPRoute"])
 
 
