@@ -113,7 +113,8 @@ _TPU_V6E_256 = _tpu("tpu-v6e-slice", "16x16", 4, 64)
 #: why). Keys: ``node_pools`` (`emu.kube.config.NodePool` fields: accelerator Nodes, labelled
 #: Nodes a nodeSelector asks for), ``feature_gates`` (operator feature gates the sample says to
 #: enable), ``objects`` (what an add-on or the sample's instructions create first: CRDs,
-#: Secrets).
+#: Secrets), ``ray_images`` (an image the sample says to build or substitute, e.g. ``$VLLM_IMAGE``:
+#: it runs as a Ray image).
 WORLD_OPTIONS: dict[str, Obj] = {
     "agent-sandbox/sandbox.yaml": {"objects": [
         _crd("extensions.agents.x-k8s.io", "v1beta1", "SandboxTemplate", "sandboxtemplates"),
@@ -167,15 +168,20 @@ WORLD_OPTIONS: dict[str, Obj] = {
     "ray-service.text-summarizer.yaml": {"node_pools": [_gpu(1, 1)]},
     "ray-service.tpu-single-host.yaml": {"node_pools": [_TPU_V4_1]},
     "vllm/ray-service.vllm-tpu-v6e-singlehost.yaml": {
-        "node_pools": [_tpu("tpu-v6e-slice", "2x4", 8, 1)], "objects": [_HF]},
+        "node_pools": [_tpu("tpu-v6e-slice", "2x4", 8, 1)], "objects": [_HF],
+        "ray_images": ["$VLLM_IMAGE"]},
 }
+
+
+def samples_dir(directory: Path) -> Path:
+    """The samples directory of a KubeRay checkout (or ``directory`` itself)."""
+    samples = directory / "ray-operator" / "config" / "samples"
+    return samples if samples.is_dir() else directory
 
 
 def sample_files(directory: Path) -> list[Path]:
     """The sample files under ``directory`` (a checkout or its samples directory), sorted."""
-    samples = directory / "ray-operator" / "config" / "samples"
-    base = samples if samples.is_dir() else directory
-    return sorted(p for p in base.rglob("*.yaml") if p.is_file())
+    return sorted(p for p in samples_dir(directory).rglob("*.yaml") if p.is_file())
 
 
 def goal_reached(kind: str, obj: Obj) -> bool:
@@ -230,6 +236,9 @@ async def drive_interactive(sim: Any, name: str, namespace: str | None, *,
 
 
 async def _world_setup(sim: Any, options: Obj) -> None:
+    ray = sim.programs.lookup("rayproject/ray")
+    for image in options.get("ray_images") or ():  # the user's own Ray-based image
+        sim.programs.register(image, ray)
     for manifest in options.get("objects") or ():
         await sim.apply(manifest)
 
@@ -335,16 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         parser.error(f"no *.yaml files under {args.directory}"
                      + (f" with {args.pattern!r} in their path" if args.pattern else ""))
-    base = files[0]
-    for p in files:
-        while base not in p.parents and base != p:
-            base = base.parent
-    if base.is_file():
-        base = base.parent
+    base = samples_dir(args.directory)
     full = with_ray = ray_ok_count = 0
     start = time.monotonic()  # noqa: TID251 (wall-clock report)
     for path in files:
-        rel = str(path.relative_to(base))
+        rel = path.relative_to(base).as_posix()
         has_ray = any(isinstance(d, dict) and d.get("kind") in RAY_KINDS
                       for d in _docs(path))
         options = WORLD_OPTIONS.get(rel, {})
