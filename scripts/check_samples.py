@@ -2,7 +2,8 @@
 
 Usage::
 
-    python scripts/check_samples.py DIR [-k SUBSTRING] [--timeout SECONDS] [--wall SECONDS] [-v]
+    python scripts/check_samples.py DIR [-k SUBSTRING] [--timeout SECONDS] [--wall SECONDS]
+                                        [--markdown]
 
 ``DIR`` is a KubeRay checkout (or its ``ray-operator/config/samples`` directory). For each
 ``*.yaml`` file, in path order, a fresh world (seed 1) gets the Kubernetes built-ins and the
@@ -332,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="virtual seconds each file's Ray objects get (default 1800)")
     parser.add_argument("--wall", type=float, default=300.0,
                         help="wall-clock seconds a file may take (default 300)")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print a Markdown table (docs/samples.md's per-file results)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--options", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -347,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     base = samples_dir(args.directory)
     full = with_ray = ray_ok_count = 0
     start = time.monotonic()  # noqa: TID251 (wall-clock report)
+    if args.markdown:
+        print("| sample file | result | world options | applied, Ray objects (and what failed) |")
+        print("|---|---|---|---|")
     for path in files:
         rel = path.relative_to(base).as_posix()
         has_ray = any(isinstance(d, dict) and d.get("kind") in RAY_KINDS
@@ -368,7 +374,12 @@ def main(argv: list[str] | None = None) -> int:
         with_ray += has_ray
         ray_ok_count += has_ray and ray_ok
         took = time.monotonic() - t0  # noqa: TID251 (wall-clock report)
-        print(f"{'PASS' if ok else 'FAIL'}  {rel}  {line}  ({took:.1f}s)", flush=True)
+        if args.markdown:
+            opts = ", ".join(sorted(options)) or "-"
+            print(f"| `{rel}` | {'works' if ok else 'fails'} | {opts} | "
+                  f"{line.replace('|', '/')} |", flush=True)
+        else:
+            print(f"{'PASS' if ok else 'FAIL'}  {rel}  {line}  ({took:.1f}s)", flush=True)
     took = time.monotonic() - start  # noqa: TID251 (wall-clock report)
     print(f"total: {full}/{len(files)} files work fully; {ray_ok_count}/{with_ray} files with "
           f"Ray objects get them all working ({took:.0f}s)")
