@@ -101,13 +101,13 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "AfterRequest", "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict",
+    "AfterRequest", "AlreadyExists", "ApiError", "ApplyOutcome", "BadRequest", "Client", "Conflict",
     "ConnectionRefused",
     "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
-    "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
+    "Informer", "Invalid", "KubeConfig", "Latency", "LoseResponses", "NetworkError", "NodePool",
+    "NotFound", "Outage",
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
     "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout", "run",
-    "ApplyOutcome", "KubeConfig", "NodePool",
 ]
 
 
