@@ -441,9 +441,13 @@ class PodWorker:
 
     async def start(self, pod: Obj, box: PodSandbox, c: Obj, *, init: bool) -> None:
         name = c["name"]
-        try:
-            if self._volumes is None:
+        if self._volumes is None:
+            try:
                 self._volumes = await self.resolve_volumes(pod)
+            except (ConfigError, OSError) as err:
+                self._mount_failed(pod, name, err)
+                return
+        try:
             env = await self.resolve_env(pod, c, box)
             mounts = self.mounts(c)
         except ConfigError as err:
@@ -476,6 +480,21 @@ class PodWorker:
         self._config_errors[name] = message
         self._error_reasons[name] = reason
         self.kubelet.event(pod, "Warning", "Failed", f"Error: {message}")
+        self.wake_at(clock.now() + CONFIG_RETRY)
+
+    def _mount_failed(self, pod: Obj, name: str, err: Exception) -> None:
+        """A volume could not be set up (the volume manager's ``MountVolume.SetUp failed``):
+        the container waits in ``ContainerCreating``, a Warning Event ``FailedMount`` says why,
+        and the mount is retried after `CONFIG_RETRY`."""
+        detail = str(err)
+        volume = next((v.get("name", "") for v in (pod.get("spec") or {}).get("volumes") or []
+                       if isinstance(v, dict) and any(
+                           isinstance(src, dict) and any(str(ref) in detail for ref in src.values())
+                           for src in v.values())), "")
+        message = f'MountVolume.SetUp failed for volume "{volume}" : {detail}'
+        self._config_errors[name] = message
+        self._error_reasons[name] = "ContainerCreating"
+        self.kubelet.event(pod, "Warning", "FailedMount", message)
         self.wake_at(clock.now() + CONFIG_RETRY)
 
     def _lost_attempts(self, pod: Obj, name: str, init: bool) -> int:

@@ -98,3 +98,20 @@ async def test_init_container_with_an_unknown_command_exits_zero(sim):
     running = await sim.wait_for("Pod", "p", phase_is("Running"))
     init = running["status"]["initContainerStatuses"][0]["state"]
     assert init["terminated"]["exitCode"] == 0
+
+
+async def test_a_missing_config_map_volume_is_failed_mount(sim):
+    cluster = kc.install(sim)
+    await cluster.wait_ready()
+    await sim.apply(pod("p", volumes=[{"name": "config", "configMap": {"name": "absent"}}]))
+    stuck = await sim.wait_for("Pod", "p", lambda p: "waiting" in (
+        p["status"].get("containerStatuses") or [{"state": {}}])[0]["state"])
+    waiting = stuck["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting["reason"] == "ContainerCreating"
+    await sim.sleep(1)
+    assert [(e["reason"], e["message"]) for e in events_for(sim, "p")] == [
+        ("FailedMount", 'MountVolume.SetUp failed for volume "config" : '
+                        'configmap "absent" not found')]
+    await sim.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "absent", "namespace": "default"}, "data": {}})
+    await sim.wait_for("Pod", "p", lambda p: p["status"].get("phase") == "Running", timeout=60)
