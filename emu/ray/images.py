@@ -95,6 +95,10 @@ def register_ray_programs(registry: ProgramRegistry, config: RayConfig | None = 
 async def ray_program(ctx: ContainerContext, config: RayConfig) -> int:
     """A Ray image container: dispatch on its command line."""
     text = expand(ctx.command_line, ctx.env)
+    if "kuberay-autoscaler" in text:  # the autoscaler sidecar (enableInTreeAutoscaling)
+        from .autoscaler import autoscaler_program
+
+        return await autoscaler_program(ctx, text)
     role = classify(text)
     ctx.process.log("ray_container_started", role=role)
     if role == "head":
