@@ -265,7 +265,12 @@ class StructuralSchema:
         obj.update(new)
 
     def validator(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
-        """A `KindInfo.validator`."""
+        """A `KindInfo.validator`. An update that leaves everything but metadata and status as
+        it was is not re-validated (kube-apiserver's validation ratcheting: an unchanged value
+        is not refused again), which also keeps finalizer and label writes cheap."""
+        if old is not None and all(obj.get(k) == old.get(k) for k in sorted(set(obj) | set(old))
+                                   if k not in ("metadata", "status")):
+            return []
         return self.validate(obj, old)
 
 
