@@ -3,7 +3,7 @@
 Usage::
 
     python scripts/check_samples.py DIR [-k SUBSTRING] [--timeout SECONDS] [--wall SECONDS]
-                                        [--markdown]
+                                        [--crds] [--markdown]
 
 ``DIR`` is a KubeRay checkout (or its ``ray-operator/config/samples`` directory). For each
 ``*.yaml`` file, in path order, a fresh world (seed 1) gets the Kubernetes built-ins and the
@@ -237,6 +237,9 @@ async def drive_interactive(sim: Any, name: str, namespace: str | None, *,
 
 
 async def _world_setup(sim: Any, options: Obj) -> None:
+    for path in options.get("crd_files") or ():  # `kubectl create`: too big for apply's annotation
+        crd = yaml.safe_load(Path(path).read_text())
+        await sim.client("kubectl").create(crd)
     ray = sim.programs.lookup("rayproject/ray")
     for image in options.get("ray_images") or ():  # the user's own Ray-based image
         sim.programs.register(image, ray)
@@ -333,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="virtual seconds each file's Ray objects get (default 1800)")
     parser.add_argument("--wall", type=float, default=300.0,
                         help="wall-clock seconds a file may take (default 300)")
+    parser.add_argument("--crds", action="store_true",
+                        help="first create the checkout's own CRDs (ray-operator/config/crd/"
+                             "bases), so the real schemas validate and default the samples")
     parser.add_argument("--markdown", action="store_true",
                         help="print a Markdown table (docs/samples.md's per-file results)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
@@ -357,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
         rel = path.relative_to(base).as_posix()
         has_ray = any(isinstance(d, dict) and d.get("kind") in RAY_KINDS
                       for d in _docs(path))
-        options = WORLD_OPTIONS.get(rel, {})
+        options = dict(WORLD_OPTIONS.get(rel, {}))
+        if args.crds:
+            options["crd_files"] = [str(p) for p in sorted(
+                (args.directory / "ray-operator" / "config" / "crd" / "bases").glob("*.yaml"))]
         t0 = time.monotonic()  # noqa: TID251 (wall-clock report)
         try:
             proc = subprocess.run(
