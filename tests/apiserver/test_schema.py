@@ -180,3 +180,34 @@ def test_rayjob_deletion_strategy_cel_rule():
 
     err = emu.run(main)
     assert "deletionStrategy requires either BOTH onSuccess and onFailure" in str(err)
+
+
+def test_applying_a_ray_crd_replaces_the_builtin_kind_with_its_schema():
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "rayclusters.ray.io"},
+        "spec": {"group": "ray.io", "scope": "Namespaced",
+                 "names": {"kind": "RayCluster", "plural": "rayclusters"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                   "spec": {"type": "object", "properties": {
+                                       "rayVersion": {"type": "string",
+                                                      "default": "from-the-crd"},
+                                       "suspend": {"type": "boolean"}}},
+                                   "status": {"type": "object",
+                                              "x-kubernetes-preserve-unknown-fields": True}}}}}]},
+    }
+
+    async def main(sim):
+        await sim.client("kubectl").create(crd)
+        rc = await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                              "metadata": {"name": "rc"}, "spec": {"suspend": False}})
+        with pytest.raises(ApiError) as err:
+            await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                             "metadata": {"name": "rc2"}, "spec": {"suspend": "no"}})
+        return rc, err.value
+
+    rc, err = emu.run(main)
+    assert rc["spec"] == {"rayVersion": "from-the-crd", "suspend": False}
+    assert err.code == 422 and "spec.suspend" in str(err)
