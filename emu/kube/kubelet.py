@@ -291,6 +291,15 @@ class ConfigError(Exception):
     """A container can't be created from its config yet (CreateContainerConfigError)."""
 
 
+class VolumeError(Exception):
+    """A Pod volume can't be set up yet (FailedMount)."""
+
+    def __init__(self, volume: str, detail: str) -> None:
+        super().__init__(f"{volume}: {detail}")
+        self.volume = volume
+        self.detail = detail
+
+
 class PodWorker:
     """Runs one Pod on the Node until it is gone: ``syncPod`` / ``syncTerminatingPod``."""
 
@@ -444,7 +453,7 @@ class PodWorker:
         if self._volumes is None:
             try:
                 self._volumes = await self.resolve_volumes(pod)
-            except (ConfigError, OSError) as err:
+            except VolumeError as err:
                 self._mount_failed(pod, name, err)
                 return
         try:
@@ -482,16 +491,11 @@ class PodWorker:
         self.kubelet.event(pod, "Warning", "Failed", f"Error: {message}")
         self.wake_at(clock.now() + CONFIG_RETRY)
 
-    def _mount_failed(self, pod: Obj, name: str, err: Exception) -> None:
+    def _mount_failed(self, pod: Obj, name: str, err: VolumeError) -> None:
         """A volume could not be set up (the volume manager's ``MountVolume.SetUp failed``):
         the container waits in ``ContainerCreating``, a Warning Event ``FailedMount`` says why,
         and the mount is retried after `CONFIG_RETRY`."""
-        detail = str(err)
-        volume = next((v.get("name", "") for v in (pod.get("spec") or {}).get("volumes") or []
-                       if isinstance(v, dict) and any(
-                           isinstance(src, dict) and any(str(ref) in detail for ref in src.values())
-                           for src in v.values())), "")
-        message = f'MountVolume.SetUp failed for volume "{volume}" : {detail}'
+        message = f'MountVolume.SetUp failed for volume "{err.volume}" : {err.detail}'
         self._config_errors[name] = message
         self._error_reasons[name] = "ContainerCreating"
         self.kubelet.event(pod, "Warning", "FailedMount", message)
@@ -605,40 +609,48 @@ class PodWorker:
         return str(int(-(-parse_quantity(value) // divisor)))
 
     async def resolve_volumes(self, pod: Obj) -> dict[str, Path]:
-        """Volume name → host directory, for volumes a program can use as files."""
+        """Volume name → host directory, for volumes a program can use as files; a volume that
+        can't be set up raises `VolumeError` naming it."""
         out: dict[str, Path] = {}
         for vol in (pod.get("spec") or {}).get("volumes") or []:
-            name = vol.get("name", "")
-            if "persistentVolumeClaim" in vol:
-                claim = vol["persistentVolumeClaim"].get("claimName", "")
-                pvc = await self._lookup("PersistentVolumeClaim", claim, False)
-                assert pvc is not None
-                pv_name = (pvc.get("spec") or {}).get("volumeName")
-                if not pv_name or (pvc.get("status") or {}).get("phase") != "Bound":
-                    raise ConfigError(f'persistentvolumeclaim "{claim}" is not bound')
-                assert self.kubelet.client is not None
-                pv = await self.kubelet.client.get("PersistentVolume", pv_name)
-                out[name] = self.kubelet.cluster.volume_dir(pv)
-            elif "emptyDir" in vol:
-                path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
-                path.mkdir(parents=True, exist_ok=True)
-                out[name] = path
-            elif "hostPath" in vol:
-                rel = str(vol["hostPath"].get("path", "")).lstrip("/")
-                path = self.kubelet.cluster.workdir / "nodes" / self.kubelet.node / rel
-                path.mkdir(parents=True, exist_ok=True)
-                out[name] = path
-            elif "configMap" in vol or "secret" in vol:
-                kind, key, ref_key = (("ConfigMap", "configMap", "name") if "configMap" in vol
-                                      else ("Secret", "secret", "secretName"))
-                src = vol[key]
-                obj = await self._lookup(kind, src.get(ref_key, ""), bool(src.get("optional")))
-                path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
-                path.mkdir(parents=True, exist_ok=True)
-                for k, v in sorted(self._data(obj or {}).items()):
-                    (path / k).write_text(v)
-                out[name] = path
+            try:
+                await self._resolve_volume(vol, out)
+            except (ConfigError, OSError) as err:
+                raise VolumeError(str(vol.get("name", "")), str(err)) from None
         return out
+
+    async def _resolve_volume(self, vol: Obj, out: dict[str, Path]) -> None:
+        """Set up one volume into ``out`` (ConfigError / OSError when it can't be yet)."""
+        name = vol.get("name", "")
+        if "persistentVolumeClaim" in vol:
+            claim = vol["persistentVolumeClaim"].get("claimName", "")
+            pvc = await self._lookup("PersistentVolumeClaim", claim, False)
+            assert pvc is not None
+            pv_name = (pvc.get("spec") or {}).get("volumeName")
+            if not pv_name or (pvc.get("status") or {}).get("phase") != "Bound":
+                raise ConfigError(f'persistentvolumeclaim "{claim}" is not bound')
+            assert self.kubelet.client is not None
+            pv = await self.kubelet.client.get("PersistentVolume", pv_name)
+            out[name] = self.kubelet.cluster.volume_dir(pv)
+        elif "emptyDir" in vol:
+            path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
+            path.mkdir(parents=True, exist_ok=True)
+            out[name] = path
+        elif "hostPath" in vol:
+            rel = str(vol["hostPath"].get("path", "")).lstrip("/")
+            path = self.kubelet.cluster.workdir / "nodes" / self.kubelet.node / rel
+            path.mkdir(parents=True, exist_ok=True)
+            out[name] = path
+        elif "configMap" in vol or "secret" in vol:
+            kind, key, ref_key = (("ConfigMap", "configMap", "name") if "configMap" in vol
+                                  else ("Secret", "secret", "secretName"))
+            src = vol[key]
+            obj = await self._lookup(kind, src.get(ref_key, ""), bool(src.get("optional")))
+            path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
+            path.mkdir(parents=True, exist_ok=True)
+            for k, v in sorted(self._data(obj or {}).items()):
+                (path / k).write_text(v)
+            out[name] = path
 
     def mounts(self, c: Obj) -> dict[str, Path]:
         out: dict[str, Path] = {}
