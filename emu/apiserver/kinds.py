@@ -10,9 +10,13 @@ Defaulters run on a copy the server owns at the top level and in ``metadata`` on
 deeper dict or list before changing it (copy-on-write), so the caller's object is never mutated and
 the hot path never deep-copies.
 
-Over 500 lines because it is the table of every built-in kind with its defaulting functions
-(SetDefaults_Pod, _Service, _Job, _Deployment, the ray.io CRD defaults); each is short and they
-are read together.
+Custom resources (the built-in ray.io kinds and any applied CRD) are defaulted, pruned and
+validated by their structural schema (`schema_hooks`, `emu.apiserver.schema`); the helper kinds
+samples create (StatefulSet, Ingress, NetworkPolicy, Gateway API, RBAC) have small validators.
+
+Over 500 lines because it is the table of every built-in kind with its defaulting and validating
+functions (SetDefaults_Pod, _Service, _Job, _Deployment, _StatefulSet, the helper kinds'
+checks); each is short and they are read together.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ A reduced ``kube-scheduler`` with the default profile's effects that controllers
 
 Not emulated: preferred affinity, Pod (anti-)affinity, topology spread, preemption, priority,
 scheduling gates.
+
+Over 500 lines because the cache (Nodes, bound and assumed Pods, extended resources), the
+filters and the fast path that must give the same pick as the slow one belong together.
 """
 
 from __future__ import annotations
