@@ -308,10 +308,12 @@ def setup_ray_cluster_controller(mgr: Manager, ctx: OperatorContext) -> RayClust
 
 #: main.go's controllers after RayCluster, in order: (name, module). A module registers itself by
 #: defining ``setup(mgr: Manager, ctx: OperatorContext) -> object``; until it exists, its entry
-#: is skipped. (mTLS, RayCronJob and NetworkPolicy are not emulated.)
+#: is skipped; a ``setup`` returning None was gated off. (mTLS and NetworkPolicy are not
+#: emulated.)
 CONTROLLER_HOOKS: tuple[tuple[str, str], ...] = (
     ("RayService", "controllers.rayservice"),
     ("RayJob", "controllers.rayjob"),
+    ("RayCronJob", "controllers.raycronjob"),
 )
 
 
@@ -327,7 +329,9 @@ def setup_controllers(mgr: Manager, ctx: OperatorContext) -> dict[str, Any]:
             raise
         setup = getattr(module, "setup", None)
         if setup is not None:
-            out[name] = setup(mgr, ctx)
+            reconciler = setup(mgr, ctx)
+            if reconciler is not None:  # None: its feature gate is off
+                out[name] = reconciler
     return out
 
 
@@ -406,6 +410,34 @@ async def _config_map_file(ctx: Any, path: str) -> str | None:
     return None
 
 
+def metrics_port(addr: str) -> int | None:
+    """The port of a ``--metrics-addr`` (``":8080"``, ``"0.0.0.0:8080"``); None for ``"0"``
+    (controller-runtime's "metrics server disabled") or an address without a port."""
+    if addr in ("", "0"):
+        return None
+    _, _, port = addr.rpartition(":")
+    return int(port) if port.isdigit() and int(port) > 0 else None
+
+
+def serve_metrics(ctx: Any, addr: str) -> None:
+    """controller-runtime's metrics server, which ``mgr.Start`` starts on every replica before
+    leader election: ``GET /metrics`` answers 200 (the Helm chart's liveness and readiness
+    probes target it, so the operator's Pod becomes Ready and its Deployment Available)."""
+    port = metrics_port(addr)
+    if port is None:
+        return
+
+    async def handle(payload: Any, info: Any) -> dict[str, Any]:
+        path = str((payload or {}).get("path", "")) if isinstance(payload, dict) else ""
+        if path.split("?", 1)[0] == "/metrics":
+            return {"status": 200, "headers": {"Content-Type": "text/plain; version=0.0.4"},
+                    "body": "# controller-runtime metrics\n"}
+        return {"status": 404, "headers": {}, "body": "404 page not found\n"}
+
+    ctx.listen(port, handle)
+    ctx.set_ready(True)
+
+
 def make_operator_program(on_replica: Callable[[OperatorReplica], None] | None = None
                           ) -> Callable[[Any], Any]:
     """The container program of the operator image; ``on_replica`` hears of each replica."""
@@ -450,6 +482,7 @@ def make_operator_program(on_replica: Callable[[OperatorReplica], None] | None =
             on_replica(replica)
         world = SimpleNamespace(network=ctx.network, rng=ctx.rng)
         main = operator_main(cast(Any, world), op_config)
+        serve_metrics(ctx, config.metrics_addr)
         code = await main(ctx.process)
         return int(code or 0)
 

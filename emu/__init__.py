@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .apiserver.errors import Invalid as Invalid
     from .apiserver.errors import NotFound as NotFound
     from .apiserver.errors import RequestEntityTooLarge as RequestEntityTooLarge
+    from .client.apply import ApplyOutcome as ApplyOutcome
     from .client.client import Client as Client
     from .client.informer import Informer as Informer
     from .faults import AfterRequest as AfterRequest
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
     from .kernel.network import Timeout as Timeout
     from .kernel.process import Panic as Panic
     from .kernel.process import Process as Process
+    from .kube.config import KubeConfig as KubeConfig
+    from .kube.config import NodePool as NodePool
     from .simulation import ReconcilePanic as ReconcilePanic
     from .simulation import Simulation as Simulation
     from .simulation import VirtualTimeExceeded as VirtualTimeExceeded
@@ -76,6 +79,7 @@ _EXPORTS = {
     "Invalid": ".apiserver.errors",
     "NotFound": ".apiserver.errors",
     "RequestEntityTooLarge": ".apiserver.errors",
+    "ApplyOutcome": ".client.apply",
     "Client": ".client.client",
     "Informer": ".client.informer",
     "AfterRequest": ".faults",
@@ -106,6 +110,8 @@ _EXPORTS = {
     "NetworkError": ".kernel.network",
     "Timeout": ".kernel.network",
     "Process": ".kernel.process",
+    "KubeConfig": ".kube.config",
+    "NodePool": ".kube.config",
     "Simulation": ".simulation",
     "VirtualTimeExceeded": ".simulation",
     "Panic": ".kernel.process",
@@ -115,11 +121,12 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "AfterRequest", "AlreadyExists", "ApiError", "BadRequest", "Client", "Conflict",
+    "AfterRequest", "AlreadyExists", "ApiError", "ApplyOutcome", "BadRequest", "Client", "Conflict",
     "ConnectionRefused",
     "ConnectionReset", "Crash", "Deadlock", "FailRequests", "Fault", "FaultPlan", "Gone", "Heal",
     "HttpServer",
-    "Informer", "Invalid", "Latency", "LoseResponses", "NetworkError", "NotFound", "Outage",
+    "Informer", "Invalid", "KubeConfig", "Latency", "LoseResponses", "NetworkError", "NodePool",
+    "NotFound", "Outage",
     "Panic",
     "Partition", "Pause", "Process",
     "ReconcilePanic",

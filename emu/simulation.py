@@ -135,6 +135,12 @@ class Simulation(World):
 
             self.cluster = install(self, None if cluster is True else cluster)
 
+    @property
+    def ray(self) -> Any:
+        """The Ray images' settings (`emu.ray.config.RayConfig`), None without Ray: script a
+        job with ``sim.ray.entrypoint("python train.py", program)`` (`emu.ray.entrypoints`)."""
+        return self.ray_config
+
     def _trace_api(self, event: str, **fields: Any) -> None:
         self.trace.emit("kube-apiserver", event, **fields)
 

@@ -711,7 +711,14 @@ def _add_well_known_accelerator_resources(params: Obj, limits: Mapping[str, Any]
         return
     resources_map: dict[str, float] = {}
     if "resources" in params:
-        resources_map = json.loads(str(params["resources"]).strip("'\"` "))
+        try:
+            resources_map = json.loads(str(params["resources"]).strip("'\"` "))
+        except ValueError:
+            resources_map = None  # type: ignore[assignment]
+        if not isinstance(resources_map, dict):
+            # getResourcesMap fails; generateRayStartCommand logs "failed to add accelerator
+            # resources to rayStartParams" and builds the command anyway
+            return
     custom_added = any(name in resources_map for name in _CUSTOM_ACCELERATOR_TO_RAY_RESOURCE.values())
     for key in sorted(limits):
         value = parse_quantity(limits[key])

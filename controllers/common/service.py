@@ -67,6 +67,10 @@ def _finish_user_provided_service(service: Obj, labels: Mapping[str, str], defau
                                   default_namespace: str, default_type: str) -> None:
     # setLabelsforUserProvidedService, setNameforUserProvidedService,
     # setNamespaceforUserProvidedService, setServiceTypeForUserProvidedService.
+    # In Go the user's Service is a typed corev1.Service: the client always sends its
+    # apiVersion and kind, whether or not the manifest spelled them out.
+    service["apiVersion"] = "v1"
+    service["kind"] = "Service"
     meta = service.setdefault("metadata", {})
     meta.setdefault("labels", {}).update(labels)
     if not meta.get("name"):

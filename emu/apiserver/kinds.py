@@ -10,9 +10,13 @@ Defaulters run on a copy the server owns at the top level and in ``metadata`` on
 deeper dict or list before changing it (copy-on-write), so the caller's object is never mutated and
 the hot path never deep-copies.
 
-Over 500 lines because it is the table of every built-in kind with its defaulting functions
-(SetDefaults_Pod, _Service, _Job, _Deployment, the ray.io CRD defaults); each is short and they
-are read together.
+Custom resources (the built-in ray.io kinds and any applied CRD) are defaulted, pruned and
+validated by their structural schema (`schema_hooks`, `emu.apiserver.schema`); the helper kinds
+samples create (StatefulSet, Ingress, NetworkPolicy, Gateway API, RBAC) have small validators.
+
+Over 500 lines because it is the table of every built-in kind with its defaulting and validating
+functions (SetDefaults_Pod, _Service, _Job, _Deployment, _StatefulSet, the helper kinds'
+checks); each is short and they are read together.
 """
 
 from __future__ import annotations
@@ -344,49 +348,22 @@ def default_job(obj: Obj, old: Obj | None) -> None:
     _default_template(obj)
 
 
-def default_raycluster(obj: Obj, old: Obj | None) -> None:
-    """The RayCluster CRD's schema defaults (``+kubebuilder:default`` in raycluster_types.go):
-    each worker group's replicas 0, minReplicas 0, maxReplicas 2147483647, numOfHosts 1."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict) or not isinstance(spec.get("workerGroupSpecs"), list):
-        return
-    spec = _own(obj, "spec")
-    groups = []
-    for group in spec["workerGroupSpecs"]:
-        if isinstance(group, dict):
-            group = dict(group)
-            group.setdefault("replicas", 0)
-            group.setdefault("minReplicas", 0)
-            group.setdefault("maxReplicas", 2147483647)
-            group.setdefault("numOfHosts", 1)
-        groups.append(group)
-    spec["workerGroupSpecs"] = groups
+def schema_hooks(openapi: Obj) -> tuple[Defaulter, Validator]:
+    """The defaulter (pruning, null dropping, schema defaults) and validator of a structural
+    schema (`emu.apiserver.schema`)."""
+    from .schema import compile_schema
+
+    schema = compile_schema(openapi)
+    return schema.defaulter, schema.validator
 
 
-def default_rayjob(obj: Obj, old: Obj | None) -> None:
-    """The RayJob CRD's schema defaults (rayjob_types.go): submissionMode K8sJobMode,
-    backoffLimit 0, and the embedded cluster spec's worker-group defaults."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    spec = _own(obj, "spec")
-    spec.setdefault("submissionMode", "K8sJobMode")
-    spec.setdefault("backoffLimit", 0)
-    if isinstance(spec.get("rayClusterSpec"), dict):
-        inner: Obj = {"spec": spec["rayClusterSpec"]}
-        default_raycluster(inner, None)
-        spec["rayClusterSpec"] = inner["spec"]
+def ray_kind(kind: str, plural: str) -> KindInfo:
+    """A built-in ray.io kind, served with its derived schema (`emu.apiserver.rayschemas`)."""
+    from .rayschemas import RAY_SCHEMAS
 
-
-def default_rayservice(obj: Obj, old: Obj | None) -> None:
-    """The RayService CRD's schema defaults: the embedded cluster spec's worker-group defaults."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict) or not isinstance(spec.get("rayClusterConfig"), dict):
-        return
-    spec = _own(obj, "spec")
-    inner: Obj = {"spec": spec["rayClusterConfig"]}
-    default_raycluster(inner, None)
-    spec["rayClusterConfig"] = inner["spec"]
+    defaulter, validator = schema_hooks(RAY_SCHEMAS[kind])
+    return KindInfo("ray.io", "v1", kind, plural, has_status=True, has_generation=True,
+                    allow_unconditional_update=False, defaulter=defaulter, validator=validator)
 
 
 def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
@@ -410,6 +387,20 @@ def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
             isinstance(ver, dict) and ver.get("name") for ver in versions):
         causes.append(required("spec.versions", "must have exactly one version marked as "
                                                 "storage version"))
+    if isinstance(versions, list):
+        for i, ver in enumerate(versions):
+            openapi = ((ver or {}).get("schema") or {}).get("openAPIV3Schema") \
+                if isinstance(ver, dict) else None
+            if openapi is None:
+                continue
+            from .schema import compile_schema
+
+            try:
+                compile_schema(openapi)
+            except Exception as err:  # jsonschema's SchemaError and bad shapes
+                detail = str(getattr(err, "message", err)).splitlines()[0]
+                causes.append(invalid(f"spec.versions[{i}].schema.openAPIV3Schema", "object",
+                                      detail))
     name = (obj.get("metadata") or {}).get("name")
     if not causes and name != f"{plural}.{group}":
         causes.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
@@ -425,10 +416,125 @@ def crd_kind_info(crd: Obj) -> KindInfo:
     has_status = "status" in ((chosen.get("subresources") or {})
                               or (spec.get("subresources") or {}))
     names = spec["names"]
+    from .schema import version_schema
+
+    openapi = version_schema(crd, chosen["name"])
+    defaulter, validator = schema_hooks(openapi) if openapi is not None else (None, None)
     return KindInfo(spec["group"], chosen["name"], names["kind"], names["plural"],
                     namespaced=spec["scope"] == "Namespaced", has_status=has_status,
                     has_generation=True, allow_unconditional_update=False,
-                    short_names=tuple(names.get("shortNames") or ()))
+                    short_names=tuple(names.get("shortNames") or ()),
+                    defaulter=defaulter, validator=validator)
+
+
+def default_statefulset(obj: Obj, old: Obj | None) -> None:
+    """``SetDefaults_StatefulSet`` (apps/v1): replicas 1, OrderedReady, RollingUpdate with
+    partition 0, revisionHistoryLimit 10, the PVC retention policy Retain/Retain."""
+    if not isinstance(obj.get("spec"), dict):
+        return
+    spec = _own(obj, "spec")
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate",
+                                       "rollingUpdate": {"partition": 0}})
+    spec.setdefault("persistentVolumeClaimRetentionPolicy",
+                    {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    _default_template(obj)
+
+
+def validate_statefulset(obj: Obj, old: Obj | None) -> list[StatusCause]:
+    """``ValidateStatefulSet``: a Deployment's checks (selector, template labels, Pod spec),
+    a known podManagementPolicy, and everything but replicas, template, updateStrategy,
+    minReadySeconds and the PVC retention policy immutable."""
+    causes = v.validate_deployment(obj, old)
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    policy = spec.get("podManagementPolicy")
+    if policy is not None and policy not in ("OrderedReady", "Parallel"):
+        causes.append(v.not_supported("spec.podManagementPolicy", policy,
+                                      ("OrderedReady", "Parallel")))
+    if old is not None:
+        mutable = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
+                   "persistentVolumeClaimRetentionPolicy", "revisionHistoryLimit")
+        old_spec = old.get("spec") or {}
+        if {k: x for k, x in spec.items() if k not in mutable} != \
+                {k: x for k, x in old_spec.items() if k not in mutable}:
+            causes.append(v.forbidden(
+                "spec", "updates to statefulset spec for fields other than 'replicas', "
+                "'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', "
+                "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
+    return causes
+
+
+def _require(*paths: str) -> Validator:
+    """A validator that only checks the given dotted fields are present (what the kinds stored
+    for samples need: a helper object is kept, not acted on)."""
+
+    def validate(obj: Obj, old: Obj | None) -> list[StatusCause]:
+        causes: list[StatusCause] = []
+        for path in paths:
+            node: Any = obj
+            for part in path.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is None or node == "" or node == []:
+                causes.append(v.required(path))
+        return causes
+
+    return validate
+
+
+def validate_ingress(obj: Obj, old: Obj | None) -> list[StatusCause]:
+    """``ValidateIngressSpec``: a default backend or at least one rule; each HTTP path has a
+    known pathType and a backend."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    causes: list[StatusCause] = []
+    rules = spec.get("rules") or []
+    if not spec.get("defaultBackend") and not rules:
+        causes.append(v.invalid("spec.rules", rules,
+                                "either `defaultBackend` or `rules` must be specified"))
+    for i, rule in enumerate(rules):
+        for j, path in enumerate(((rule or {}).get("http") or {}).get("paths") or []):
+            where = f"spec.rules[{i}].http.paths[{j}]"
+            kind = (path or {}).get("pathType")
+            if kind is None:
+                causes.append(v.required(f"{where}.pathType", "pathType must be specified"))
+            elif kind not in ("Exact", "Prefix", "ImplementationSpecific"):
+                causes.append(v.not_supported(f"{where}.pathType", kind,
+                                              ("Exact", "ImplementationSpecific", "Prefix")))
+            if not (path or {}).get("backend"):
+                causes.append(v.required(f"{where}.backend"))
+    return causes
+
+
+def _stored_kinds() -> list[KindInfo]:
+    """Kinds the samples and KubeRay create as helpers: stored and validated, not acted on
+    (NetworkPolicy not applied, no Ingress or Gateway controller; the RBAC kinds are registered
+    with the built-ins, enforced by emu.apiserver.rbac)."""
+    smp = BUILTIN_MERGE_KEYS
+    net, gw = "networking.k8s.io", "gateway.networking.k8s.io"
+    return [
+        KindInfo("apps", "v1", "StatefulSet", "statefulsets", has_status=True,
+                 has_generation=True, defaulter=default_statefulset,
+                 validator=validate_statefulset, merge_keys=smp, int_fields=_REPLICAS,
+                 short_names=("sts",)),
+        KindInfo(net, "v1", "Ingress", "ingresses", has_status=True, has_generation=True,
+                 validator=validate_ingress, merge_keys=smp, short_names=("ing",)),
+        KindInfo(net, "v1", "IngressClass", "ingressclasses", namespaced=False,
+                 has_generation=True, merge_keys=smp),
+        KindInfo(net, "v1", "NetworkPolicy", "networkpolicies", has_generation=True,
+                 validator=_require("spec.podSelector"), merge_keys=smp, short_names=("netpol",)),
+        KindInfo(gw, "v1", "GatewayClass", "gatewayclasses", namespaced=False, has_status=True,
+                 has_generation=True, allow_unconditional_update=False,
+                 validator=_require("spec.controllerName"), short_names=("gc",)),
+        KindInfo(gw, "v1", "Gateway", "gateways", has_status=True, has_generation=True,
+                 allow_unconditional_update=False,
+                 validator=_require("spec.gatewayClassName", "spec.listeners"),
+                 short_names=("gtw",)),
+        KindInfo(gw, "v1", "HTTPRoute", "httproutes", has_status=True, has_generation=True,
+                 allow_unconditional_update=False),
+    ]
 
 
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -651,14 +757,11 @@ def builtin_kinds() -> list[KindInfo]:
         KindInfo("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
                  "customresourcedefinitions", namespaced=False, has_status=True,
                  has_generation=True, validator=validate_crd, short_names=("crd", "crds")),
-        KindInfo("ray.io", "v1", "RayCluster", "rayclusters", has_status=True,
-                 has_generation=True, allow_unconditional_update=False,
-                 defaulter=default_raycluster),
-        KindInfo("ray.io", "v1", "RayJob", "rayjobs", has_status=True, has_generation=True,
-                 allow_unconditional_update=False, defaulter=default_rayjob),
-        KindInfo("ray.io", "v1", "RayService", "rayservices", has_status=True,
-                 has_generation=True, allow_unconditional_update=False,
-                 defaulter=default_rayservice),
+        ray_kind("RayCluster", "rayclusters"),
+        ray_kind("RayJob", "rayjobs"),
+        ray_kind("RayService", "rayservices"),
+        ray_kind("RayCronJob", "raycronjobs"),
+        *_stored_kinds(),
     ]
 
 

@@ -6,17 +6,21 @@ a JSON merge patch computed kubectl's way, from three versions: the last-applied
 the live object. Fields the manifest dropped since the last apply are removed; fields others set
 (status, defaults, a controller's labels) are left alone.
 
-Every document is checked before anything is sent, so a malformed manifest changes nothing.
+A document with only ``metadata.generateName`` is created, as ``kubectl create -f`` would (the
+samples that use it say to). Every document is checked before anything is sent, so a malformed
+manifest changes nothing; an
+object the API server refuses does not stop the others (`apply_each` reports each object's outcome).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 import yaml
 
-from ..apiserver.errors import BadRequest, is_not_found
+from ..apiserver.errors import ApiError, BadRequest, is_not_found
 from .client import Client
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -50,7 +54,8 @@ def parse_manifests(manifest: str | dict[str, Any] | list[dict[str, Any]]) -> li
         meta = doc.get("metadata")
         if not isinstance(meta, dict):
             raise BadRequest(f"{where} ({doc['kind']}): 'metadata' is missing or not a mapping")
-        if not isinstance(meta.get("name"), str) or not meta["name"]:
+        if (not isinstance(meta.get("name"), str) or not meta["name"]) and not (
+                isinstance(meta.get("generateName"), str) and meta["generateName"]):
             raise BadRequest(f"{where} ({doc['kind']}): metadata.name is required for apply")
         out.append(doc)
     return out
@@ -77,33 +82,85 @@ def three_way_merge_patch(original: Any, modified: Any, current: Any) -> Any:
     return patch
 
 
-async def apply(client: Client, manifest: str | dict[str, Any] | list[dict[str, Any]], *,
-                namespace: str | None = None) -> list[dict[str, Any]]:
-    """Create or update every object in ``manifest``; the resulting objects, in order."""
-    docs = parse_manifests(manifest)
-    results = []
-    for doc in docs:
-        doc = orjson.loads(orjson.dumps(doc))
-        meta = doc.setdefault("metadata", {})
-        if namespace is not None and not meta.get("namespace"):
-            meta["namespace"] = namespace
-        applied = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS).decode()
-        annotations = meta.setdefault("annotations", {}) or {}
-        meta["annotations"] = annotations
-        annotations[LAST_APPLIED] = applied
-        # The request's namespace, as kubectl's context gives it; cluster-scoped kinds ignore it.
-        kind, name, ns = doc["kind"], meta["name"], meta.get("namespace") or namespace or "default"
+@attrs.frozen
+class ApplyOutcome:
+    """What ``kubectl apply`` did with one object: ``outcome`` is ``created``, ``configured``,
+    ``unchanged`` or the error's message; ``object`` the result (None on error)."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    outcome: str
+    object: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
+    error: ApiError | None = attrs.field(default=None, repr=False, eq=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+async def _apply_one(client: Client, doc: dict[str, Any], namespace: str | None) -> ApplyOutcome:
+    doc = orjson.loads(orjson.dumps(doc))
+    meta = doc.setdefault("metadata", {})
+    if namespace is not None and not meta.get("namespace"):
+        meta["namespace"] = namespace
+    applied = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS).decode()
+    annotations = meta.setdefault("annotations", {}) or {}
+    meta["annotations"] = annotations
+    annotations[LAST_APPLIED] = applied
+    # The request's namespace, as kubectl's context gives it; cluster-scoped kinds ignore it.
+    kind, name, ns = doc["kind"], meta.get("name"), meta.get("namespace") or namespace or "default"
+    if not name:  # generateName only: what `kubectl create -f` does (the samples say to use it)
+        try:
+            created = await client.create(doc, namespace=ns)
+        except ApiError as err:
+            return ApplyOutcome(kind, meta["generateName"], ns, str(err), None, err)
+        return ApplyOutcome(kind, created["metadata"]["name"],
+                            created["metadata"].get("namespace"), "created", created)
+    try:
         try:
             live = await client.get(kind, name, ns, api_version=doc["apiVersion"])
-        except Exception as err:
+        except ApiError as err:
             if not is_not_found(err):
                 raise
-            results.append(await client.create(doc, namespace=ns))
-            continue
+            created = await client.create(doc, namespace=ns)
+            return ApplyOutcome(kind, name, created["metadata"].get("namespace"), "created",
+                                created)
         last = (live.get("metadata", {}).get("annotations") or {}).get(LAST_APPLIED)
         original = orjson.loads(last) if last else {}
         patch = three_way_merge_patch(original, doc, live)
-        results.append(await client.patch(kind, name, patch, ns, patch_type="merge",
-                                          api_version=doc["apiVersion"]))
-    return results
+        if not patch:
+            return ApplyOutcome(kind, name, live["metadata"].get("namespace"), "unchanged", live)
+        result = await client.patch(kind, name, patch, ns, patch_type="merge",
+                                    api_version=doc["apiVersion"])
+        return ApplyOutcome(kind, name, result["metadata"].get("namespace"), "configured",
+                            result)
+    except ApiError as err:
+        return ApplyOutcome(kind, name, ns, str(err), None, err)
 
+
+async def apply_each(client: Client, manifest: str | dict[str, Any] | list[dict[str, Any]], *,
+                     namespace: str | None = None) -> list[ApplyOutcome]:
+    """``kubectl apply -f``: every object in ``manifest`` in order, going on past one the API
+    server refuses; each object's `ApplyOutcome`. A malformed manifest (`BadRequest`) is refused
+    before anything is sent, as kubectl's client-side parse does."""
+    docs = parse_manifests(manifest)
+    return [await _apply_one(client, doc, namespace) for doc in docs]
+
+
+async def apply(client: Client, manifest: str | dict[str, Any] | list[dict[str, Any]], *,
+                namespace: str | None = None) -> list[dict[str, Any]]:
+    """Create or update every object in ``manifest``; the resulting objects, in order.
+
+    Every object is tried (as `apply_each`); when any was refused, the first refusal is raised
+    after the rest were applied, with a note per object saying what happened to it."""
+    outcomes = await apply_each(client, manifest, namespace=namespace)
+    failed = [o for o in outcomes if o.error is not None]
+    if failed:
+        err = failed[0].error
+        assert err is not None
+        if len(outcomes) > 1:
+            for o in outcomes:
+                err.add_note(f"{o.kind}/{o.name}: {o.outcome}")
+        raise err
+    return [o.object for o in outcomes if o.object is not None]

@@ -196,6 +196,10 @@ class Network:
         self._trace = trace
         self.default_timeout = default_timeout
         self._endpoints: dict[str, Endpoint] = {}
+        #: DNS names that resolve to Pod IPs on any port (headless Services; kube-proxy fills
+        #: it): name → the IPs now behind it. `ContainerContext.resolve` consults it when no
+        #: endpoint is registered at ``name:port``.
+        self.hostnames: dict[str, Callable[[], list[str]]] = {}
         self._partitions: dict[tuple[str, str], int] = {}
         self._outages: dict[str, str] = {}
         self._latency: list[tuple[Match, float]] = []

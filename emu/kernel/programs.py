@@ -42,6 +42,7 @@ class ContainerContext:
       emptyDir); data written there outlives the container only if the volume does;
     - ``ip`` and ``hostname``: the Pod's address on the network; `listen` registers
       ``"{ip}:{port}"`` (and ``"{hostname}:{port}"``), which Services route to;
+    - ``init``: whether this is an init container;
     - `set_ready` is how the program answers the kubelet's readiness probe.
     """
 
@@ -55,6 +56,8 @@ class ContainerContext:
     hostname: str
     volumes: dict[str, Path] = attrs.field(factory=dict)
     services: dict[str, Any] = attrs.field(factory=dict)
+    #: An init container (it must exit for the Pod to go on).
+    init: bool = False
     _ready: bool = False
     _ready_listeners: list[Callable[[bool], None]] = attrs.field(factory=list)
 
@@ -113,7 +116,9 @@ class ContainerContext:
         """Where an address leads from this container: ``localhost:port`` is the Pod itself (its
         containers share one network namespace); a short Service name ``svc:port`` becomes
         ``svc.<ns>.svc.cluster.local:port`` when that is registered (the Pod's namespace is
-        searched first, as resolv.conf does)."""
+        searched first, as resolv.conf does); a headless Service's name with a port no
+        Service port declares goes to its first Pod's IP on that port, as its DNS A records
+        would."""
         host, _, port = address.rpartition(":")
         if host in ("localhost", "127.0.0.1", "::1", "[::1]"):
             return f"{self.ip}:{port}"  # containers of a Pod share its network namespace
@@ -121,11 +126,17 @@ class ContainerContext:
             return address
         if not host:
             return address
-        for candidate in (f"{host}.{self.namespace}.svc.cluster.local",
-                          f"{host}.svc.cluster.local", f"{host}.cluster.local"):
+        candidates = (host, f"{host}.{self.namespace}.svc.cluster.local",
+                      f"{host}.svc.cluster.local", f"{host}.cluster.local")
+        for candidate in candidates[1:]:
             full = f"{candidate}:{port}"
             if self.network.endpoint(full) is not None:
                 return full
+        for candidate in candidates:  # a headless Service's name: its Pods' IPs, any port
+            ips = self.network.hostnames.get(candidate)
+            found = ips() if ips is not None else []
+            if found:
+                return f"{found[0]}:{port}"
         return address
 
 
@@ -133,7 +144,11 @@ Program = Callable[[ContainerContext], Awaitable[int | None]]
 
 
 async def idle_program(ctx: ContainerContext) -> int:
-    """A container that starts, reports ready and runs until killed."""
+    """A container whose command nothing emulates: it starts, reports ready and runs until
+    killed; as an init container it exits 0 at once (a setup step that succeeded), since an
+    init container that never exits would hold its Pod in ``Init`` forever."""
+    if ctx.init:
+        return 0
     ctx.set_ready(True)
     await asyncio.Event().wait()
     return 0

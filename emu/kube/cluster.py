@@ -6,7 +6,8 @@
 starts, in this order: a kubelet per Node (``kubelet-node-1`` on host ``node-1``, …; each
 registers its Node), the scheduler, and the controllers named in `KubeConfig.controllers`
 (``node-lifecycle-controller``, ``pod-gc``, ``garbage-collector``, ``job-controller``,
-``deployment-controller``, ``replicaset-controller``, ``endpointslice-controller``,
+``deployment-controller``, ``replicaset-controller``, ``statefulset-controller``,
+``endpointslice-controller``,
 ``kube-proxy``, ``persistentvolume-controller``). Every one talks to the API server over the
 network, so faults reach it; crash one to see the cluster without it.
 
@@ -26,7 +27,7 @@ import attrs
 from ..apiserver.errors import ApiError, is_not_found
 from ..client.client import Client
 from ..kernel.process import MainFn, Process
-from .config import KubeConfig
+from .config import KubeConfig, NodePool
 from .containers import NodeRuntime
 from .kubelet import Kubelet
 
@@ -54,6 +55,10 @@ class KubeCluster:
         self.world = world
         self.config = config
         self.node_names = [f"node-{i}" for i in range(1, config.nodes + 1)]
+        #: The pool of each Node that belongs to one (`KubeConfig.node_pools`, `add_node_pool`).
+        self.node_pools: dict[str, NodePool] = {}
+        for pool in config.node_pools:
+            self._add_pool_names(pool)
         self.processes: dict[str, Process] = {}
         self.kubelets: dict[str, Kubelet] = {}
         self.runtimes: dict[str, NodeRuntime] = {}
@@ -119,6 +124,28 @@ class KubeCluster:
             rt = NodeRuntime(self.world, node, index)
             self.runtimes[node] = rt
         return rt
+
+    def _add_pool_names(self, pool: NodePool) -> list[str]:
+        names = pool.node_names()
+        taken = [n for n in names if n in self.node_names]
+        if taken or any(p.name == pool.name for p in self.node_pools.values()):
+            raise ValueError(f"node pool {pool.name!r} already exists (or its Node names "
+                             f"{', '.join(taken)} are taken)")
+        for name in names:
+            self.node_names.append(name)
+            self.node_pools[name] = pool
+        return names
+
+    def add_node_pool(self, name: str, count: int = 1, labels: dict[str, str] | None = None,
+                      taints: list[dict[str, str]] | None = None,
+                      capacity: dict[str, str] | None = None) -> list[str]:
+        """Start a pool of ``count`` Nodes ``<name>-1`` … with these labels, taints and
+        capacity (extended resources such as ``nvidia.com/gpu`` included); their names."""
+        pool = NodePool(name, count, labels or {}, tuple(taints or ()), capacity or {})
+        names = self._add_pool_names(pool)
+        for node in names:
+            self.start_kubelet(node)
+        return names
 
     def start_kubelet(self, node: str) -> Process:
         index = self._node_index.get(node)
@@ -206,7 +233,17 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
     for node in cluster.node_names:
         cluster.start_kubelet(node)
     wanted = config.controllers
-    from . import deployments, endpointslices, gc, jobs, nodes, scheduler, services, volumes
+    from . import (
+        deployments,
+        endpointslices,
+        gc,
+        jobs,
+        nodes,
+        scheduler,
+        services,
+        statefulsets,
+        volumes,
+    )
 
     components: list[tuple[str, str, MainFn]] = [
         ("scheduler", "kube-scheduler", scheduler.Scheduler(cluster).main),
@@ -216,6 +253,8 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
         ("job", "job-controller", jobs.JobController(cluster).main),
         ("deployment", "deployment-controller", deployments.DeploymentController(cluster).main),
         ("replicaset", "replicaset-controller", deployments.ReplicaSetController(cluster).main),
+        ("statefulset", "statefulset-controller",
+         statefulsets.StatefulSetController(cluster).main),
         ("endpointslice", "endpointslice-controller",
          endpointslices.EndpointSliceController(cluster).main),
         ("kube-proxy", "kube-proxy", services.KubeProxy(cluster).main),

@@ -168,6 +168,33 @@ def pod_requests(pod: Obj) -> tuple[int, int]:
     return cpu, mem
 
 
+#: Resources the scheduler tracks by name; any other name a Node advertises is an extended
+#: resource (``nvidia.com/gpu``, ``google.com/tpu``), counted in whole units.
+STANDARD_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage", "storage")
+
+
+def pod_extended_requests(pod: Obj) -> dict[str, int]:
+    """The extended resources a Pod requests (a container's request, or its limit when only the
+    limit is given, as API defaulting copies limits to requests), summed over containers, or
+    the largest init container's when larger; sorted by name."""
+    spec = pod.get("spec") or {}
+
+    def of(c: Obj) -> dict[str, int]:
+        res = c.get("resources") or {}
+        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        return {k: whole(v) for k, v in merged.items()
+                if k not in STANDARD_RESOURCES and not k.startswith("hugepages-")}
+
+    out: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        for k, n in of(c).items():
+            out[k] = out.get(k, 0) + n
+    for c in spec.get("initContainers") or []:
+        for k, n in of(c).items():
+            out[k] = max(out.get(k, 0), n)
+    return {k: n for k, n in sorted(out.items()) if n > 0}
+
+
 # -- object helpers --------------------------------------------------------------------------------
 
 

@@ -10,6 +10,51 @@ def _non_negative(_inst: object, attribute: attrs.Attribute[float], value: float
         raise ValueError(f"KubeConfig.{attribute.name} can't be negative: {value}")
 
 
+def _pool_name(_inst: object, _attribute: object, value: str) -> None:
+    if not value or not all(ch.isalnum() or ch == "-" for ch in value) or \
+            not value[0].isalnum() or value != value.lower():
+        raise ValueError(f"a node pool name is a lower-case DNS label (its Nodes are "
+                         f"<name>-1, <name>-2, ...), not {value!r}")
+
+
+def _str_dict(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in dict(value).items()}  # type: ignore[call-overload]
+
+
+def _taints(value: object) -> tuple[dict[str, str], ...]:
+    return tuple(dict(t) for t in value)  # type: ignore[attr-defined]
+
+
+def _check_taints(_inst: object, _attribute: object, value: tuple[dict[str, str], ...]) -> None:
+    for taint in value:
+        if not taint.get("key") or taint.get("effect") not in (
+                "NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValueError(f"a taint has a key and an effect NoSchedule, PreferNoSchedule or "
+                             f"NoExecute, not {taint!r}")
+
+
+@attrs.frozen
+class NodePool:
+    """A group of alike Nodes (a cloud node pool): ``count`` Nodes ``<name>-1`` … with these
+    labels, taints and capacity. ``capacity`` overrides the cluster's ``cpu``, ``memory`` and
+    ``pods`` and adds extended resources (``{"nvidia.com/gpu": "4"}``, ``google.com/tpu``)."""
+
+    name: str = attrs.field(validator=_pool_name)
+    count: int = attrs.field(default=1, validator=attrs.validators.ge(0))
+    labels: dict[str, str] = attrs.field(factory=dict, converter=_str_dict)
+    taints: tuple[dict[str, str], ...] = attrs.field(default=(), converter=_taints,
+                                                     validator=_check_taints)
+    capacity: dict[str, str] = attrs.field(factory=dict, converter=_str_dict)
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(1, self.count + 1)]
+
+
+def _pools(value: object) -> tuple[NodePool, ...]:
+    return tuple(p if isinstance(p, NodePool) else NodePool(**p)
+                 for p in value)  # type: ignore[attr-defined]
+
+
 @attrs.frozen
 class KubeConfig:
     """How the built-ins behave. Times are virtual seconds."""
@@ -24,6 +69,9 @@ class KubeConfig:
     node_pods: int = 110
     #: Labels on every Node besides ``kubernetes.io/hostname``. Defaults to none.
     node_labels: dict[str, str] = attrs.field(factory=dict)
+    #: Node pools besides the ``nodes`` plain Nodes (`NodePool` values, or dicts of their
+    #: fields): GPU or TPU Nodes with their labels, taints and extended resources.
+    node_pools: tuple[NodePool, ...] = attrs.field(default=(), converter=_pools)
     #: The scheduler's ``percentageOfNodesToScore``: how many feasible Nodes it looks for before
     #: picking the best (never fewer than 100). Defaults to 0, Kubernetes' adaptive value
     #: (50% - Nodes/125, at least 5%: 42% of 1,000 Nodes).
@@ -62,5 +110,6 @@ class KubeConfig:
     #: observe the cluster without it. (Namespace termination is done by the API server.)
     controllers: tuple[str, ...] = (
         "scheduler", "node-lifecycle", "pod-gc", "garbage-collector", "job",
-        "deployment", "replicaset", "endpointslice", "kube-proxy", "persistentvolume",
+        "deployment", "replicaset", "statefulset", "endpointslice", "kube-proxy",
+        "persistentvolume",
     )

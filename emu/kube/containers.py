@@ -195,7 +195,7 @@ class NodeRuntime:
         async def main(proc: Process) -> int | None:
             ctx = ContainerContext(process=proc, network=self.world.network, rng=rng, pod=pod,
                                    container=spec, env=env, ip=box.ip, hostname=hostname,
-                                   volumes=volumes)
+                                   volumes=volumes, init=rec.init)
             rec.ctx = ctx
             ctx.on_ready_change(lambda _ready: box.notify())
             return await program(ctx)

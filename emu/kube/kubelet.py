@@ -45,6 +45,7 @@ from ..kernel.network import NetworkError
 from ..kernel.process import Process
 from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
+from .events import EventRecorder
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
@@ -82,10 +83,12 @@ class Kubelet:
         self.runtime: NodeRuntime | None = None
         self.node_informer: Informer | None = None
         self._last_node_report = 0.0
+        self.events: EventRecorder | None = None
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
+        self.events = EventRecorder(self.client, process, "kubelet", self.node)
         self.runtime = self.cluster.runtime_for(self.node, self.index)
         await self._retry(self.register_node)
         self.node_informer = Informer(self.client, "Node", field_selector=f"metadata.name={self.node}")
@@ -97,6 +100,12 @@ class Kubelet:
             on_delete=lambda pod: self._pod_changed(pod, deleted=True)))
         process.spawn(self._adopt_after_sync(), name=f"{process.name}:adopt")
         await self.pods.run()
+
+    def event(self, pod: Obj, event_type: str, reason: str, message: str) -> None:
+        """Record an Event about ``pod`` (see `emu.kube.events`)."""
+        if self.events is not None:
+            self.events.event({"apiVersion": "v1", "kind": "Pod", **pod}, event_type, reason,
+                              message)
 
     async def _retry(self, fn: Any) -> None:
         delay = 0.5
@@ -118,12 +127,19 @@ class Kubelet:
                     "ephemeral-storage": "100Gi"}
         labels = {"kubernetes.io/hostname": self.node, "kubernetes.io/os": "linux",
                   "kubernetes.io/arch": "amd64", **cfg.node_labels}
+        pool = self.cluster.node_pools.get(self.node)
+        spec: Obj = {}
+        if pool is not None:  # a node pool's Node: its labels, taints and extended resources
+            capacity.update({k: str(v) for k, v in pool.capacity.items()})
+            labels.update(pool.labels)
+            if pool.taints:
+                spec["taints"] = [dict(t) for t in pool.taints]
         base = ((10 << 24) | (244 << 16)) + (self.index << 8)
         cidr = ".".join(str(base >> s & 255) for s in (24, 16, 8, 0)) + "/24"
         return {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": self.node, "labels": labels},
-            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr], **spec},
             "status": {
                 "capacity": capacity, "allocatable": dict(capacity),
                 "conditions": self.node_conditions(),
@@ -312,6 +328,15 @@ class ConfigError(Exception):
     """A container can't be created from its config yet (CreateContainerConfigError)."""
 
 
+class VolumeError(Exception):
+    """A Pod volume can't be set up yet (FailedMount)."""
+
+    def __init__(self, volume: str, detail: str) -> None:
+        super().__init__(f"{volume}: {detail}")
+        self.volume = volume
+        self.detail = detail
+
+
 class PodWorker:
     """Runs one Pod on the Node until it is gone: ``syncPod`` / ``syncTerminatingPod``."""
 
@@ -327,6 +352,9 @@ class PodWorker:
         self._last_status: Obj | None = None
         self._volumes: dict[str, Path] | None = None
         self._config_errors: dict[str, str] = {}
+        #: The waiting reason of a container in `_config_errors` (CreateContainerConfigError or
+        #: CreateContainerError).
+        self._error_reasons: dict[str, str] = {}
         self._backoff_msg: dict[str, str] = {}
         self._lost: dict[str, Obj] = {}
         self._probes: dict[str, asyncio.Task[Any]] = {}
@@ -440,6 +468,10 @@ class PodWorker:
         if entry is not None and not rec.finished_at - entry[1] > 2 * cap:
             backoff = entry[0]
             if now - rec.finished_at < backoff - 1e-9:  # float sums must not loop at the edge
+                if name not in self._backoff_msg:
+                    self.kubelet.event(pod, "Warning", "BackOff",
+                                       f"Back-off restarting failed container {name} in pod "
+                                       f"{self.name}_{self.namespace}({self.uid})")
                 self._backoff_msg[name] = (
                     f"back-off {_go_duration(backoff)} restarting failed container={name} "
                     f"pod={self.name}_{self.namespace}({self.uid})")
@@ -455,16 +487,26 @@ class PodWorker:
 
     async def start(self, pod: Obj, box: PodSandbox, c: Obj, *, init: bool) -> None:
         name = c["name"]
-        try:
-            if self._volumes is None:
+        if self._volumes is None:
+            try:
                 self._volumes = await self.resolve_volumes(pod)
+            except VolumeError as err:
+                self._mount_failed(pod, name, err)
+                return
+        try:
             env = await self.resolve_env(pod, c, box)
             mounts = self.mounts(c)
         except ConfigError as err:
-            self._config_errors[name] = str(err)
-            self.wake_at(clock.now() + CONFIG_RETRY)
+            self._start_failed(pod, name, "CreateContainerConfigError", str(err))
+            return
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            # anything else that stops the runtime creating the container (a volume it cannot
+            # lay out, a malformed mount): CreateContainerError, never a dead pod worker
+            self._start_failed(pod, name, "CreateContainerError",
+                               f"failed to create containerd container: {err}")
             return
         self._config_errors.pop(name, None)
+        self._error_reasons.pop(name, None)
         if box.containers.get(name) is not None and box.containers[name].state != "exited":
             return  # started meanwhile
         prev = box.containers.get(name)
@@ -476,6 +518,25 @@ class PodWorker:
         self.runtime.create_container(box, c, init=init, attempt=attempt, delay=delay, pod=pod,
                                       env=env, volumes=mounts)
         self.wake()
+
+    def _start_failed(self, pod: Obj, name: str, reason: str, message: str) -> None:
+        """A container could not be created: its waiting reason, a Warning Event ``Failed``
+        (``Error: <message>``, as the kubelet's ``kuberuntime_container`` records it) and a
+        retry after `CONFIG_RETRY`."""
+        self._config_errors[name] = message
+        self._error_reasons[name] = reason
+        self.kubelet.event(pod, "Warning", "Failed", f"Error: {message}")
+        self.wake_at(clock.now() + CONFIG_RETRY)
+
+    def _mount_failed(self, pod: Obj, name: str, err: VolumeError) -> None:
+        """A volume could not be set up (the volume manager's ``MountVolume.SetUp failed``):
+        the container waits in ``ContainerCreating``, a Warning Event ``FailedMount`` says why,
+        and the mount is retried after `CONFIG_RETRY`."""
+        message = f'MountVolume.SetUp failed for volume "{err.volume}" : {err.detail}'
+        self._config_errors[name] = message
+        self._error_reasons[name] = "ContainerCreating"
+        self.kubelet.event(pod, "Warning", "FailedMount", message)
+        self.wake_at(clock.now() + CONFIG_RETRY)
 
     def _lost_attempts(self, pod: Obj, name: str, init: bool) -> int:
         """Restart count for a container the runtime does not know but the API status shows
@@ -585,40 +646,48 @@ class PodWorker:
         return str(int(-(-parse_quantity(value) // divisor)))
 
     async def resolve_volumes(self, pod: Obj) -> dict[str, Path]:
-        """Volume name → host directory, for volumes a program can use as files."""
+        """Volume name → host directory, for volumes a program can use as files; a volume that
+        can't be set up raises `VolumeError` naming it."""
         out: dict[str, Path] = {}
         for vol in (pod.get("spec") or {}).get("volumes") or []:
-            name = vol.get("name", "")
-            if "persistentVolumeClaim" in vol:
-                claim = vol["persistentVolumeClaim"].get("claimName", "")
-                pvc = await self._lookup("PersistentVolumeClaim", claim, False)
-                assert pvc is not None
-                pv_name = (pvc.get("spec") or {}).get("volumeName")
-                if not pv_name or (pvc.get("status") or {}).get("phase") != "Bound":
-                    raise ConfigError(f'persistentvolumeclaim "{claim}" is not bound')
-                assert self.kubelet.client is not None
-                pv = await self.kubelet.client.get("PersistentVolume", pv_name)
-                out[name] = self.kubelet.cluster.volume_dir(pv)
-            elif "emptyDir" in vol:
-                path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
-                path.mkdir(parents=True, exist_ok=True)
-                out[name] = path
-            elif "hostPath" in vol:
-                rel = str(vol["hostPath"].get("path", "")).lstrip("/")
-                path = self.kubelet.cluster.workdir / "nodes" / self.kubelet.node / rel
-                path.mkdir(parents=True, exist_ok=True)
-                out[name] = path
-            elif "configMap" in vol or "secret" in vol:
-                kind, key, ref_key = (("ConfigMap", "configMap", "name") if "configMap" in vol
-                                      else ("Secret", "secret", "secretName"))
-                src = vol[key]
-                obj = await self._lookup(kind, src.get(ref_key, ""), bool(src.get("optional")))
-                path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
-                path.mkdir(parents=True, exist_ok=True)
-                for k, v in sorted(self._data(obj or {}).items()):
-                    (path / k).write_text(v)
-                out[name] = path
+            try:
+                await self._resolve_volume(vol, out)
+            except (ConfigError, OSError) as err:
+                raise VolumeError(str(vol.get("name", "")), str(err)) from None
         return out
+
+    async def _resolve_volume(self, vol: Obj, out: dict[str, Path]) -> None:
+        """Set up one volume into ``out`` (ConfigError / OSError when it can't be yet)."""
+        name = vol.get("name", "")
+        if "persistentVolumeClaim" in vol:
+            claim = vol["persistentVolumeClaim"].get("claimName", "")
+            pvc = await self._lookup("PersistentVolumeClaim", claim, False)
+            assert pvc is not None
+            pv_name = (pvc.get("spec") or {}).get("volumeName")
+            if not pv_name or (pvc.get("status") or {}).get("phase") != "Bound":
+                raise ConfigError(f'persistentvolumeclaim "{claim}" is not bound')
+            assert self.kubelet.client is not None
+            pv = await self.kubelet.client.get("PersistentVolume", pv_name)
+            out[name] = self.kubelet.cluster.volume_dir(pv)
+        elif "emptyDir" in vol:
+            path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
+            path.mkdir(parents=True, exist_ok=True)
+            out[name] = path
+        elif "hostPath" in vol:
+            rel = str(vol["hostPath"].get("path", "")).lstrip("/")
+            path = self.kubelet.cluster.workdir / "nodes" / self.kubelet.node / rel
+            path.mkdir(parents=True, exist_ok=True)
+            out[name] = path
+        elif "configMap" in vol or "secret" in vol:
+            kind, key, ref_key = (("ConfigMap", "configMap", "name") if "configMap" in vol
+                                  else ("Secret", "secret", "secretName"))
+            src = vol[key]
+            obj = await self._lookup(kind, src.get(ref_key, ""), bool(src.get("optional")))
+            path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
+            path.mkdir(parents=True, exist_ok=True)
+            for k, v in sorted(self._data(obj or {}).items()):
+                (path / k).write_text(v)
+            out[name] = path
 
     def mounts(self, c: Obj) -> dict[str, Path]:
         out: dict[str, Path] = {}
@@ -627,7 +696,8 @@ class PodWorker:
             if base is None:
                 continue
             path = base / m["subPath"] if m.get("subPath") else base
-            path.mkdir(parents=True, exist_ok=True)
+            if not path.is_file():  # a subPath naming a ConfigMap/Secret key mounts that file
+                path.mkdir(parents=True, exist_ok=True)
             out[m["mountPath"]] = path
         return out
 
@@ -697,8 +767,9 @@ class PodWorker:
             status["lastState"] = {"terminated": {k: v for k, v in lost.items()
                                                   if v is not None}}
         if name in self._config_errors and (rec is None or rec.state == "exited"):
-            status["state"] = {"waiting": {"reason": "CreateContainerConfigError",
-                                           "message": self._config_errors[name]}}
+            status["state"] = {"waiting": {
+                "reason": self._error_reasons.get(name, "CreateContainerConfigError"),
+                "message": self._config_errors[name]}}
         if rec is None:
             return status
         status["restartCount"] = rec.attempt

@@ -13,7 +13,18 @@ A reduced ``kube-scheduler`` with the default profile's effects that controllers
   (``0/3 nodes are available: 3 Insufficient cpu.``) and is retried when a Node, a Pod or a PVC
   changes (the scheduling queue's ``moveAllToActiveOrBackoffQueue`` on cluster events).
 
-Not emulated: affinity and anti-affinity, topology spread, preemption, priority, scheduling gates.
+- extended resources (``nvidia.com/gpu``, ``google.com/tpu``: any name a Node advertises besides
+  cpu, memory, pods and storage) are filtered like CPU (``Insufficient nvidia.com/gpu``); required
+  node affinity (``nodeSelectorTerms`` with ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``,
+  ``Gt``, ``Lt`` and ``matchFields`` on ``metadata.name``) filters like ``nodeSelector``;
+- every time a Pod is found unschedulable with a new message, a Warning Event
+  ``FailedScheduling`` carries that message, as ``kubectl describe pod`` shows it.
+
+Not emulated: preferred affinity, Pod (anti-)affinity, topology spread, preemption, priority,
+scheduling gates.
+
+Over 500 lines because the cache (Nodes, bound and assumed Pods, extended resources), the
+filters and the fast path that must give the same pick as the slow one belong together.
 """
 
 from __future__ import annotations
@@ -29,7 +40,17 @@ from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.network import NetworkError
 from ..kernel.process import Process
-from .common import Obj, milli, pod_requests, rfc3339, set_condition, whole
+from .common import (
+    STANDARD_RESOURCES,
+    Obj,
+    milli,
+    pod_extended_requests,
+    pod_requests,
+    rfc3339,
+    set_condition,
+    whole,
+)
+from .events import EventRecorder
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
@@ -54,6 +75,9 @@ class NodeInfo:
     used_cpu: int = 0
     used_memory: int = 0
     used_pods: int = 0
+    #: Extended resources the Node advertises, and what bound Pods request of them.
+    extended: dict[str, int] = attrs.field(factory=dict)
+    used_extended: dict[str, int] = attrs.field(factory=dict)
     #: Where it last was in the scheduler's Node list.
     index_hint: int = 0
 
@@ -64,6 +88,49 @@ def num_feasible_nodes_to_find(total: int, percentage: int = 0) -> int:
         return total
     percent = percentage or max(50 - total // 125, MIN_FEASIBLE_PERCENT)
     return max(total * percent // 100, MIN_FEASIBLE_NODES)
+
+
+def _expression_matches(expr: Obj, labels: dict[str, str]) -> bool:
+    """One ``NodeSelectorRequirement`` against a Node's labels (``nodeaffinity``)."""
+    key, op = expr.get("key", ""), expr.get("operator")
+    values = [str(x) for x in expr.get("values") or []]
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def required_node_affinity(pod: Obj) -> list[Obj]:
+    """The Pod's ``requiredDuringSchedulingIgnoredDuringExecution`` node selector terms."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    return list(required.get("nodeSelectorTerms") or [])
+
+
+def node_matches_terms(terms: list[Obj], name: str, labels: dict[str, str]) -> bool:
+    """``NodeSelectorTerms`` are ORed; a term's expressions and fields are ANDed; a term with
+    neither matches nothing."""
+    for term in terms:
+        exprs = term.get("matchExpressions") or []
+        fields = term.get("matchFields") or []
+        if not exprs and not fields:
+            continue
+        if all(_expression_matches(e, labels) for e in exprs) and all(
+                _expression_matches(f, {"metadata.name": name}) for f in fields):
+            return True
+    return False
 
 
 def tolerates(tolerations: list[Obj], taint: Obj) -> bool:
@@ -101,6 +168,9 @@ class Scheduler:
         #: Pods this scheduler bound (assumed) but the cache has not seen bound yet.
         self._assumed: dict[str, tuple[str, int, int]] = {}
         self._bound_requests: dict[str, tuple[str, int, int]] = {}
+        #: Extended resources charged per Pod (assumed or bound): (Node, requests).
+        self._ext: dict[str, tuple[str, dict[str, int]]] = {}
+        self.events: EventRecorder | None = None
         self._wake = asyncio.Event()
         self.process: Process | None = None
         self.client: Client | None = None
@@ -110,6 +180,7 @@ class Scheduler:
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
+        self.events = EventRecorder(self.client, process, SCHEDULER_NAME)
         node_informer = Informer(self.client, "Node")
         node_informer.add_event_handler(FuncHandler(
             on_add=self._node_changed, on_update=lambda _o, n: self._node_changed(n),
@@ -147,6 +218,8 @@ class Scheduler:
         info.cpu = milli(alloc.get("cpu", "0"))
         info.memory = whole(alloc.get("memory", "0"))
         info.pods = whole(alloc.get("pods", "0"))
+        info.extended = {k: whole(v) for k, v in sorted(alloc.items())
+                         if k not in STANDARD_RESOURCES and not k.startswith("hugepages-")}
         info.labels = dict(meta.get("labels") or {})
         info.taints = list((node.get("spec") or {}).get("taints") or [])
         info.unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
@@ -172,6 +245,27 @@ class Scheduler:
         info.used_pods += sign
         self._refresh_scores(info)
 
+    def _ext_charge(self, key: str, node: str, req: dict[str, int]) -> None:
+        if self._ext.get(key, ("", {}))[0] == node:
+            return
+        self._ext_release(key)
+        if not req:
+            return
+        info = self.nodes.get(node)
+        if info is not None:
+            for k, n in req.items():
+                info.used_extended[k] = info.used_extended.get(k, 0) + n
+        self._ext[key] = (node, req)
+
+    def _ext_release(self, key: str) -> None:
+        entry = self._ext.pop(key, None)
+        if entry is None:
+            return
+        info = self.nodes.get(entry[0])
+        if info is not None:
+            for k, n in entry[1].items():
+                info.used_extended[k] = info.used_extended.get(k, 0) - n
+
     def _pod_changed(self, pod: Obj) -> None:
         meta = pod["metadata"]
         key = f"{meta.get('namespace')}/{meta['name']}"
@@ -183,6 +277,7 @@ class Scheduler:
             self._unschedulable.pop(key, None)
             bound = self._bound_requests.get(key)
             if terminal:
+                self._ext_release(key)
                 if bound is not None:
                     self._charge(key, *bound, -1)
                     del self._bound_requests[key]
@@ -197,6 +292,7 @@ class Scheduler:
                         self._charge(key, *assumed, -1)
                     self._charge(key, node, cpu, mem, +1)
                 self._bound_requests[key] = (node, cpu, mem)
+                self._ext_charge(key, node, pod_extended_requests(pod))
             return
         if meta.get("deletionTimestamp") or terminal:
             return
@@ -211,6 +307,7 @@ class Scheduler:
         key = f"{meta.get('namespace')}/{meta['name']}"
         self._active.pop(key, None)
         self._unschedulable.pop(key, None)
+        self._ext_release(key)
         bound = self._bound_requests.pop(key, None)
         if bound is not None:
             self._charge(key, *bound, -1)
@@ -259,6 +356,7 @@ class Scheduler:
         cpu, mem = pod_requests(pod)
         self._charge(key, node.name, cpu, mem, +1)
         self._assumed[key] = (node.name, cpu, mem)
+        self._ext_charge(key, node.name, pod_extended_requests(pod))
         self.process.spawn(self._bind(key, pod, node.name))
 
     @staticmethod
@@ -312,6 +410,8 @@ class Scheduler:
         cpu, mem = pod_requests(pod)
         selector: dict[str, str] = spec.get("nodeSelector") or {}
         tolerations: list[Obj] = spec.get("tolerations") or []
+        extended = pod_extended_requests(pod)
+        terms = required_node_affinity(pod)
         reasons: dict[str, int] = {}
         volume_reason = self._volume_problem(pod)
         order = self._node_order
@@ -323,7 +423,7 @@ class Scheduler:
         want = num_feasible_nodes_to_find(
             total, self.cluster.config.scheduler_percentage_of_nodes_to_score)
         wanted_node = spec.get("nodeName")
-        simple = not selector and not wanted_node
+        simple = not selector and not wanted_node and not extended and not terms
         if simple and want <= total:
             fast = self._fast_pick(cpu, mem, want)
             if fast is not None:
@@ -344,7 +444,8 @@ class Scheduler:
                 score = ((free_cpu * 100 // info.cpu if info.cpu > 0 else 0)
                          + (free_mem * 100 // info.memory if info.memory > 0 else 0)) // 2
             else:
-                reason = self._filter(info, cpu, mem, selector, tolerations, wanted_node)
+                reason = self._filter(info, cpu, mem, selector, tolerations, wanted_node,
+                                      extended, terms)
                 if reason is not None:
                     reasons[reason] = reasons.get(reason, 0) + 1
                     continue
@@ -364,7 +465,9 @@ class Scheduler:
 
     @staticmethod
     def _filter(info: NodeInfo, cpu: int, mem: int, selector: dict[str, str],
-                tolerations: list[Obj], wanted: str | None) -> str | None:
+                tolerations: list[Obj], wanted: str | None,
+                extended: dict[str, int] | None = None,
+                terms: list[Obj] | None = None) -> str | None:
         if wanted and wanted != info.name:
             return "node(s) didn't match the requested node name"
         if info.unschedulable:
@@ -372,6 +475,8 @@ class Scheduler:
         for key, value in selector.items():
             if info.labels.get(key) != value:
                 return "node(s) didn't match Pod's node affinity/selector"
+        if terms and not node_matches_terms(terms, info.name, info.labels):
+            return "node(s) didn't match Pod's node affinity/selector"
         for taint in info.taints:
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(
                     tolerations, taint):
@@ -383,6 +488,9 @@ class Scheduler:
             return "Insufficient cpu"
         if mem and info.used_memory + mem > info.memory:
             return "Insufficient memory"
+        for name, n in (extended or {}).items():
+            if info.used_extended.get(name, 0) + n > info.extended.get(name, 0):
+                return f"Insufficient {name}"
         return None
 
     @staticmethod
@@ -423,6 +531,9 @@ class Scheduler:
             "message": message, "lastTransitionTime": rfc3339(clock.now())})
         self.process.log("pod_unschedulable", pod=f"{meta.get('namespace')}/{meta['name']}",
                          message=message)
+        if self.events is not None:
+            self.events.event({"apiVersion": "v1", "kind": "Pod", **pod}, "Warning",
+                              "FailedScheduling", message)
         try:
             await self.client.patch("Pod", meta["name"], {"status": {"conditions": conditions}},
                                     meta.get("namespace"), subresource="status")
@@ -459,6 +570,7 @@ class Scheduler:
                 self._wake.set()
 
     def _forget(self, key: str) -> None:
+        self._ext_release(key)
         assumed = self._assumed.pop(key, None)
         if assumed is not None:
             self._charge(key, *assumed, -1)

@@ -9,12 +9,17 @@ With no ready endpoint the call is refused (``ConnectionRefused``, as kube-proxy
 answers). The forwarded call keeps the original caller as its source, so partitions and outages
 between the caller and the Pod still apply.
 
+A headless Service (``clusterIP: None``) also gets DNS names (``network.hostnames``) that resolve
+to its Pods' IPs, so a container reaches any port of theirs by the Service's name, declared or
+not, as a real headless Service's A records allow.
+
 The proxy is one process for the whole cluster (the real one runs per Node, all with the same
 rules); crashing it takes every Service address down until it is restarted.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..client.client import Client
@@ -49,6 +54,8 @@ class KubeProxy:
         self.process: Process | None = None
         self.slices: Informer | None = None
         self._registered: dict[str, list[str]] = {}
+        #: DNS names of headless Services put into ``network.hostnames``, per Service key.
+        self._hostnames: dict[str, list[str]] = {}
         #: Calls forwarded / refused for lack of a ready endpoint, per Service key.
         self.forwarded: dict[str, int] = {}
         self.refused: dict[str, int] = {}
@@ -78,6 +85,16 @@ class KubeProxy:
             for addr in service_addresses(svc, int(sp["port"])):
                 wanted[addr] = handler
         network = self.cluster.world.network
+        headless = spec.get("clusterIP") == "None"
+        for host in self._hostnames.pop(key, []):
+            network.hostnames.pop(host, None)
+        if headless:  # its DNS name is its Pods' IPs: every port of theirs answers
+            names = [a.rsplit(":", 1)[0] for a in service_addresses(svc, 0)]
+            publish = bool(spec.get("publishNotReadyAddresses"))
+            lookup = functools.partial(self.pod_ips, key, publish)
+            for host in names:
+                network.hostnames[host] = lookup
+            self._hostnames[key] = names
         for addr in self._registered.get(key, []):
             if addr not in wanted:
                 network.unregister(addr)
@@ -88,6 +105,20 @@ class KubeProxy:
     def _service_deleted(self, svc: Obj) -> None:
         for addr in self._registered.pop(self._key(svc), []):
             self.cluster.world.network.unregister(addr)
+        for host in self._hostnames.pop(self._key(svc), []):
+            self.cluster.world.network.hostnames.pop(host, None)
+
+    def pod_ips(self, key: str, not_ready_too: bool) -> list[str]:
+        """The IPs a headless Service's DNS name answers with (its EndpointSlices' addresses,
+        ready ones only unless ``publishNotReadyAddresses``), sorted."""
+        assert self.slices is not None
+        ns, _, name = key.partition("/")
+        out: set[str] = set()
+        for sl in self.slices.peek_list(ns, {SERVICE_NAME_LABEL: name}):
+            for ep in sl.get("endpoints") or []:
+                if not_ready_too or (ep.get("conditions") or {}).get("ready"):
+                    out.update(ep.get("addresses") or [])
+        return sorted(out)
 
     def ready_endpoints(self, key: str, port_name: str) -> list[tuple[str, int]]:
         """(ip, port) of every ready endpoint for a Service port, as the cache has it now."""

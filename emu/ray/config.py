@@ -5,10 +5,11 @@ One `RayConfig` is shared by every Ray program registered with `register_ray_pro
 "image": the same code in every Pod). A test keeps it to steer behaviour and to read
 ``config.records`` (every job submission any dashboard received, the Redis servers running).
 
-Job entrypoints, in order (documented in `RayConfig.job_behaviour`): an exact key of
-``config.jobs``; else the first ``sleep N`` / ``time.sleep(N)`` in the text sets the duration and
-the first ``exit N`` / ``sys.exit(N)`` the exit code; else ``config.default_job`` (succeed after 5
-virtual seconds).
+Job entrypoints, in order: a program registered with `RayConfig.entrypoint` (see
+`emu.ray.entrypoints`); an exact key of ``config.jobs``; simple shell (``sleep``, ``exit``,
+``echo``, ``&&``, ``python -c``: `emu.ray.entrypoints.run_shell`); else the first ``sleep N`` /
+``time.sleep(N)`` in the text sets the duration and the first ``exit N`` / ``sys.exit(N)`` the
+exit code; else ``config.default_job`` (succeed after 5 virtual seconds).
 """
 
 from __future__ import annotations
@@ -146,6 +147,25 @@ class RayConfig:
     #: wrapping the agent's 400; False gives older Ray's plain 400.
     job_head_proxies_to_agent: bool = True
     records: RayRecords = attrs.field(factory=RayRecords)
+    #: Scripted entrypoints (`entrypoint`): exact entrypoint text → async program.
+    programs: dict[str, Any] = attrs.field(factory=dict)
+    #: How long ``python -c "..."`` takes in a simple-shell entrypoint (`emu.ray.entrypoints`);
+    #: None (the default) means ``default_job.duration``.
+    python_seconds: float | None = None
+
+    def entrypoint(self, command: str, program: Callable[..., Any]) -> None:
+        """Script what a job whose entrypoint is ``command`` does: ``program(job)`` is awaited
+        as its driver (`emu.ray.entrypoints.JobContext`; return 0/None to succeed)."""
+        if not command.strip():
+            raise ValueError("an entrypoint is a non-empty command line")
+        if not callable(program):
+            raise TypeError(f"an entrypoint program is an async function taking the job, not "
+                            f"{program!r}")
+        self.programs[command.strip()] = program
+
+    def job_program(self, entrypoint: str) -> Any:
+        """The registered program for ``entrypoint``, or None."""
+        return self.programs.get(entrypoint.strip())
 
     def job_behaviour(self, entrypoint: str) -> JobBehaviour:
         """The behaviour for ``entrypoint``: exact key, else parsed ``sleep``/``exit``, else

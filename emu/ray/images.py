@@ -1,7 +1,8 @@
 """The Ray and Redis images: what their containers run, by command line.
 
 `register_ray_programs` puts the programs into a `ProgramRegistry` (``rayproject/ray``,
-``rayproject/ray-ml``, ``rayproject/ray-llm``, any ``*/ray`` image, and ``redis``) and returns the
+``rayproject/ray-ml``, ``rayproject/ray-llm``, any ``*/ray`` image, ``redis`` and KubeRay's
+light-weight ``kuberay/submitter``) and returns the
 shared `RayConfig`. A Ray container's role comes from `emu.ray.cli.classify`:
 
 - **head** (``ray start --head``): like ``ray start --block``, it starts child processes on the
@@ -60,6 +61,8 @@ from .redis_server import NetworkRedis, parse_redis_address, redis_program, reso
 
 RAY_IMAGES = ("rayproject/ray", "rayproject/ray-ml", "rayproject/ray-llm", "ray")
 REDIS_IMAGES = ("redis", "bitnami/redis")
+#: KubeRay's light-weight submitter (`emu.ray.submitter`).
+SUBMITTER_IMAGE = "kuberay/submitter"
 #: Exit codes ``ray start --block`` does not count as a failure (0, SIGTERM, 128+SIGTERM).
 EXPECTED_EXIT_CODES = (0, 15, -15, 143)
 
@@ -83,12 +86,19 @@ def register_ray_programs(registry: ProgramRegistry, config: RayConfig | None = 
         registry.register(pattern, ray)
     for pattern in REDIS_IMAGES:
         registry.register(pattern, redis)
+    from .submitter import submitter_program
+
+    registry.register(SUBMITTER_IMAGE, submitter_program)
     return config
 
 
 async def ray_program(ctx: ContainerContext, config: RayConfig) -> int:
     """A Ray image container: dispatch on its command line."""
     text = expand(ctx.command_line, ctx.env)
+    if "kuberay-autoscaler" in text:  # the autoscaler sidecar (enableInTreeAutoscaling)
+        from .autoscaler import autoscaler_program
+
+        return await autoscaler_program(ctx, text)
     role = classify(text)
     ctx.process.log("ray_container_started", role=role)
     if role == "head":

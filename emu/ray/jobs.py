@@ -158,6 +158,10 @@ class JobSupervisor:
             driver_agent_http_address=f"http://{rt.node_ip}:52365"))
         logs = self._logs()
         logs.append(f"Running entrypoint for job {self.submission_id}: {self.entrypoint}")
+        scripted = await self._run_scripted(job_id, logs)
+        if scripted is not None:
+            await self._end(scripted, logs)
+            return
         done = 0.0
         store = rt.config.checkpoint_store(behaviour.checkpoint_store) \
             if behaviour.checkpoint_store else None
@@ -176,7 +180,38 @@ class JobSupervisor:
                 store.save(key, done)
         if behaviour.logs:
             logs.extend(behaviour.logs.splitlines())
-        code = behaviour.exit_code
+        await self._end(behaviour.exit_code, logs)
+
+    async def _run_scripted(self, job_id: str, logs: list[str]) -> int | None:
+        """A registered program, or simple shell, as the driver (`emu.ray.entrypoints`); its
+        exit code, or None when neither applies."""
+        from .entrypoints import JobContext, JobExit, is_simple_shell, run_shell
+
+        rt = self.rt
+        assert rt is not None
+        program = rt.config.job_program(self.entrypoint)
+        text = self.entrypoint.strip()
+        if program is None and (text in rt.config.jobs or not is_simple_shell(text)):
+            return None
+        job = JobContext(self.entrypoint, self.submission_id, job_id, rt, logs)
+        try:
+            if program is not None:
+                code = await program(job)
+            else:
+                seconds = rt.config.python_seconds
+                code = await run_shell(job, text, rt.config.default_job.duration
+                                       if seconds is None else seconds,
+                                       rt.config.default_job.exit_code)
+        except JobExit as exit_:
+            return exit_.code
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as err:  # the driver raised: Python exits 1 with its traceback
+            logs.append(f"{type(err).__name__}: {err}")
+            return 1
+        return int(code or 0)
+
+    async def _end(self, code: int, logs: list[str]) -> None:
         if code == 0:
             await self._finish("SUCCEEDED", None, 0)
         else:

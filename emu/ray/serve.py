@@ -13,10 +13,11 @@ Follows ``python/ray/serve/_private/{controller,application_state,deployment_sta
   body are DELETING until their replicas stopped, then gone;
 - replica health: every 10 s; 3 consecutive failures (node gone or replica missing) replace the
   replica, and the deployment and app are UNHEALTHY until the replacement runs;
-- proxies (``EveryNode``): on the head node and every node with a replica, on port 8000, with
-  ``/-/healthz`` (``success``; 503 "Route table is not populated yet." / "No replicas are
-  available yet." on a worker node without running replicas / "This node is being drained.") and
-  ``/-/routes``; other paths go to a replica of the app with the longest matching route prefix.
+- proxies (``EveryNode``): on the head node and every node with a replica, on port 8000 (or
+  the first config's ``http_options.port``), with ``/-/healthz`` (``success``; 503 "Route
+  table is not populated yet." / "No replicas are available yet." on a worker node without
+  running replicas / "This node is being drained.") and ``/-/routes``; other paths go to a
+  replica of the app with the longest matching route prefix.
 
 Over 500 lines because the controller's state machine, the node side it drives and the REST
 handlers share one schema (the ServeInstanceDetails shape); apart they would duplicate it.
@@ -139,6 +140,12 @@ class ServeController:
         """Apply a declarative config: new and changed apps redeploy, missing apps are deleted."""
         validate_deploy_config(config)
         now = self._rt.now
+        http = config.get("http_options")
+        if isinstance(http, dict) and not self.state["apps"]:
+            # Serve starts its proxies with the first config's http_options; a later config
+            # can't move them (Ray warns and keeps the running options)
+            self.state["http_options"] = {"host": str(http.get("host", "0.0.0.0")),
+                                          "port": int(http.get("port", SERVE_PORT))}
         self.state["proxy_location"] = config.get("proxy_location", "EveryNode")
         self.state["target_capacity"] = config.get("target_capacity")
         wanted = {a.get("name", "default"): a for a in config.get("applications") or []}
@@ -383,7 +390,8 @@ class ServeController:
             if not qualifies and node["node_id"] not in self._pushed:
                 continue
             message = {"method": "UpdateRoutes", "routes": routes, "endpoints": endpoints,
-                       "draining": not qualifies}
+                       "draining": not qualifies,
+                       "port": int(self.state["http_options"].get("port", SERVE_PORT))}
             blob = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
             if not force and self._pushed.get(node["node_id"]) == blob:
                 continue
@@ -468,8 +476,14 @@ class NodeServe:
         self.routes = dict(req["routes"])
         self.endpoints = {k: [list(e) for e in v] for k, v in req["endpoints"].items()}
         self.draining = bool(req.get("draining"))
+        port = int(req.get("port", SERVE_PORT))
+        if self.proxy_address is not None and not self.proxy_address.endswith(f":{port}"):
+            # the first config's http_options arrived after an empty route table had started
+            # the proxy: Serve (re)starts its proxies on the configured port
+            self.raylet.ctx.network.unregister(self.proxy_address)
+            self.proxy_address = None
         if self.proxy_address is None:
-            self.proxy_address = serve_http(self.raylet.ctx, SERVE_PORT, self._proxy)
+            self.proxy_address = serve_http(self.raylet.ctx, port, self._proxy)
             self.raylet.log("serve_proxy_started", address=self.proxy_address)
         if self.on_change is not None:
             self.on_change()

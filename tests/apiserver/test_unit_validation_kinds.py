@@ -64,7 +64,8 @@ def test_builtin_kinds_have_status_subresources_where_kube_does():
     assert with_status == sorted(["CustomResourceDefinition", "Namespace", "Node", "Pod",
                                   "Service", "PersistentVolumeClaim",
                                   "PersistentVolume", "Deployment", "ReplicaSet", "Job",
-                                  "RayCluster", "RayJob", "RayService"])
+                                  "RayCluster", "RayJob", "RayService", "RayCronJob", "StatefulSet",
+                                  "Ingress", "GatewayClass", "Gateway", "HTTPRoute"])
 
 
 def test_registering_replaces_a_kind_of_the_same_group_and_kind():

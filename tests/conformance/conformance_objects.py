@@ -44,7 +44,10 @@ def raycluster(name: str = "rc", ns: str = "default", *, replicas: int = 1,
             "spec": {"rayVersion": "2.9.0",
                      "headGroupSpec": {"template": {"spec": {"containers": [
                          {"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}}},
-                     "workerGroupSpecs": [{"groupName": "small", "replicas": replicas}]}}
+                     "workerGroupSpecs": [{"groupName": "small", "replicas": replicas,
+                                           "template": {"spec": {"containers": [
+                                               {"name": "ray-worker",
+                                                "image": "rayproject/ray:2.9.0"}]}}}]}}
 
 
 def job(name: str = "j", ns: str = "default", *, restart: str | None = "Never") -> dict[str, Any]:

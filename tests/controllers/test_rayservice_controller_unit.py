@@ -9,6 +9,7 @@ import asyncio
 import copy
 from typing import Any
 
+import attrs
 import pytest
 from test_rayservice_support import NS, condition
 
@@ -550,6 +551,10 @@ async def test_managed_by_an_external_controller_is_skipped(sim):
 
 
 async def test_validation_failure_sets_ready_false_and_warns(sim):
+    # Go's test stores the object through a fake client; the real CRD's schema (minimum: 0)
+    # would refuse it, so it is served here without schema validation
+    info = sim.api.kinds.resolve("RayService", "ray.io/v1")
+    sim.api.kinds.register(attrs.evolve(info, validator=None))
     await sim.client().create(rs_obj(rayClusterDeletionDelaySeconds=-1))
     r = reconciler(sim)
     await r.reconcile(Request(NS, "test-service"))  # finalizer

@@ -1,0 +1,302 @@
+"""CRD structural schemas, enforced as kube-apiserver enforces them on custom resources.
+
+Why: a custom resource with ``replicas: "two"`` must be refused with kube-apiserver's 422, not
+stored for the operator to crash on; and applying the real KubeRay CRDs must keep their schema
+defaults. `StructuralSchema` compiles a CRD version's ``openAPIV3Schema`` once and gives a kind
+its defaulter and validator (`KindInfo.defaulter` / ``validator``), in kube-apiserver's order:
+
+1. **pruning** (``structuralpruning``): null values of fields that are not ``nullable`` are
+   dropped, then fields the schema does not declare (below ``x-kubernetes-preserve-unknown-fields``
+   everything is kept; ``additionalProperties`` keeps map entries); ``apiVersion``, ``kind`` and
+   ``metadata`` at the root are never pruned;
+2. **defaulting** (``structuraldefaulting``): each missing property with a ``default`` gets a copy
+   of it, in every object present, in arrays and maps too;
+3. **validation**: the schema through the `jsonschema` library (types, ``required``, ``enum``,
+   ``minimum``/``maximum``, ``pattern``, lengths and item counts, ``x-kubernetes-int-or-string``,
+   ``format: int32/int64`` ranges), each error turned into kube-apiserver's cause and message
+   (``spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer:
+   "string"``, ``spec.headGroupSpec: Required value``, ``Unsupported value``); then the
+   ``x-kubernetes-validations`` CEL rules through `celpy` (cel-python), ``oldSelf`` transition
+   rules only on update when the old value exists, as kube-apiserver runs them.
+
+A status-only write skips validation, as the status subresource's strategy validates only status
+fields (none of the CRDs here constrain status).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+
+from .errors import StatusCause
+from .validation import go_value, invalid, not_supported, required
+
+Obj = dict[str, Any]
+
+_ROOT_KEEP = ("apiVersion", "kind", "metadata")
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+def _go_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _to_json_schema(node: Any) -> Any:
+    """An OpenAPI v3 structural schema as JSON Schema (draft 7): ``nullable`` → ``null`` allowed,
+    ``x-kubernetes-int-or-string`` → integer or string; vendor keys and ``default`` dropped."""
+    if not isinstance(node, dict):
+        return node
+    out: Obj = {}
+    for key, value in node.items():
+        if key.startswith("x-kubernetes-") or key in ("default", "nullable", "description",
+                                                      "example", "externalDocs", "format"):
+            continue
+        if key == "properties":
+            out[key] = {k: _to_json_schema(v) for k, v in value.items()}
+        elif key in ("items", "additionalProperties", "not"):
+            out[key] = _to_json_schema(value)
+        elif key in ("allOf", "anyOf", "oneOf"):
+            out[key] = [_to_json_schema(v) for v in value]
+        else:
+            out[key] = value
+    if node.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out["type"] = ["integer", "string"]
+    if node.get("nullable") and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def _path(parts: Iterator[Any] | list[Any]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class StructuralSchema:
+    """One CRD version's ``openAPIV3Schema``, compiled: `prune_and_default` and `validate`."""
+
+    def __init__(self, openapi: Obj) -> None:
+        if not isinstance(openapi, dict):
+            raise ValueError("an openAPIV3Schema is a mapping")
+        self.openapi = openapi
+        js = _to_json_schema(openapi)
+        jsonschema.Draft7Validator.check_schema(js)
+        self._validator = jsonschema.Draft7Validator(js)
+        self._cel: dict[str, Any] = {}
+
+    # -- pruning and defaulting --------------------------------------------------------------------
+
+    def prune_and_default(self, obj: Obj) -> Obj:
+        """``obj`` pruned and defaulted (a new object; ``obj`` is not changed)."""
+        out = self._walk(obj, self.openapi, root=True)
+        assert isinstance(out, dict)
+        return out
+
+    def _walk(self, value: Any, schema: Any, *, root: bool = False) -> Any:
+        if not isinstance(schema, dict):
+            return value
+        if isinstance(value, dict):
+            props = schema.get("properties")
+            extra = schema.get("additionalProperties")
+            keep_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or \
+                extra is True or (props is None and extra is None)
+            out: Obj = {}
+            for key, item in value.items():
+                if root and key in _ROOT_KEEP:
+                    out[key] = item
+                    continue
+                sub = (props or {}).get(key)
+                if sub is None and isinstance(extra, dict):
+                    sub = extra
+                if sub is None and not keep_unknown:
+                    continue  # pruned: the schema does not declare it
+                if item is None and not (sub or {}).get("nullable"):
+                    continue  # a null of a non-nullable field is pruned before defaulting
+                out[key] = self._walk(item, sub) if sub is not None else item
+            for key, sub in (props or {}).items():
+                if key not in out and isinstance(sub, dict) and "default" in sub:
+                    out[key] = self._walk(copy.deepcopy(sub["default"]), sub)
+            return out
+        if isinstance(value, list):
+            items = schema.get("items")
+            return [self._walk(v, items) for v in value if v is not None or
+                    (isinstance(items, dict) and items.get("nullable"))]
+        return value
+
+    # -- validation --------------------------------------------------------------------------------
+
+    def validate(self, obj: Obj, old: Obj | None = None) -> list[StatusCause]:
+        """kube-apiserver's causes for ``obj`` (``old`` for transition rules), schema errors first
+        in document order, then CEL rules."""
+        causes: list[StatusCause] = []
+        body = {k: v for k, v in obj.items() if k != "metadata"}
+        errors = sorted(self._validator.iter_errors(body),
+                        key=lambda e: (_path(list(e.absolute_path)), e.validator))
+        for err in errors:
+            causes.extend(self._cause(err))
+        causes.extend(self._cel_rules(obj, old, self.openapi, []))
+        return causes
+
+    @staticmethod
+    def _cause(err: jsonschema.ValidationError) -> list[StatusCause]:
+        parts = list(err.absolute_path)
+        path = _path(parts)
+        value = err.instance
+        kind = err.validator
+        limit = err.validator_value
+        if kind == "required":
+            assert isinstance(value, dict)
+            return [required(_path([*parts, name])) for name in limit if name not in value]
+        if kind == "type":
+            want = ",".join(limit) if isinstance(limit, list) else str(limit)
+            got = _go_type(value)
+            return [invalid(path, got, f"{path} in body must be of type {want}: \"{got}\"")]
+        if kind == "enum":
+            return [not_supported(path, value, tuple(str(x) for x in limit))]
+        if kind == "minimum":
+            return [invalid(path, value, f"{path} in body should be greater than or equal to "
+                                         f"{limit}")]
+        if kind == "maximum":
+            return [invalid(path, value, f"{path} in body should be less than or equal to "
+                                         f"{limit}")]
+        if kind == "pattern":
+            return [invalid(path, value, f"{path} in body should match '{limit}'")]
+        if kind == "maxLength":
+            return [StatusCause("FieldValueTooLong",
+                                f"Too long: may not be more than {limit} bytes", path)]
+        if kind == "minLength":
+            return [invalid(path, value, f"{path} in body should be at least {limit} chars "
+                                         "long")]
+        if kind == "maxItems":
+            return [StatusCause("FieldValueTooMany",
+                                f"Too many: {len(value)}: must have at most {limit} items", path)]
+        if kind == "minItems":
+            return [invalid(path, value, f"{path} in body should have at least {limit} items")]
+        return [invalid(path, value, err.message)]
+
+    def _cel_rules(self, value: Any, old: Any, schema: Any, parts: list[Any]
+                   ) -> list[StatusCause]:
+        """Formats with ranges and ``x-kubernetes-validations``, walking value and schema."""
+        if not isinstance(schema, dict) or value is None:
+            return []
+        out: list[StatusCause] = []
+        fmt = schema.get("format")
+        if fmt in _INT_RANGES and isinstance(value, int) and not isinstance(value, bool):
+            low, high = _INT_RANGES[fmt]
+            if not low <= value <= high:
+                path = _path(parts)
+                out.append(invalid(path, value, f"{path} in body must be of type {fmt}: "
+                                                f"{go_value(value)}"))
+        for rule in schema.get("x-kubernetes-validations") or []:
+            text = str(rule.get("rule", ""))
+            if "oldSelf" in text and old is None:
+                continue  # a transition rule runs only when an old value exists
+            ok = self._eval(text, value, old)
+            if ok is False:
+                path = _path(parts)
+                message = rule.get("message") or f"failed rule: {text}"
+                out.append(invalid(path, _go_type(value) if isinstance(value, (dict, list))
+                                   else value, message))
+        if isinstance(value, dict):
+            props = schema.get("properties") or {}
+            extra = schema.get("additionalProperties")
+            for key, item in value.items():
+                sub = props.get(key, extra if isinstance(extra, dict) else None)
+                if sub is not None:
+                    prev = old.get(key) if isinstance(old, dict) else None
+                    out.extend(self._cel_rules(item, prev, sub, [*parts, key]))
+        elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+            for i, item in enumerate(value):
+                # list items are correlated with old ones only for map lists; keep it simple:
+                # by index when the old list is as long
+                prev = old[i] if isinstance(old, list) and i < len(old) else None
+                out.extend(self._cel_rules(item, prev, schema["items"], [*parts, i]))
+        return out
+
+    def _eval(self, rule: str, value: Any, old: Any) -> bool | None:
+        """The rule's result; None when cel-python cannot compile or run it (kube-apiserver would
+        have refused such a CRD; here the rule is skipped rather than failing every write)."""
+        import celpy
+
+        program = self._cel.get(rule)
+        if program is None:
+            try:
+                env = celpy.Environment()
+                program = env.program(env.compile(rule))
+            except Exception:  # any compile error: the rule is skipped
+                self._cel[rule] = False
+                return None
+            self._cel[rule] = program
+        if program is False:
+            return None
+        activation = {"self": celpy.json_to_cel(value)}
+        if old is not None:
+            activation["oldSelf"] = celpy.json_to_cel(old)
+        try:
+            result = program.evaluate(activation)
+        except Exception:  # a runtime error is a failed rule in kube
+            return False
+        return bool(result) if not isinstance(result, Exception) else False
+
+    # -- KindInfo hooks -------------------------------------------------------------------------
+
+    def defaulter(self, obj: Obj, old: Obj | None) -> None:
+        """A `KindInfo.defaulter`: prune and default in place (spec and any other top-level
+        field; on a status-only write the untouched spec is left as stored)."""
+        new = self.prune_and_default(obj)
+        obj.clear()
+        obj.update(new)
+
+    def validator(self, obj: Obj, old: Obj | None) -> list[StatusCause]:
+        """A `KindInfo.validator`. An update that leaves everything but metadata and status as
+        it was is not re-validated (kube-apiserver's validation ratcheting: an unchanged value
+        is not refused again), which also keeps finalizer and label writes cheap."""
+        if old is not None and all(obj.get(k) == old.get(k) for k in sorted(set(obj) | set(old))
+                                   if k not in ("metadata", "status")):
+            return []
+        return self.validate(obj, old)
+
+
+_SCHEMAS: dict[str, StructuralSchema] = {}
+
+
+def compile_schema(openapi: Obj) -> StructuralSchema:
+    """A compiled schema (cached by content: the same CRD applied twice compiles once)."""
+    import orjson
+
+    key = orjson.dumps(openapi, option=orjson.OPT_SORT_KEYS).decode()
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        schema = _SCHEMAS[key] = StructuralSchema(openapi)
+    return schema
+
+
+def version_schema(crd: Obj, version: str) -> Obj | None:
+    """The ``openAPIV3Schema`` of one version of a CRD (or its top-level validation)."""
+    spec = crd.get("spec") or {}
+    for ver in spec.get("versions") or []:
+        if ver.get("name") == version:
+            found = (ver.get("schema") or {}).get("openAPIV3Schema")
+            if isinstance(found, dict):
+                return found
+    top = (spec.get("validation") or {}).get("openAPIV3Schema")
+    return top if isinstance(top, dict) else None
+
+

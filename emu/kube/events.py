@@ -1,0 +1,82 @@
+"""Events written by the built-ins (kubelet, scheduler, StatefulSet controller): ``record.EventRecorder``.
+
+Why the built-ins need them: a failure to start a container or to place a Pod must be visible to a
+user (``kubectl describe pod`` shows these Events), never a silent stall. Like client-go's
+recorder, a repeat of the same (object, type, reason, message) does not create a new Event but
+bumps the first one's ``count`` and ``lastTimestamp`` (the EventCorrelator's aggregation), and a
+write that fails is dropped. Every Event is also a trace event (``k8s_event``) of the process that
+records it, so a trace shows the failure too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..apiserver.errors import ApiError
+from ..client.client import Client
+from ..kernel import clock
+from ..kernel.network import NetworkError
+from ..kernel.process import Process
+from .common import Obj, rfc3339
+
+
+class EventRecorder:
+    """Records core/v1 Events for one component (``kubelet``, ``default-scheduler``, ...)."""
+
+    def __init__(self, client: Client, process: Process, component: str,
+                 host: str | None = None) -> None:
+        self.client = client
+        self.process = process
+        self.component = component
+        self.host = host
+        self._seq = 0
+        #: (uid, type, reason, message) → [event name, namespace, count]
+        self._seen: dict[tuple[str, str, str, str], list[Any]] = {}
+
+    def event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        """Record an Event about ``obj`` (written in the background; never raises)."""
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or "default"
+        key = (str(meta.get("uid", "")), event_type, reason, message)
+        self.process.log("k8s_event", object=f"{obj.get('kind', '')}/{ns}/{meta.get('name')}",
+                         type=event_type, reason=reason, message=message)
+        now = clock.now()
+        seen = self._seen.get(key)
+        if seen is not None:
+            seen[2] += 1
+            patch = {"count": seen[2], "lastTimestamp": rfc3339(now)}
+            self.process.spawn(self._write_patch(seen[0], seen[1], patch))
+            return
+        self._seq += 1
+        name = f"{meta.get('name', '')}.{round(now * 1e9) + self._seq:x}"
+        self._seen[key] = [name, ns, 1]
+        source: Obj = {"component": self.component}
+        if self.host:
+            source["host"] = self.host
+        stamp = rfc3339(now)
+        event: Obj = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": ns},
+            "involvedObject": {"apiVersion": obj.get("apiVersion", "v1"),
+                               "kind": obj.get("kind", ""), "name": meta.get("name", ""),
+                               "namespace": meta.get("namespace", ""),
+                               "uid": meta.get("uid", ""),
+                               "resourceVersion": meta.get("resourceVersion", "")},
+            "reason": reason, "message": message, "type": event_type,
+            "source": source, "reportingComponent": self.component,
+            "reportingInstance": self.host or "",
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
+        self.process.spawn(self._write_create(event))
+
+    async def _write_create(self, event: Obj) -> None:
+        try:
+            await self.client.create(event)
+        except (TimeoutError, ApiError, NetworkError, OSError):
+            pass  # the broadcaster drops what it cannot write
+
+    async def _write_patch(self, name: str, namespace: str, patch: Obj) -> None:
+        try:
+            await self.client.patch("Event", name, patch, namespace)
+        except (TimeoutError, ApiError, NetworkError, OSError):
+            pass

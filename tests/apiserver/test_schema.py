@@ -1,0 +1,213 @@
+"""CRD structural schemas enforced as kube-apiserver does: types, required, enums, formats,
+int-or-string, min/max, pruning, defaulting, nulls, x-kubernetes-validations (CEL) — for an
+applied CRD and for the built-in ray.io kinds."""
+
+from __future__ import annotations
+
+import pytest
+
+import emu
+from emu.apiserver.errors import ApiError
+
+WIDGET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["size"],
+            "properties": {
+                "size": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 10},
+                "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+                "port": {"x-kubernetes-int-or-string": True},
+                "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "mode": {"type": "string", "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "mode is immutable"}]},
+                "limits": {"type": "object", "properties": {
+                    "low": {"type": "integer"}, "high": {"type": "integer"}},
+                    "x-kubernetes-validations": [
+                        {"rule": "!has(self.low) || !has(self.high) || self.low <= self.high",
+                         "message": "low must not exceed high"}]},
+            },
+        },
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+}
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"kind": "Widget", "plural": "widgets"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": WIDGET_SCHEMA}}]},
+}
+
+
+def widget(**spec):
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": spec}
+
+
+def run(*manifests, update=None):
+    async def main(sim):
+        await sim.apply(CRD)
+        out = None
+        for m in manifests:
+            out = await sim.apply(m)
+        if update is not None:
+            out = await sim.apply(update)
+        return out
+
+    return emu.run(main)
+
+
+def refused(*manifests, update=None):
+    with pytest.raises(ApiError) as err:
+        run(*manifests, update=update)
+    assert err.value.code == 422, err.value
+    return [(c.get("field"), c.get("message")) for c in
+            (err.value.status.get("details") or {}).get("causes") or []]
+
+
+def test_prunes_unknown_fields_drops_nulls_and_applies_defaults():
+    stored = run(widget(size=3, bogus=1, name=None, extra={"free": {"form": 1}},
+                        labels={"a": "b"}))
+    assert stored["spec"] == {"size": 3, "color": "red", "extra": {"free": {"form": 1}},
+                              "labels": {"a": "b"}}
+
+
+def test_wrong_type_is_kube_apiservers_422():
+    assert refused(widget(size="two")) == [
+        ("spec.size", 'Invalid value: "string": spec.size in body must be of type integer: '
+                      '"string"')]
+
+
+def test_missing_required_field():
+    assert refused(widget(color="blue")) == [("spec.size", "Required value")]
+
+
+def test_enum_min_max_pattern_lengths_and_items():
+    causes = refused(widget(size=11, color="green", name="ABCDEFGHIJ", tags=["a", "b", "c"]))
+    assert ("spec.color", 'Unsupported value: "green": supported values: "red", "blue"') \
+        in causes
+    assert ("spec.size", "Invalid value: 11: spec.size in body should be less than or equal "
+                         "to 10") in causes
+    assert ("spec.name", "Too long: may not be more than 8 bytes") in causes
+    assert ("spec.name", 'Invalid value: "ABCDEFGHIJ": spec.name in body should match '
+                         "'^[a-z]+$'") in causes
+    assert ("spec.tags", "Too many: 3: must have at most 2 items") in causes
+
+
+def test_int_or_string_accepts_both_and_refuses_others():
+    assert run(widget(size=1, port=8080))["spec"]["port"] == 8080
+    assert run(widget(size=1, port="http"))["spec"]["port"] == "http"
+    assert refused(widget(size=1, port=True)) == [
+        ("spec.port", 'Invalid value: "boolean": spec.port in body must be of type '
+                      'integer,string: "boolean"')]
+
+
+def test_int32_format_range():
+    causes = refused(widget(size=2**31))
+    assert ("spec.size", "Invalid value: 2147483648: spec.size in body must be of type int32: "
+                         "2147483648") in causes
+
+
+def test_cel_rules_and_transition_rules():
+    assert refused(widget(size=1, limits={"low": 5, "high": 1})) == [
+        ("spec.limits", 'Invalid value: "object": low must not exceed high')]
+    assert run(widget(size=1, mode="a"), update=widget(size=2, mode="a"))["spec"]["size"] == 2
+    assert refused(widget(size=1, mode="a"), update=widget(size=1, mode="b")) == [
+        ("spec.mode", 'Invalid value: "b": mode is immutable')]
+
+
+def test_a_crd_with_a_broken_schema_is_refused_and_serves_nothing():
+    bad = {**CRD, "spec": {**CRD["spec"], "versions": [
+        {"name": "v1", "served": True, "storage": True,
+         "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+             "type": "no-such-type"}}}}}]}}
+
+    async def main(sim):
+        with pytest.raises(ApiError) as err:
+            await sim.apply(bad)
+        with pytest.raises(ApiError) as missing:
+            await sim.apply(widget(size=1))
+        return err.value, missing.value
+
+    err, missing = emu.run(main)
+    assert err.code == 422 and "openAPIV3Schema" in str(err)
+    assert missing.code == 404
+
+
+def test_builtin_raycluster_is_validated_with_its_derived_schema():
+    async def main(sim):
+        head = {"template": {"spec": {"containers": [{"name": "h", "image": "rayproject/ray"}]}}}
+        worker = {"groupName": "w", "replicas": "two", "template": head["template"]}
+        with pytest.raises(ApiError) as err:
+            await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                             "metadata": {"name": "rc"},
+                             "spec": {"headGroupSpec": head, "workerGroupSpecs": [worker]}})
+        with pytest.raises(ApiError) as no_head:
+            await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                             "metadata": {"name": "rc"}, "spec": {}})
+        ok = await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                              "metadata": {"name": "rc"},
+                              "spec": {"headGroupSpec": {**head, "template": {
+                                  **head["template"], "metadata": None}},
+                                       "workerGroupSpecs": [{**worker, "replicas": 1}],
+                                       "typo": True}})
+        return err.value, no_head.value, ok
+
+    err, no_head, ok = emu.run(main)
+    assert err.code == 422
+    assert 'spec.workerGroupSpecs[0].replicas: Invalid value: "string"' in str(err)
+    assert "spec.headGroupSpec: Required value" in str(no_head)
+    assert "typo" not in ok["spec"]
+    assert "metadata" not in ok["spec"]["headGroupSpec"]["template"]
+    assert ok["spec"]["workerGroupSpecs"][0]["maxReplicas"] == 2147483647
+
+
+def test_rayjob_deletion_strategy_cel_rule():
+    async def main(sim):
+        with pytest.raises(ApiError) as err:
+            await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayJob",
+                             "metadata": {"name": "rj"},
+                             "spec": {"entrypoint": "python x.py",
+                                      "deletionStrategy": {"onSuccess": {"policy": "DeleteSelf"}}}})
+        return err.value
+
+    err = emu.run(main)
+    assert "deletionStrategy requires either BOTH onSuccess and onFailure" in str(err)
+
+
+def test_applying_a_ray_crd_replaces_the_builtin_kind_with_its_schema():
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "rayclusters.ray.io"},
+        "spec": {"group": "ray.io", "scope": "Namespaced",
+                 "names": {"kind": "RayCluster", "plural": "rayclusters"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                   "spec": {"type": "object", "properties": {
+                                       "rayVersion": {"type": "string",
+                                                      "default": "from-the-crd"},
+                                       "suspend": {"type": "boolean"}}},
+                                   "status": {"type": "object",
+                                              "x-kubernetes-preserve-unknown-fields": True}}}}}]},
+    }
+
+    async def main(sim):
+        await sim.client("kubectl").create(crd)
+        rc = await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                              "metadata": {"name": "rc"}, "spec": {"suspend": False}})
+        with pytest.raises(ApiError) as err:
+            await sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                             "metadata": {"name": "rc2"}, "spec": {"suspend": "no"}})
+        return rc, err.value
+
+    rc, err = emu.run(main)
+    assert rc["spec"] == {"rayVersion": "from-the-crd", "suspend": False}
+    assert err.code == 422 and "spec.suspend" in str(err)
