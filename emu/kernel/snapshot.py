@@ -1,0 +1,471 @@
+"""World snapshots as a fork server: park a copy of the process at a quiescent instant, then run
+each restore in a fresh fork of that copy.
+
+Python cannot serialize a running coroutine, and a world is mostly running coroutines (every
+process, informer and timer). A faithful snapshot of a live world is therefore a *process*:
+`park` calls ``os.fork`` inside the running task's step; the forked copy (the *zygote*) never
+returns to the loop but blocks on a pipe, holding the world exactly as it was — store, clock,
+timers, processes, storage. Each restore sends the zygote a pickled ``main``; the zygote forks a
+child, which leaves `park` as a restored world (see `Restore`), runs ``main`` in the very task step
+the snapshot was taken in, and sends its outcome back. The zygote itself never moves, so every
+restore starts from the identical state, and a restored run has the same trace digest as the
+uninterrupted run from that instant.
+
+Protocol (all pipes, length-prefixed pickles): the caller writes ``("run", payload, limit)`` or
+``("close",)`` to the zygote; the zygote answers one frame per run. A zygote ends when asked, or
+when its request pipe reaches end-of-file (the caller closed it or died), so no zygote outlives its
+caller. Waits are bounded: a restore that does not finish within ``limit`` wall seconds is killed
+and reported, and a zygote that does not answer is killed.
+
+The kernel knows nothing of the layers above; `Simulation.snapshot` (emu.simulation) orchestrates,
+adding the layers' own checks (open RocksDB storage, files in the work directory) to the kernel's
+(`blockers`: wall-clock loop, outside work in flight, threads, sockets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import gc
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+#: Default wall seconds one restore may take before it is stopped and reported.
+DEFAULT_RESTORE_LIMIT = 300.0
+#: Wall seconds a closing zygote gets to exit before it is killed.
+CLOSE_WAIT = 5.0
+
+_HEADER = struct.Struct("!Q")
+
+
+class SnapshotError(RuntimeError):
+    """A snapshot could not be taken or restored; the message says what was wrong."""
+
+
+class NotQuiescent(SnapshotError):
+    """A snapshot was asked for while the world was not at rest: ``reasons`` lists what still
+    depends on the outside (a real socket, a thread, outside work in flight, ...)."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        self.reasons = reasons
+        shown = "\n  ".join(reasons)
+        super().__init__("cannot snapshot the world now: a forked copy would not hold all of it;"
+                         f"\n  {shown}")
+
+
+class RestoredRunError(Exception):
+    """A restored run raised an exception that cannot be sent back as itself (it does not
+    pickle); this carries its type, message and traceback instead."""
+
+
+def dumps(value: Any, what: str) -> bytes:
+    """``value`` pickled (by ``cloudpickle`` when installed, so closures travel too)."""
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as first:
+        try:
+            import cloudpickle  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise SnapshotError(
+                f"{what} cannot be sent to the snapshot's process: {type(first).__name__}: "
+                f"{first} (pickle sends functions by name: define it at module level, or "
+                "install cloudpickle to send closures)") from first
+        try:
+            data: bytes = cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as err:
+            raise SnapshotError(f"{what} cannot be sent to the snapshot's process: "
+                                f"{type(err).__name__}: {err}") from err
+        return data
+
+
+# -- framing ------------------------------------------------------------------------------------
+
+
+def _write_frame(fd: int, data: bytes) -> None:
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
+    """``n`` bytes from ``fd``; None at end-of-file; TimeoutError past ``deadline``."""
+    chunks: list[bytes] = []
+    while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            if not ready:
+                raise TimeoutError
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(fd: int, deadline: float | None = None) -> bytes | None:
+    head = _read_exact(fd, _HEADER.size, deadline)
+    if head is None:
+        return None
+    (size,) = _HEADER.unpack(head)
+    return _read_exact(fd, size, deadline)
+
+
+# -- what blocks a snapshot ---------------------------------------------------------------------
+
+
+def _socket_fds() -> list[int]:
+    """Open socket descriptors of this process (Linux; elsewhere none are seen)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                found.append(int(name))
+        except OSError:
+            continue
+    return sorted(found)
+
+
+def _loop_own_fds(loop: asyncio.AbstractEventLoop) -> set[int]:
+    own = set()
+    for attr in ("_ssock", "_csock"):
+        sock = getattr(loop, attr, None)
+        if sock is not None and sock.fileno() >= 0:
+            own.add(sock.fileno())
+    return own
+
+
+def blockers(loop: asyncio.AbstractEventLoop) -> list[str]:
+    """Why a fork of this process now would not be a copy of the world (empty: it would be)."""
+    reasons: list[str] = []
+    if not hasattr(os, "fork"):
+        return [f"this platform ({sys.platform}) has no os.fork, which snapshots are made of"]
+    if getattr(loop, "wall_clock", False):
+        reasons.append("the loop runs on the wall clock: a snapshot needs virtual time")
+    if getattr(loop, "frozen", False):
+        reasons.append("outside work is in flight (virtual time is frozen under freeze_while: "
+                       "a real Redis or a thread is being awaited)")
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    if others:
+        reasons.append("other threads are alive (a fork copies only this one): "
+                       + ", ".join(sorted(t.name for t in others)))
+    own = _loop_own_fds(loop)
+    sockets = [fd for fd in _socket_fds() if fd not in own]
+    if sockets:
+        reasons.append("real sockets are open (a real Redis connection or a server would be "
+                       f"shared with every restore): fds {sockets}")
+    return reasons
+
+
+# -- the caller's handle ------------------------------------------------------------------------
+
+#: Every open snapshot of this process: a fork closes the others' pipe ends, so a zygote sees
+#: end-of-file exactly when its own caller lets go.
+_OPEN: list[Snapshot] = []
+
+
+class Snapshot:
+    """A parked world: run ``main`` against it with `run` (as often as wanted; each run starts
+    from the same instant), end it with `close` (or ``with``; also at interpreter exit).
+
+    ``at`` is the virtual time of the snapshot, ``seed`` the world's seed, ``digest`` its trace
+    digest then, ``source`` what built it (for messages).
+    """
+
+    def __init__(self, pid: int, requests: int, answers: int, *, at: float, seed: int,
+                 digest: str, source: str) -> None:
+        self.pid = pid
+        self._requests = requests
+        self._answers = answers
+        self.at = at
+        self.seed = seed
+        self.digest = digest
+        self.source = source
+        self.closed = False
+        self.restores = 0
+        _OPEN.append(self)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"zygote pid {self.pid}"
+        return f"<Snapshot of {self.source} at t={self.at:.6f}s seed={self.seed} ({state})>"
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise SnapshotError(f"{self!r} cannot be pickled: it is a live process of this one")
+
+    def run(self, main: Callable[..., Any], *, faults: Any = None,
+            limit: float = DEFAULT_RESTORE_LIMIT) -> Any:
+        """``main(sim)`` run against a fresh fork of the parked world; its result, or its
+        exception (with the restored run's traceback as a note). ``faults`` (a plan, times in
+        the world's virtual clock) is scheduled before ``main`` starts. A run longer than
+        ``limit`` wall seconds is stopped with `SnapshotError`."""
+        if self.closed:
+            raise SnapshotError(f"{self!r} is closed: take a new snapshot")
+        payload = dumps((main, faults), "main")
+        try:
+            _write_frame(self._requests, pickle.dumps(("run", payload, float(limit))))
+        except OSError as err:
+            self._dead()
+            raise SnapshotError(f"{self!r}: its zygote is gone ({err})") from err
+        try:
+            data = _read_frame(self._answers, time.monotonic() + limit + 30.0)
+        except TimeoutError:
+            self._kill()
+            raise SnapshotError(f"{self!r}: its zygote did not answer within {limit + 30:g}s; "
+                                "it was killed") from None
+        if data is None:
+            status = self._dead()
+            raise SnapshotError(f"{self!r}: its zygote exited ({status})")
+        self.restores += 1
+        outcome = pickle.loads(data)
+        if outcome[0] == "ok":
+            return outcome[1]
+        if outcome[0] == "raised":
+            exc: BaseException = outcome[1]
+            exc.add_note(f"restored run #{self.restores} from {self!r}")
+            raise exc
+        raise SnapshotError(f"restored run #{self.restores} from {self!r}: {outcome[1]}")
+
+    def close(self) -> None:
+        """End the zygote (bounded wait, then kill) and free the pipes. Idempotent."""
+        if self.closed:
+            return
+        try:
+            _write_frame(self._requests, pickle.dumps(("close",)))
+        except OSError:
+            pass
+        self._reap(CLOSE_WAIT)
+
+    def _kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self._reap(CLOSE_WAIT)
+
+    def _dead(self) -> str:
+        return self._reap(CLOSE_WAIT)
+
+    def _reap(self, wait: float) -> str:
+        self.closed = True
+        if self in _OPEN:
+            _OPEN.remove(self)
+        for fd in (self._requests, self._answers):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait
+        status = "gone"
+        while True:
+            try:
+                pid, code = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return status
+            if pid:
+                return f"wait status {code}"
+            if time.monotonic() >= deadline:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                os.waitpid(self.pid, 0)
+                return "killed"
+            time.sleep(0.002)
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True) and os.getpid() == _PID[0]:
+            self.close()
+
+
+_PID = [os.getpid()]
+
+
+@atexit.register
+def _close_all() -> None:
+    for snap in list(_OPEN):
+        if os.getpid() == _PID[0]:
+            snap.close()
+
+
+# -- the forked side ----------------------------------------------------------------------------
+
+
+class Restore:
+    """What a restored child was asked to do: run ``main`` (after scheduling ``faults``), then
+    call `finish` with the outcome. Returned by `park` in the child only."""
+
+    def __init__(self, main: Callable[..., Any], faults: Any, answer: int) -> None:
+        self.main = main
+        self.faults = faults
+        self._answer = answer
+
+
+#: In a restored child: where its outcome goes (None elsewhere).
+_CHILD: list[Restore] = []
+
+
+def in_restored_child() -> bool:
+    """Whether this process is a restored run (its `emu.run` reports to a zygote and exits)."""
+    return bool(_CHILD)
+
+
+def finish(outcome: tuple[str, Any]) -> None:
+    """In a restored child: send ``("ok", value)`` or ``("raised", exc)`` to the zygote and
+    exit at once (the world is not torn down: the process ends). Elsewhere: nothing."""
+    if not _CHILD:
+        return
+    restore = _CHILD[0]
+    code = 0
+    try:
+        data = _encode(outcome)
+        _write_frame(restore._answer, data)
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _encode(outcome: tuple[str, Any]) -> bytes:
+    kind, value = outcome
+    if kind == "raised":
+        exc: BaseException = value
+        text = "".join(traceback.format_exception(exc)).rstrip()
+        try:
+            data = pickle.dumps(("raised", exc))
+            pickle.loads(data)  # an exception whose __init__ does not match its args fails here
+        except Exception:
+            stand_in = RestoredRunError(f"{type(exc).__qualname__}: {exc}")
+            for note in getattr(exc, "__notes__", []):
+                stand_in.add_note(note)
+            exc = stand_in
+        exc.add_note("in the restored run:\n" + text)
+        return pickle.dumps(("raised", exc))
+    try:
+        return dumps(("ok", value), "the restored run's result")
+    except SnapshotError as err:
+        return pickle.dumps(("error", str(err)))
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _renew_self_pipe(loop: asyncio.AbstractEventLoop) -> None:
+    """Give this copy of the loop its own wake-up socketpair (the inherited one is shared with
+    the caller's live loop)."""
+    close = getattr(loop, "_close_self_pipe", None)
+    make = getattr(loop, "_make_self_pipe", None)
+    if close is not None and make is not None:
+        close()
+        make()
+
+
+def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
+         source: str) -> Snapshot | Restore:
+    """Fork a zygote holding this process as it is now. In the caller: its `Snapshot`. In a
+    restored child (possibly much later, in wall time): the `Restore` it is to run. Must be
+    called from inside a task step, with nothing awaited: the zygote blocks right here."""
+    reasons = blockers(loop)
+    if reasons:
+        raise NotQuiescent(reasons)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    req_r, req_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    others = [fd for s in _OPEN for fd in (s._requests, s._answers)]
+    pid = os.fork()
+    if pid:
+        os.close(req_r)
+        os.close(ans_w)
+        return Snapshot(pid, req_w, ans_r, at=at, seed=seed, digest=digest, source=source)
+    # The zygote.
+    code = 0
+    try:
+        _close_fds([req_w, ans_r, *others])
+        _OPEN.clear()
+        _PID[0] = os.getpid()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's
+        _renew_self_pipe(loop)
+        gc.collect()
+        gc.freeze()  # the parked heap is shared with every child: keep the collector off it
+        restore = _serve(req_r, ans_w)
+        if restore is not None:
+            # A restored child: its main runs in this task step, as the caller's did.
+            asyncio.events._set_running_loop(loop)
+            _renew_self_pipe(loop)
+            return restore
+    except BaseException:
+        code = 1
+    os._exit(code)
+
+
+def _serve(requests: int, answers: int) -> Restore | None:
+    """The zygote's loop: one child per run request; None when told to close (or orphaned)."""
+    while True:
+        data = _read_frame(requests)
+        if data is None:
+            return None
+        message = pickle.loads(data)
+        if message[0] != "run":
+            return None
+        _, payload, limit = message
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _close_fds([requests, answers, r])
+            _PID[0] = os.getpid()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            try:
+                main, faults = pickle.loads(payload)
+            except BaseException as err:
+                _write_frame(w, pickle.dumps(("error", "main could not be loaded in the "
+                                              f"snapshot's process: {type(err).__name__}: {err}")))
+                os._exit(1)
+            restore = Restore(main, faults, w)
+            _CHILD.append(restore)
+            return restore
+        os.close(w)
+        _write_frame(answers, _relay(pid, r, limit))
+
+
+def _relay(pid: int, fd: int, limit: float) -> bytes:
+    """The child's answer frame (or why there is none), after reaping the child."""
+    reason = ""
+    try:
+        data = _read_frame(fd, time.monotonic() + limit)
+    except TimeoutError:
+        os.kill(pid, signal.SIGKILL)
+        data = None
+        reason = (f"it exceeded its wall-clock limit of {limit:g}s and was killed (virtual "
+                  "time stopped advancing, or the run is that long: raise limit=)")
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    if data is not None:
+        return data
+    return pickle.dumps(("error", reason or f"the restored run's process died (wait status "
+                                            f"{status}) before sending a result"))
