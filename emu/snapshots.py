@@ -91,7 +91,7 @@ async def take(sim: Simulation, *, settle: bool = True) -> Snapshot:
     loop = sim.loop
     if asyncio.current_task() is None:
         raise SnapshotError("sim.snapshot() must be awaited from a task of the world's loop")
-    if settle:
+    if settle and sim.virtual:  # on the wall clock the instant never ends (refused below)
         await _settle(loop)
     reasons = _kernel.blockers(loop) + layer_blockers(sim)
     if reasons:

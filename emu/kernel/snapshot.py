@@ -6,7 +6,7 @@ process, informer and timer). A faithful snapshot of a live world is therefore a
 `park` calls ``os.fork`` inside the running task's step; the forked copy (the *zygote*) never
 returns to the loop but blocks on a pipe, holding the world exactly as it was — store, clock,
 timers, processes, storage. Each restore sends the zygote a pickled ``main``; the zygote forks a
-child, which leaves `park` as a restored world (see `Restore`), runs ``main`` in the very task step
+child, which leaves `park` as a restored world (see `RestoreRequest`), runs ``main`` in the very task step
 the snapshot was taken in, and sends its outcome back. The zygote itself never moves, so every
 restore starts from the identical state, and a restored run has the same trace digest as the
 uninterrupted run from that instant.
@@ -311,7 +311,7 @@ def _close_all() -> None:
 # -- the forked side ----------------------------------------------------------------------------
 
 
-class Restore:
+class RestoreRequest:
     """What a restored child was asked to do: run ``main`` (after scheduling ``faults``), then
     call `finish` with the outcome. Returned by `park` in the child only."""
 
@@ -322,7 +322,7 @@ class Restore:
 
 
 #: In a restored child: where its outcome goes (None elsewhere).
-_CHILD: list[Restore] = []
+_CHILD: list[RestoreRequest] = []
 
 
 def in_restored_child() -> bool:
@@ -386,9 +386,9 @@ def _renew_self_pipe(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
-         source: str) -> Snapshot | Restore:
+         source: str) -> Snapshot | RestoreRequest:
     """Fork a zygote holding this process as it is now. In the caller: its `Snapshot`. In a
-    restored child (possibly much later, in wall time): the `Restore` it is to run. Must be
+    restored child (possibly much later, in wall time): the `RestoreRequest` it is to run. Must be
     called from inside a task step, with nothing awaited: the zygote blocks right here."""
     reasons = blockers(loop)
     if reasons:
@@ -411,7 +411,6 @@ def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
         _PID[0] = os.getpid()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's
         _renew_self_pipe(loop)
-        gc.collect()
         gc.freeze()  # the parked heap is shared with every child: keep the collector off it
         restore = _serve(req_r, ans_w)
         if restore is not None:
@@ -424,7 +423,7 @@ def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
     os._exit(code)
 
 
-def _serve(requests: int, answers: int) -> Restore | None:
+def _serve(requests: int, answers: int) -> RestoreRequest | None:
     """The zygote's loop: one child per run request; None when told to close (or orphaned)."""
     while True:
         data = _read_frame(requests)
@@ -446,7 +445,7 @@ def _serve(requests: int, answers: int) -> Restore | None:
                 _write_frame(w, pickle.dumps(("error", "main could not be loaded in the "
                                               f"snapshot's process: {type(err).__name__}: {err}")))
                 os._exit(1)
-            restore = Restore(main, faults, w)
+            restore = RestoreRequest(main, faults, w)
             _CHILD.append(restore)
             return restore
         os.close(w)
