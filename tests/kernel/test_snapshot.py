@@ -1,6 +1,6 @@
 """World snapshots (emu.kernel.snapshot, emu.snapshots) on a bare world: a restore continues the
 world exactly, restores are independent, every refusal says why and changes nothing, and no
-zygote outlives its caller. The KubeRay world is in tests/client/test_snapshot.py."""
+zygote outlives its caller. The KubeRay world is in tests/client/test_snapshot_kuberay.py."""
 
 from __future__ import annotations
 
