@@ -393,7 +393,11 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         finally:
             if limit is not None:
                 limit.cancel()
-            sim.close()
+            if in_restored_child():  # the process ends at once: only its own files go
+                if sim._own_workdir and sim._workdir is not None:
+                    shutil.rmtree(sim._workdir, ignore_errors=True)
+            else:
+                sim.close()
 
     with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(wall_clock=wall_clock)) as runner:
         try:

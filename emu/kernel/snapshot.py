@@ -424,47 +424,75 @@ def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
 
 
 def _serve(requests: int, answers: int) -> RestoreRequest | None:
-    """The zygote's loop: one child per run request; None when told to close (or orphaned)."""
+    """The zygote's loop: one child per run request; None when told to close (or orphaned).
+
+    The next child is forked ahead of its request (a *spare*, blocked on its own pipe), so a
+    restore does not wait for ``fork``: the copy is made while the caller handles the previous
+    result."""
+    finished: list[int] = []  # children that answered, reaped when they are gone
     while True:
+        spare = _fork_spare(requests, answers)
+        if isinstance(spare, RestoreRequest):
+            return spare  # in the spare child, once its request came
+        pid, to_child, from_child = spare
+        finished = [p for p in finished if os.waitpid(p, os.WNOHANG)[0] == 0]
         data = _read_frame(requests)
-        if data is None:
-            return None
-        message = pickle.loads(data)
+        message = pickle.loads(data) if data is not None else ("close",)
         if message[0] != "run":
+            os.close(to_child)  # the spare reads end-of-file and exits
+            os.close(from_child)
+            for child in [*finished, pid]:
+                os.waitpid(child, 0)
             return None
         _, payload, limit = message
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            _close_fds([requests, answers, r])
-            _PID[0] = os.getpid()
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            try:
-                main, faults = pickle.loads(payload)
-            except BaseException as err:
-                _write_frame(w, pickle.dumps(("error", "main could not be loaded in the "
-                                              f"snapshot's process: {type(err).__name__}: {err}")))
-                os._exit(1)
-            restore = RestoreRequest(main, faults, w)
-            _CHILD.append(restore)
-            return restore
-        os.close(w)
-        _write_frame(answers, _relay(pid, r, limit))
+        _write_frame(to_child, payload)
+        os.close(to_child)
+        if _relay(pid, from_child, limit, answers):
+            finished.append(pid)
 
 
-def _relay(pid: int, fd: int, limit: float) -> bytes:
-    """The child's answer frame (or why there is none), after reaping the child."""
-    reason = ""
+def _fork_spare(requests: int, answers: int) -> tuple[int, int, int] | RestoreRequest:
+    """In the zygote: (pid, pipe to the spare, pipe from it). In the spare: its request."""
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(down_r)
+        os.close(up_w)
+        return pid, down_w, up_r
+    _close_fds([requests, answers, down_w, up_r])
+    _PID[0] = os.getpid()
+    payload = _read_frame(down_r)
+    os.close(down_r)
+    if payload is None:
+        os._exit(0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        main, faults = pickle.loads(payload)
+    except BaseException as err:
+        _write_frame(up_w, pickle.dumps(("error", "main could not be loaded in the snapshot's "
+                                                  f"process: {type(err).__name__}: {err}")))
+        os._exit(1)
+    restore = RestoreRequest(main, faults, up_w)
+    _CHILD.append(restore)
+    return restore
+
+
+def _relay(pid: int, fd: int, limit: float, answers: int) -> bool:
+    """Pass the child's answer frame on (or why there is none). True when the child answered
+    and is yet to be reaped (the caller need not wait for its address space to go)."""
     try:
         data = _read_frame(fd, time.monotonic() + limit)
     except TimeoutError:
         os.kill(pid, signal.SIGKILL)
-        data = None
-        reason = (f"it exceeded its wall-clock limit of {limit:g}s and was killed (virtual "
-                  "time stopped advancing, or the run is that long: raise limit=)")
+        data = pickle.dumps(("error", f"it exceeded its wall-clock limit of {limit:g}s and was "
+                                      "killed (virtual time stopped advancing, or the run is "
+                                      "that long: raise limit=)"))
     os.close(fd)
-    _, status = os.waitpid(pid, 0)
     if data is not None:
-        return data
-    return pickle.dumps(("error", reason or f"the restored run's process died (wait status "
-                                            f"{status}) before sending a result"))
+        _write_frame(answers, data)
+        return True
+    _, status = os.waitpid(pid, 0)
+    _write_frame(answers, pickle.dumps(("error", "the restored run's process died (wait "
+                                                 f"status {status}) before sending a result")))
+    return False
