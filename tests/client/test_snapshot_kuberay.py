@@ -93,3 +93,20 @@ async def test_a_snapshot_taken_inside_a_plugin_test(sim: emu.Simulation) -> Non
 
 async def configmaps(sim: emu.Simulation) -> list[str]:
     return sorted(o["metadata"]["name"] for o in sim.api.list("ConfigMap", "default")["items"])
+
+
+@pytest.mark.emu(restore="kuberay")
+async def test_the_plugin_runs_a_test_body_in_a_restored_world(sim: emu.Simulation) -> None:
+    assert sim.now == pytest.approx(1.1) and sim.fail_on_panic
+    assert len(await _holder_pods(sim)) == 2
+    await sim.apply(_common.raycluster("rc", workers=1))
+    await sim.wait_for("RayCluster", "rc", _common.cluster_ready, timeout=600)
+
+
+@pytest.mark.emu(restore="kuberay")
+async def test_each_plugin_test_gets_its_own_restore(sim: emu.Simulation) -> None:
+    assert await sim.get("RayCluster", "rc") is None
+
+
+async def _holder_pods(sim: emu.Simulation) -> list[str]:
+    return _common.names(_common.operator_pods(sim))
