@@ -180,8 +180,10 @@ _OPEN: list[Snapshot] = []
 
 
 class Snapshot:
-    """A parked world: run ``main`` against it with `run` (as often as wanted; each run starts
-    from the same instant), end it with `close` (or ``with``; also at interpreter exit).
+    """A parked world, made by `Simulation.snapshot` or `emu.snapshot_world` (not directly):
+    ``snap.run(main, *, faults=None, limit=300.0)`` runs ``main(sim)`` against a fresh fork of
+    it and returns its result or raises its exception (as often as wanted; each run starts from
+    the same instant); `close` ends it (or ``with``; also at interpreter exit).
 
     ``at`` is the virtual time of the snapshot, ``seed`` the world's seed, ``digest`` its trace
     digest then, ``source`` what built it (for messages).
