@@ -439,7 +439,7 @@ def _serve(requests: int, answers: int) -> RestoreRequest | None:
         pid, to_child, from_child = spare
         finished = [p for p in finished if os.waitpid(p, os.WNOHANG)[0] == 0]
         data = _read_frame(requests)
-        message = pickle.loads(data) if data is not None else ("close",)
+        message: tuple[Any, ...] = pickle.loads(data) if data is not None else ("close",)
         if message[0] != "run":
             os.close(to_child)  # the spare reads end-of-file and exits
             os.close(from_child)
