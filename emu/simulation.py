@@ -338,7 +338,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
     ``restore=snap`` (an `emu.Snapshot`) runs ``main`` in a fork of that parked world instead
     of a fresh one; ``faults`` are then scheduled on its clock, and seed and options are its own.
     """
-    from .kernel.snapshot import finish, in_restored_child
+    from .kernel.snapshot import finish, in_restored_child, socket_fds
     from .snapshots import Restored, restore_run
 
     if restore is not None:
@@ -349,6 +349,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
     async def body() -> T:
         sim = Simulation(seed=seed, **options)
         sim._under_run = True  # type: ignore[attr-defined]  # a restored main ends this run
+        sim._sockets_at_start = socket_fds()  # type: ignore[attr-defined]  # not the world's
         sims.append(sim)
         task = asyncio.current_task()
         expired: list[str] = []

@@ -93,7 +93,8 @@ async def take(sim: Simulation, *, settle: bool = True) -> Snapshot:
         raise SnapshotError("sim.snapshot() must be awaited from a task of the world's loop")
     if settle and sim.virtual:  # on the wall clock the instant never ends (refused below)
         await _settle(loop)
-    reasons = _kernel.blockers(loop) + layer_blockers(sim)
+    before = getattr(sim, "_sockets_at_start", ())
+    reasons = _kernel.blockers(loop, sockets_before=before) + layer_blockers(sim)
     if reasons:
         raise NotQuiescent(reasons)
     got = _kernel.park(loop, at=sim.now, seed=sim.seed, digest=sim.trace.digest(),

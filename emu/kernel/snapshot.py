@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 #: Default wall seconds one restore may take before it is stopped and reported.
@@ -125,7 +125,7 @@ def _read_frame(fd: int, deadline: float | None = None) -> bytes | None:
 # -- what blocks a snapshot ---------------------------------------------------------------------
 
 
-def _socket_fds() -> list[int]:
+def socket_fds() -> list[int]:
     """Open socket descriptors of this process (Linux; elsewhere none are seen)."""
     try:
         names = os.listdir("/proc/self/fd")
@@ -150,8 +150,12 @@ def _loop_own_fds(loop: asyncio.AbstractEventLoop) -> set[int]:
     return own
 
 
-def blockers(loop: asyncio.AbstractEventLoop) -> list[str]:
-    """Why a fork of this process now would not be a copy of the world (empty: it would be)."""
+def blockers(loop: asyncio.AbstractEventLoop, *,
+             sockets_before: Collection[int] = ()) -> list[str]:
+    """Why a fork of this process now would not be a copy of the world (empty: it would be).
+    ``sockets_before``: socket descriptors open before the world began, which are not its own
+    (another test's leftovers)."""
+    before = set(sockets_before)
     reasons: list[str] = []
     if not hasattr(os, "fork"):
         return [f"this platform ({sys.platform}) has no os.fork, which snapshots are made of"]
@@ -165,7 +169,7 @@ def blockers(loop: asyncio.AbstractEventLoop) -> list[str]:
         reasons.append("other threads are alive (a fork copies only this one): "
                        + ", ".join(sorted(t.name for t in others)))
     own = _loop_own_fds(loop)
-    sockets = [fd for fd in _socket_fds() if fd not in own]
+    sockets = [fd for fd in socket_fds() if fd not in own and fd not in before]
     if sockets:
         reasons.append("real sockets are open (a real Redis connection or a server would be "
                        f"shared with every restore): fds {sockets}")
@@ -378,23 +382,31 @@ def _close_fds(fds: list[int]) -> None:
 
 
 def _renew_self_pipe(loop: asyncio.AbstractEventLoop) -> None:
-    """Give this copy of the loop its own wake-up socketpair (the inherited one is shared with
-    the caller's live loop)."""
-    close = getattr(loop, "_close_self_pipe", None)
-    make = getattr(loop, "_make_self_pipe", None)
-    if close is not None and make is not None:
-        close()
-        make()
+    """Give this copy of the loop its own selector and wake-up socketpair. A forked epoll
+    descriptor is the *same* kernel object as the caller's, so registering anything in it would
+    reach the caller's live loop (and every other copy): this copy gets a fresh one instead,
+    and only closes its own descriptors of the old ones."""
+    outer = getattr(loop, "_selector", None)
+    if outer is None or not hasattr(loop, "_make_self_pipe"):
+        return
+    real = getattr(outer, "_real", outer)
+    fresh = type(real)()
+    real.close()  # this process's descriptor only: the instance lives on in the others
+    lp: Any = loop
+    if hasattr(outer, "_real"):
+        outer._real = fresh
+    else:
+        lp._selector = fresh
+    lp._close_self_pipe()  # not in the fresh selector: only closes the sockets
+    lp._make_self_pipe()
 
 
 def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
          source: str) -> Snapshot | RestoreRequest:
     """Fork a zygote holding this process as it is now. In the caller: its `Snapshot`. In a
     restored child (possibly much later, in wall time): the `RestoreRequest` it is to run. Must be
-    called from inside a task step, with nothing awaited: the zygote blocks right here."""
-    reasons = blockers(loop)
-    if reasons:
-        raise NotQuiescent(reasons)
+    called from inside a task step, with nothing awaited: the zygote blocks right here. The
+    caller checks `blockers` first."""
     sys.stdout.flush()
     sys.stderr.flush()
     req_r, req_w = os.pipe()
@@ -409,6 +421,8 @@ def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
     code = 0
     try:
         _close_fds([req_w, ans_r, *others])
+        for inherited in _OPEN:  # the caller's handles: their descriptor numbers get reused
+            inherited.closed = True
         _OPEN.clear()
         _PID[0] = os.getpid()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller's Ctrl-C is the caller's

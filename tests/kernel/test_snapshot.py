@@ -304,3 +304,36 @@ def test_a_snapshot_lets_the_instant_finish_first() -> None:
     snap, seen = emu.run(settle_then_snapshot)
     with snap:
         assert seen == ["ready-before"] and snap.at == 0.0
+
+
+def test_sockets_open_before_the_world_began_are_not_its_own() -> None:
+    a, b = socket.socketpair()  # another test's leftovers, say
+    try:
+        snap, _ = emu.run(settle_then_snapshot)
+        with snap:
+            assert snap.run(list_names) == []
+    finally:
+        a.close()
+        b.close()
+
+
+async def two_snapshots(sim: emu.Simulation) -> tuple[emu.Snapshot, emu.Snapshot]:
+    await prepare(sim)
+    early = await sim.snapshot()
+    await sim.sleep(4.0)
+    return early, await sim.snapshot()
+
+
+async def count(sim: emu.Simulation) -> tuple[float, str]:
+    cm = await sim.get("ConfigMap", "base")
+    assert cm is not None
+    return sim.now, cm["data"]["n"]
+
+
+def test_two_snapshots_of_one_run_are_two_instants() -> None:
+    early, late = emu.run(two_snapshots, seed=5)
+    with early, late:
+        assert early.run(count) == (5.0, "2")
+        assert late.run(count) == (9.0, "4")
+        late.close()  # one zygote's end leaves the other serving
+        assert early.run(count) == (5.0, "2")
