@@ -442,16 +442,15 @@ def park(loop: asyncio.AbstractEventLoop, *, at: float, seed: int, digest: str,
 def _serve(requests: int, answers: int) -> RestoreRequest | None:
     """The zygote's loop: one child per run request; None when told to close (or orphaned).
 
-    The next child is forked ahead of its request (a *spare*, blocked on its own pipe), so a
-    restore does not wait for ``fork``: the copy is made while the caller handles the previous
-    result."""
+    Each child is forked ahead of its request (a *spare*, blocked on its own pipe), while the
+    previous one runs, so a restore does not wait for ``fork``: on two cores the copy is made
+    beside the run."""
     finished: list[int] = []  # children that answered, reaped when they are gone
+    spare = _fork_spare([requests, answers])
+    if isinstance(spare, RestoreRequest):
+        return spare  # in the spare child, once its request came
     while True:
-        spare = _fork_spare(requests, answers)
-        if isinstance(spare, RestoreRequest):
-            return spare  # in the spare child, once its request came
         pid, to_child, from_child = spare
-        finished = [p for p in finished if os.waitpid(p, os.WNOHANG)[0] == 0]
         data = _read_frame(requests)
         message: tuple[Any, ...] = pickle.loads(data) if data is not None else ("close",)
         if message[0] != "run":
@@ -463,12 +462,18 @@ def _serve(requests: int, answers: int) -> RestoreRequest | None:
         _, payload, limit = message
         _write_frame(to_child, payload)
         os.close(to_child)
+        # the next spare is made while this one runs (the other core's work)
+        spare = _fork_spare([requests, answers, from_child])
+        if isinstance(spare, RestoreRequest):
+            return spare
         if _relay(pid, from_child, limit, answers):
             finished.append(pid)
+        finished = [p for p in finished if os.waitpid(p, os.WNOHANG)[0] == 0]
 
 
-def _fork_spare(requests: int, answers: int) -> tuple[int, int, int] | RestoreRequest:
-    """In the zygote: (pid, pipe to the spare, pipe from it). In the spare: its request."""
+def _fork_spare(inherited: list[int]) -> tuple[int, int, int] | RestoreRequest:
+    """In the zygote: (pid, pipe to the spare, pipe from it). In the spare: its request (the
+    zygote's own descriptors, ``inherited``, closed)."""
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
     pid = os.fork()
@@ -476,7 +481,7 @@ def _fork_spare(requests: int, answers: int) -> tuple[int, int, int] | RestoreRe
         os.close(down_r)
         os.close(up_w)
         return pid, down_w, up_r
-    _close_fds([requests, answers, down_w, up_r])
+    _close_fds([*inherited, down_w, up_r])
     _PID[0] = os.getpid()
     payload = _read_frame(down_r)
     os.close(down_r)
