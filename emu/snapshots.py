@@ -16,8 +16,11 @@ does: the same trace digest.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .kernel import snapshot as _kernel
@@ -78,11 +81,36 @@ def layer_blockers(sim: Simulation) -> list[str]:
         shown = ", ".join(f"{path} ({who})" for path, who in sorted(holders.items()))
         reasons.append("RocksDB GCS storage is open on disk, which a fork does not copy (every "
                        f"restore would write the same files): {shown}")
-    workdir = getattr(sim, "_workdir", None)
-    if workdir is not None and workdir.exists() and any(workdir.iterdir()):
-        reasons.append(f"the run's work directory {workdir} holds files (volumes, storage), "
-                       "which a fork does not copy: every restore would share them")
+    workdir: Path | None = getattr(sim, "_workdir", None)
+    if workdir is None:
+        return reasons
+    files = [Path(root, name) for root, _, names in os.walk(workdir) for name in names]
+    if files:
+        shown = ", ".join(str(f.relative_to(workdir)) for f in sorted(files)[:3])
+        reasons.append(f"the run's work directory {workdir} holds files ({shown}"
+                       f"{', ...' if len(files) > 3 else ''}), which a fork does not copy: "
+                       "every restore would share them")
     return reasons
+
+
+def _tree(sim: Simulation) -> list[str]:
+    """The work directory's folders (it holds no files when a snapshot is taken)."""
+    workdir = getattr(sim, "_workdir", None)
+    if workdir is None or not workdir.exists():
+        return []
+    return sorted(os.path.relpath(root, workdir) for root, _, _ in os.walk(workdir))
+
+
+def _own_workdir(sim: Simulation, tree: list[str]) -> None:
+    """In a restored child: its own copy of the work directory's folders, removed when the
+    restored run ends (the snapshot's is the caller's, and may already be gone)."""
+    if getattr(sim, "_workdir", None) is None:
+        return
+    fresh = Path(tempfile.mkdtemp(prefix="emu-restored-"))
+    for rel in tree:
+        (fresh / rel).mkdir(parents=True, exist_ok=True)
+    sim._workdir = fresh
+    sim._own_workdir = True
 
 
 async def take(sim: Simulation, *, settle: bool = True) -> Snapshot:
@@ -97,6 +125,7 @@ async def take(sim: Simulation, *, settle: bool = True) -> Snapshot:
     reasons = _kernel.blockers(loop, sockets_before=before) + layer_blockers(sim)
     if reasons:
         raise NotQuiescent(reasons)
+    tree = _tree(sim)
     got = _kernel.park(loop, at=sim.now, seed=sim.seed, digest=sim.trace.digest(),
                        source=getattr(sim, "_source", "a world"))
     if isinstance(got, Snapshot):
@@ -104,6 +133,7 @@ async def take(sim: Simulation, *, settle: bool = True) -> Snapshot:
     # A restored child: the restored main continues the world from here.
     under_run = getattr(sim, "_under_run", False)
     try:
+        _own_workdir(sim, tree)
         if got.faults:
             from .faults import FaultPlan
 

@@ -110,3 +110,35 @@ async def test_each_plugin_test_gets_its_own_restore(sim: emu.Simulation) -> Non
 
 async def _holder_pods(sim: emu.Simulation) -> list[str]:
     return _common.names(_common.operator_pods(sim))
+
+
+async def redis_cluster_ready(sim: emu.Simulation) -> None:
+    await _common.start(sim, redis=True)
+    await sim.apply(_common.raycluster("ft", storage="redis"))
+    await sim.wait_for("RayCluster", "ft", _common.cluster_ready, timeout=600)
+
+
+async def head_lost(sim: emu.Simulation) -> tuple[float, list[str], str]:
+    """The head Pod deleted: the new GCS reloads the cluster's tables from the Redis."""
+    from emu.kube.faults import DeletePod
+
+    head = _common.names(_common.ray_pods(sim, "ft", "head"))[0]
+    sim.faults.do(DeletePod(name=head))
+    await sim.sleep(1.0)
+    await sim.wait_for("RayCluster", "ft", _common.cluster_ready, timeout=600)
+    await sim.sleep(30.0)
+    pods = _common.names(_common.ray_pods(sim, "ft", "head"))
+    return sim.now, pods, sim.trace.digest()
+
+
+async def redis_whole(sim: emu.Simulation) -> tuple[emu.Snapshot, Any]:
+    await redis_cluster_ready(sim)
+    snap = await sim.snapshot()
+    return snap, await head_lost(sim)
+
+
+def test_a_restored_world_keeps_its_gcs_storage_in_the_emulated_redis() -> None:
+    snap, direct = emu.run(redis_whole, seed=2, cluster=_common.kube())
+    with snap:
+        assert snap.run(head_lost) == direct
+        assert len(direct[1]) == 1
