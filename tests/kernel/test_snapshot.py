@@ -337,3 +337,40 @@ def test_two_snapshots_of_one_run_are_two_instants() -> None:
         assert late.run(count) == (9.0, "4")
         late.close()  # one zygote's end leaves the other serving
         assert early.run(count) == (5.0, "2")
+
+
+async def at_a_busy_instant(sim: emu.Simulation) -> None:
+    await prepare(sim)
+    sim.loop.call_soon(sim.log, "runnable at this instant")
+
+
+async def logged_continuation(sim: emu.Simulation) -> Any:
+    sim.log("continued")  # before or after the runnable callback: the digest tells
+    return await continuation(sim)
+
+
+async def fresh_without_snapshot(sim: emu.Simulation) -> Any:
+    await at_a_busy_instant(sim)
+    return await logged_continuation(sim)
+
+
+async def settled_snapshot(sim: emu.Simulation) -> tuple[emu.Snapshot, Any]:
+    await at_a_busy_instant(sim)
+    snap = await sim.snapshot()
+    return snap, await logged_continuation(sim)
+
+
+async def snapshot_in_the_step(sim: emu.Simulation) -> emu.Snapshot:
+    await at_a_busy_instant(sim)
+    return await sim.snapshot(settle=False)
+
+
+def test_settle_false_forks_inside_the_step_leaving_the_schedule_alone() -> None:
+    """The explorer's way: a run that never snapshots equals a restore of one that did."""
+    fresh = emu.run(fresh_without_snapshot, seed=4)
+    with emu.run(snapshot_in_the_step, seed=4) as snap:
+        assert snap.at == 5.0
+        assert snap.run(logged_continuation) == fresh
+    settled, direct = emu.run(settled_snapshot, seed=4)
+    with settled:  # settling ran the callback first: another history, continued exactly
+        assert settled.run(logged_continuation) == direct != fresh
