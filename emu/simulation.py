@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .apiserver.errors import ApiError
 from .apiserver.request import ApiRequest
@@ -28,6 +28,9 @@ from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
 from .kernel.process import Panic, Process
 from .kernel.world import World
+
+if TYPE_CHECKING:
+    from .kernel.snapshot import Snapshot
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -268,7 +271,7 @@ class Simulation(World):
         return await install_kuberay(self, replicas=replicas, leader_election=leader_election,
                                      **values)
 
-    async def snapshot(self, *, settle: bool = True) -> Any:
+    async def snapshot(self, *, settle: bool = True) -> Snapshot:
         """Park a copy of this world at the end of the current instant and return it as an
         `emu.Snapshot`: ``snap.run(main)`` (or ``emu.run(main, restore=snap)``) runs ``main``
         against a fresh fork of it, continuing the world exactly as this run continues it (same
@@ -323,7 +326,7 @@ async def _serve_forever(process: Process) -> None:
 
 def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         faults: FaultPlan | list[Any] | None = None, wall_clock: bool = False,
-        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, restore: Any = None,
+        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, restore: Snapshot | None = None,
         **options: Any) -> T:
     """Run ``main(sim)`` in a fresh world on a virtual clock and return its result.
 
