@@ -205,6 +205,7 @@ class Snapshot:
         self.source = source
         self.closed = False
         self.restores = 0
+        self._owner = os.getpid()
         _OPEN.append(self)
 
     def __repr__(self) -> str:
@@ -228,6 +229,9 @@ class Snapshot:
         ``limit`` wall seconds is stopped with `SnapshotError`."""
         if self.closed:
             raise SnapshotError(f"{self!r} is closed: take a new snapshot")
+        if os.getpid() != self._owner:
+            raise SnapshotError(f"{self!r} serves the process that took it (pid {self._owner}), "
+                                f"not pid {os.getpid()}")
         payload = dumps((main, faults), "main")
         try:
             _write_frame(self._requests, pickle.dumps(("run", payload, float(limit))))
@@ -240,11 +244,18 @@ class Snapshot:
             self._kill()
             raise SnapshotError(f"{self!r}: its zygote did not answer within {limit + 30:g}s; "
                                 "it was killed") from None
+        except BaseException:  # interrupted mid-run (Ctrl-C): an answer would be left behind
+            self._kill()
+            raise
         if data is None:
             status = self._dead()
             raise SnapshotError(f"{self!r}: its zygote exited ({status})")
         self.restores += 1
-        outcome = pickle.loads(data)
+        try:
+            outcome = pickle.loads(data)
+        except Exception as err:
+            raise SnapshotError(f"restored run #{self.restores} from {self!r}: its result "
+                                f"cannot be loaded here: {type(err).__name__}: {err}") from err
         if outcome[0] == "ok":
             return outcome[1]
         if outcome[0] == "raised":

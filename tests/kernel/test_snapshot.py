@@ -374,3 +374,22 @@ def test_settle_false_forks_inside_the_step_leaving_the_schedule_alone() -> None
     settled, direct = emu.run(settled_snapshot, seed=4)
     with settled:  # settling ran the callback first: another history, continued exactly
         assert settled.run(logged_continuation) == direct != fresh
+
+
+def test_a_snapshot_serves_only_the_process_that_took_it(snap: emu.Snapshot) -> None:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a forked copy of the caller holds the handle too, but may not use it
+        try:
+            snap.run(list_names)
+            os.write(w, b"ran")
+        except emu.SnapshotError as exc:
+            os.write(w, str(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    said = os.read(r, 4096).decode()
+    os.close(r)
+    assert "serves the process that took it" in said
+    assert snap.run(list_names) == ["base"]
