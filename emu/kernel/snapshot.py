@@ -17,6 +17,10 @@ when its request pipe reaches end-of-file (the caller closed it or died), so no 
 caller. Waits are bounded: a restore that does not finish within ``limit`` wall seconds is killed
 and reported, and a zygote that does not answer is killed.
 
+One module, a little over 500 lines, because the caller's handle, the zygote's loop and the
+child's exit share one pipe protocol and one set of descriptor rules: split, each half would be
+unreadable without the other.
+
 The kernel knows nothing of the layers above; `Simulation.snapshot` (emu.simulation) orchestrates,
 adding the layers' own checks (open RocksDB storage, files in the work directory) to the kernel's
 (`blockers`: wall-clock loop, outside work in flight, threads, sockets).
