@@ -12,7 +12,9 @@ restore starts from the identical state, and a restored run has the same trace d
 uninterrupted run from that instant.
 
 Protocol (all pipes, length-prefixed pickles): the caller writes ``("run", payload, limit)`` or
-``("close",)`` to the zygote; the zygote answers one frame per run. A zygote ends when asked, or
+``("close",)`` to the zygote; one frame answers each run, written by the restored child itself
+(then it tells the zygote so on a pipe of its own) or, when the child died or ran too long, by
+the zygote. A zygote ends when asked, or
 when its request pipe reaches end-of-file (the caller closed it or died), so no zygote outlives its
 caller. Waits are bounded: a restore that does not finish within ``limit`` wall seconds is killed
 and reported, and a zygote that does not answer is killed.
@@ -50,6 +52,8 @@ DEFAULT_RESTORE_LIMIT = 300.0
 CLOSE_WAIT = 5.0
 
 _HEADER = struct.Struct("!Q")
+#: What a restored child tells its zygote once its answer is written.
+_DONE = b"\x01"
 
 
 class SnapshotError(RuntimeError):
@@ -337,10 +341,11 @@ class RestoreRequest:
     """What a restored child was asked to do: run ``main`` (after scheduling ``faults``), then
     call `finish` with the outcome. Returned by `park` in the child only."""
 
-    def __init__(self, main: Callable[..., Any], faults: Any, answer: int) -> None:
+    def __init__(self, main: Callable[..., Any], faults: Any, answer: int, done: int) -> None:
         self.main = main
         self.faults = faults
         self._answer = answer
+        self._done = done
 
 
 #: In a restored child: where its outcome goes (None elsewhere).
@@ -362,6 +367,7 @@ def finish(outcome: tuple[str, Any]) -> None:
     try:
         data = _encode(outcome)
         _write_frame(restore._answer, data)
+        os.write(restore._done, _DONE)
     except BaseException:
         code = 1
     finally:
@@ -462,7 +468,7 @@ def _serve(requests: int, answers: int) -> RestoreRequest | None:
     previous one runs, so a restore does not wait for ``fork``: on two cores the copy is made
     beside the run."""
     finished: list[int] = []  # children that answered, reaped when they are gone
-    spare = _fork_spare([requests, answers])
+    spare = _fork_spare([requests], answers)
     if isinstance(spare, RestoreRequest):
         return spare  # in the spare child, once its request came
     while True:
@@ -479,7 +485,7 @@ def _serve(requests: int, answers: int) -> RestoreRequest | None:
         _write_frame(to_child, payload)
         os.close(to_child)
         # the next spare is made while this one runs (the other core's work)
-        spare = _fork_spare([requests, answers, from_child])
+        spare = _fork_spare([requests, from_child], answers)
         if isinstance(spare, RestoreRequest):
             return spare
         if _relay(pid, from_child, limit, answers):
@@ -487,9 +493,10 @@ def _serve(requests: int, answers: int) -> RestoreRequest | None:
         finished = [p for p in finished if os.waitpid(p, os.WNOHANG)[0] == 0]
 
 
-def _fork_spare(inherited: list[int]) -> tuple[int, int, int] | RestoreRequest:
+def _fork_spare(inherited: list[int], answers: int) -> tuple[int, int, int] | RestoreRequest:
     """In the zygote: (pid, pipe to the spare, pipe from it). In the spare: its request (the
-    zygote's own descriptors, ``inherited``, closed)."""
+    zygote's own descriptors, ``inherited``, closed). The spare answers the caller itself on
+    ``answers`` (one hand-off fewer than a relay), then tells the zygote on its own pipe."""
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
     pid = os.fork()
@@ -507,29 +514,31 @@ def _fork_spare(inherited: list[int]) -> tuple[int, int, int] | RestoreRequest:
     try:
         main, faults = pickle.loads(payload)
     except BaseException as err:
-        _write_frame(up_w, pickle.dumps(("error", "main could not be loaded in the snapshot's "
-                                                  f"process: {type(err).__name__}: {err}")))
+        _write_frame(answers, pickle.dumps(("error", "main could not be loaded in the "
+                                                     f"snapshot's process: {type(err).__name__}: "
+                                                     f"{err}")))
+        os.write(up_w, _DONE)
         os._exit(1)
-    restore = RestoreRequest(main, faults, up_w)
+    restore = RestoreRequest(main, faults, answers, up_w)
     _CHILD.append(restore)
     return restore
 
 
 def _relay(pid: int, fd: int, limit: float, answers: int) -> bool:
-    """Pass the child's answer frame on (or why there is none). True when the child answered
-    and is yet to be reaped (the caller need not wait for its address space to go)."""
-    try:
-        data = _read_frame(fd, time.monotonic() + limit)
-    except TimeoutError:
-        os.kill(pid, signal.SIGKILL)
-        data = pickle.dumps(("error", f"it exceeded its wall-clock limit of {limit:g}s and was "
-                                      "killed (virtual time stopped advancing, or the run is "
-                                      "that long: raise limit=)"))
+    """Wait for the child to say it answered the caller; when it does not (it died, or ran past
+    ``limit``), answer for it. True when it answered and is yet to be reaped (the caller need
+    not wait for its address space to go)."""
+    reason = ""
+    ready, _, _ = select.select([fd], [], [], max(0.0, limit))
+    said = os.read(fd, 1) if ready else b""
     os.close(fd)
-    if data is not None:
-        _write_frame(answers, data)
+    if said == _DONE:
         return True
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        reason = (f"it exceeded its wall-clock limit of {limit:g}s and was killed (virtual time "
+                  "stopped advancing, or the run is that long: raise limit=)")
     _, status = os.waitpid(pid, 0)
-    _write_frame(answers, pickle.dumps(("error", "the restored run's process died (wait "
-                                                 f"status {status}) before sending a result")))
+    _write_frame(answers, pickle.dumps(("error", reason or "the restored run's process died "
+                                        f"(wait status {status}) before sending a result")))
     return False
