@@ -146,6 +146,17 @@ _EXPORTS.update({"Forbidden": ".apiserver.errors", "RBAC": ".apiserver.rbac",
                  "UserInfo": ".apiserver.rbac"})
 __all__ += ["RBAC", "Forbidden", "UserInfo"]
 
+# World snapshot and restore (emu.snapshots).
+if TYPE_CHECKING:
+    from .snapshots import NotQuiescent as NotQuiescent
+    from .snapshots import RestoredRunError as RestoredRunError
+    from .snapshots import Snapshot as Snapshot
+    from .snapshots import SnapshotError as SnapshotError
+    from .snapshots import snapshot_world as snapshot_world
+_EXPORTS.update({name: ".snapshots" for name in (
+    "NotQuiescent", "RestoredRunError", "Snapshot", "SnapshotError", "snapshot_world")})
+__all__ += ["NotQuiescent", "RestoredRunError", "Snapshot", "SnapshotError", "snapshot_world"]
+
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)

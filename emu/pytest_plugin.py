@@ -2,7 +2,9 @@
 
 ``async def test_x(sim): ...`` runs inside `emu.run` with the seed from ``--emu-seed`` (default 0)
 or ``@pytest.mark.emu(seed=...)``; ``--emu-seeds N`` runs every such test under seeds 0..N-1. The
-mark's other arguments go to the `emu.Simulation` (``@pytest.mark.emu(cluster=True)``).
+mark's other arguments go to the `emu.Simulation` (``@pytest.mark.emu(cluster=True)``);
+``@pytest.mark.emu(restore="world")`` runs the body in a restore of the `emu.Snapshot` that the
+fixture ``world`` returns (e.g. a module-scoped ``emu.snapshot_world(...)``).
 ``sim.fail_on_panic`` is on: the first reconcile panic of any controller fails the test with
 `emu.ReconcilePanic` (``@pytest.mark.emu(fail_on_panic=False)`` turns it off). A failing test
 ends with the line that replays it, carrying every option that shaped the run::
@@ -148,6 +150,9 @@ def _run_sim_test(pyfuncitem: pytest.Function, func: Any) -> None:
     options = {k: v for k, v in (mark.kwargs.items() if mark else ()) if k != "seed"}
     options.setdefault("fail_on_panic", True)
     names = pyfuncitem._fixtureinfo.argnames
+    if options.get("restore") is not None:
+        _run_restored_test(pyfuncitem, func, options, names)
+        return
 
     async def main(s: Any) -> Any:
         pyfuncitem.stash[_SIM_KEY] = s
@@ -172,6 +177,39 @@ def _run_sim_test(pyfuncitem: pytest.Function, func: Any) -> None:
         raise
     # a passing test's world is not kept (the report of a failing one reads its panics)
     _forget_sim(pyfuncitem)
+
+
+class _RestoredTest:
+    """A sim test's body sent to a snapshot's process: the test function (by name) and its
+    other fixtures' values."""
+
+    def __init__(self, func: Any, kwargs: dict[str, Any], fail_on_panic: bool) -> None:
+        self.func = func
+        self.kwargs = kwargs
+        self.fail_on_panic = fail_on_panic
+
+    async def __call__(self, sim: Any) -> Any:
+        sim.fail_on_panic = self.fail_on_panic
+        return await self.func(sim=sim, **self.kwargs)
+
+
+def _run_restored_test(pyfuncitem: pytest.Function, func: Any, options: dict[str, Any],
+                       names: Any) -> None:
+    """``@pytest.mark.emu(restore="fixture")``: the body runs in a restore of the `emu.Snapshot`
+    that fixture returns (the world is the snapshot's: other world options are refused)."""
+    __tracebackhide__ = True
+    import emu
+
+    options = dict(options)
+    restore = options.pop("restore")
+    fail_on_panic = bool(options.pop("fail_on_panic"))
+    if options:
+        raise pytest.UsageError(f"{pyfuncitem.nodeid}: a test restored from a snapshot runs in "
+                                f"the snapshot's world: drop {sorted(options)} from the emu mark")
+    snap = pyfuncitem._request.getfixturevalue(restore) if isinstance(restore, str) else restore
+    kwargs = {name: pyfuncitem.funcargs[name] for name in names
+              if name in pyfuncitem.funcargs and name not in ("sim", "_emu_seed", restore)}
+    emu.run(_RestoredTest(func, kwargs, fail_on_panic), restore=snap)
 
 
 def _forget_sim(item: pytest.Item) -> None:

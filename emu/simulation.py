@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .apiserver.errors import ApiError
 from .apiserver.rbac import RBAC, UserInfo
@@ -29,6 +29,9 @@ from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
 from .kernel.process import Panic, Process
 from .kernel.world import World
+
+if TYPE_CHECKING:
+    from .kernel.snapshot import Snapshot
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -300,6 +303,17 @@ class Simulation(World):
         return await install_kuberay(self, replicas=replicas, leader_election=leader_election,
                                      **values)
 
+    async def snapshot(self, *, settle: bool = True) -> Snapshot:
+        """Park a copy of this world at the end of the current instant and return it as an
+        `emu.Snapshot`: ``snap.run(main)`` (or ``emu.run(main, restore=snap)``) runs ``main``
+        against a fresh fork of it, continuing the world exactly as this run continues it (same
+        trace digest). Raises `emu.NotQuiescent` when the world depends on the outside (threads,
+        real sockets, RocksDB or volume files on disk). ``settle=False`` forks inside the
+        current step instead of letting the instant finish first. See emu.snapshots."""
+        from .snapshots import take
+
+        return await take(self, settle=settle)
+
     # -- end of run ------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -344,7 +358,8 @@ async def _serve_forever(process: Process) -> None:
 
 def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         faults: FaultPlan | list[Any] | None = None, wall_clock: bool = False,
-        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, **options: Any) -> T:
+        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, restore: Snapshot | None = None,
+        **options: Any) -> T:
     """Run ``main(sim)`` in a fresh world on a virtual clock and return its result.
 
     The same seed and fault plan give the same history. A failure carries notes: the line that
@@ -354,12 +369,22 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
     first. A run still going after ``max_virtual_time`` virtual seconds (a day by default) is
     stopped with `VirtualTimeExceeded` naming the tasks still waiting. Other keyword arguments
     go to `Simulation` (e.g. ``cluster=True``, ``fail_on_panic=True``).
+
+    ``restore=snap`` (an `emu.Snapshot`) runs ``main`` in a fork of that parked world instead
+    of a fresh one; ``faults`` are then scheduled on its clock, and seed and options are its own.
     """
+    from .kernel.snapshot import finish, in_restored_child, socket_fds
+    from .snapshots import Restored, restore_run
+
+    if restore is not None:
+        return restore_run(restore, main, seed=seed or None, faults=faults, options=options)
     plan = faults if isinstance(faults, FaultPlan) or faults is None else FaultPlan(faults)
     sims: list[Simulation] = []
 
     async def body() -> T:
         sim = Simulation(seed=seed, **options)
+        sim._under_run = True  # type: ignore[attr-defined]  # a restored main ends this run
+        sim._sockets_at_start = socket_fds()  # type: ignore[attr-defined]  # not the world's
         sims.append(sim)
         task = asyncio.current_task()
         expired: list[str] = []
@@ -385,7 +410,10 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         try:
             if plan:
                 sim.faults.schedule(plan)
-            result = await main(sim)
+            try:
+                result = await main(sim)
+            except Restored as done:  # in a restored child: the restored main's result
+                result = done.value
             sim.faults.check()  # strict faults: a planned fault that never happened fails
             return result
         except asyncio.CancelledError:
@@ -401,17 +429,22 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         finally:
             if limit is not None:
                 limit.cancel()
-            sim.close()
+            if in_restored_child():  # the process ends at once: only its own files go
+                if sim._own_workdir and sim._workdir is not None:
+                    shutil.rmtree(sim._workdir, ignore_errors=True)
+            else:
+                sim.close()
 
     with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(wall_clock=wall_clock)) as runner:
         try:
-            return runner.run(body())
+            result = runner.run(body())
         except BaseException as exc:
             line = replay_line(main, seed, plan, options)
-            exc.add_note("replay: " + line if line else
-                         f"replay: seed={seed}" + (f", faults={plan!r}" if plan else "")
-                         + " (no emu.run line: main is not importable by name, takes more "
-                         "than the simulation, or an option has no literal form)")
+            if not in_restored_child():
+                exc.add_note("replay: " + line if line else
+                             f"replay: seed={seed}" + (f", faults={plan!r}" if plan else "")
+                             + " (no emu.run line: main is not importable by name, takes more "
+                             "than the simulation, or an option has no literal form)")
             done = FaultPlan(sims[0].faults.performed()) if sims else None
             if done:
                 exc.add_note(f"faults performed during the run: {done!r}")
@@ -423,4 +456,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             if panics and not isinstance(exc, ReconcilePanic):
                 exc.add_note(f"reconcile panics during the run: {len(panics)}; the first: "
                              f"{panics[0].summary()}")
+            finish(("raised", exc))  # a restored child reports and exits here
             raise
+        finish(("ok", result))
+        return result
