@@ -23,6 +23,7 @@ import attrs
 
 _SLEEP = re.compile(r"(?:\bsleep\s+|time\.sleep\(\s*)(\d+(?:\.\d+)?)")
 _EXIT = re.compile(r"(?:\bexit\s+|sys\.exit\(\s*)(\d+)")
+_RAY_SCRIPT = re.compile(r"\bray\b|\.py\b")
 
 
 @attrs.define
@@ -33,6 +34,9 @@ class JobBehaviour:
     ``logs``: what it prints; ``start_delay``: PENDING time before the driver starts (runtime env
     setup). With ``checkpoint_store``, progress is saved every ``checkpoint_every`` seconds under
     ``checkpoint_key`` (default: the entrypoint), and a later run resumes from it.
+    ``ray_init``: whether the entrypoint connects to Ray (``ray.init``) and so becomes a driver
+    with a Ray job id; ``None`` infers it from the entrypoint (it mentions ``ray`` or runs a
+    ``.py`` script). Real Ray leaves a submission's ``job_id`` and ``driver_info`` null otherwise.
     """
 
     duration: float = 5.0
@@ -42,6 +46,13 @@ class JobBehaviour:
     checkpoint_store: str | None = None
     checkpoint_every: float = 10.0
     checkpoint_key: str | None = None
+    ray_init: bool | None = None
+
+    def connects(self, entrypoint: str) -> bool:
+        """Whether the driver calls ``ray.init`` (see ``ray_init``)."""
+        if self.ray_init is not None:
+            return self.ray_init
+        return bool(_RAY_SCRIPT.search(entrypoint))
 
 
 @attrs.define
@@ -145,6 +156,14 @@ class RayConfig:
     #: Current Ray: the head proxies job submission to the agent, so a duplicate id is a 500
     #: wrapping the agent's 400; False gives older Ray's plain 400.
     job_head_proxies_to_agent: bool = True
+    #: Real Ray creates the head's job manager (and so starts monitoring the jobs it finds in the
+    #: KV) on the first submit, stop, delete or logs request: after a head restart a job whose
+    #: supervisor was lost stays RUNNING to GET polling until such a request arrives. False
+    #: starts the manager with the dashboard (the emulator's older, eager behaviour).
+    lazy_job_manager: bool = True
+    #: Real Ray marks the other ALIVE head nodes DEAD as soon as a new head node registers; False
+    #: leaves the old head to its health checks (~17 s), as the emulator used to.
+    new_head_replaces_old: bool = True
     records: RayRecords = attrs.field(factory=RayRecords)
 
     def job_behaviour(self, entrypoint: str) -> JobBehaviour:

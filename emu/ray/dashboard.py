@@ -31,6 +31,8 @@ from .serve import CONTROLLER_NAME, EMPTY_DETAILS, SERVE_NAMESPACE, validate_dep
 from .workloads import RayClient, RayError
 
 DASHBOARD_PORT = 8265
+SESSION_NAMESPACE = "session"
+SESSION_KEY = "session_name"
 
 _HEAD_TRACE = (
     "Traceback (most recent call last):\n"
@@ -62,14 +64,14 @@ def duplicate_submission_body(submission_id: str, through_head: bool = True) -> 
 def job_details(submission_id: str, info: dict[str, Any]) -> dict[str, Any]:
     """``JobDetails`` of a submission job."""
     driver = None
-    if info.get("driver_node_id"):
+    if info.get("job_id"):
         driver = {"id": info.get("job_id"), "node_ip_address": None, "pid": None}
     return {
         "type": "SUBMISSION", "job_id": info.get("job_id"), "submission_id": submission_id,
         "driver_info": driver, "status": info["status"], "entrypoint": info["entrypoint"],
         "message": info.get("message"), "error_type": info.get("error_type"),
         "start_time": info.get("start_time"), "end_time": info.get("end_time"),
-        "metadata": info.get("metadata") or {}, "runtime_env": info.get("runtime_env") or {},
+        "metadata": info.get("metadata"), "runtime_env": info.get("runtime_env"),
         "driver_agent_http_address": info.get("driver_agent_http_address"),
         "driver_node_id": info.get("driver_node_id"),
         "driver_exit_code": info.get("driver_exit_code"),
@@ -100,16 +102,43 @@ class Dashboard:
         self.port = port
         self.client = RayClient(ctx.network, gcs_address, process=ctx.process, rng=ctx.rng)
         self.jobs = JobManager(self.client, ctx.env, ctx.rng, ctx.process.log)
+        self._manager_started = False
 
     @property
     def now(self) -> float:
         return asyncio.get_running_loop().time()
 
     async def run(self) -> int:
+        await self._session_name()
         serve_http(self.ctx, self.port, self.handle)
-        self.ctx.process.spawn(self.jobs.recover_running_jobs(), name="dashboard:recover")
+        if not self.config.lazy_job_manager:
+            self._job_manager()
         await asyncio.Event().wait()
         return 0
+
+    def _job_manager(self) -> JobManager:
+        """``get_job_manager()``: the manager starts (and recovers the running jobs it finds)
+        on first use."""
+        if not self._manager_started:
+            self._manager_started = True
+            self.ctx.process.spawn(self.jobs.recover_running_jobs(), name="dashboard:recover")
+        return self.jobs
+
+    async def _session_name(self) -> None:
+        """The head keeps the session name it finds in the internal KV (``session`` /
+        ``session_name``), so a head restarted on a Redis-backed GCS reports the old one; else it
+        stores its own."""
+        while True:
+            try:
+                stored = await self.client.gcs.kv_get(SESSION_NAMESPACE, SESSION_KEY)
+                if stored:
+                    self.session_name = stored.decode()
+                else:
+                    await self.client.gcs.kv_put(SESSION_NAMESPACE, SESSION_KEY,
+                                                 self.session_name.encode(), False)
+                return
+            except NetworkError:
+                await asyncio.sleep(1.0)
 
     async def handle(self, req: HttpRequest) -> dict[str, Any]:
         path = req.path.rstrip("/") or "/"
@@ -152,7 +181,7 @@ class Dashboard:
                      "argument: 'entrypoint'"))
         sid = str(body.get("submission_id") or body.get("job_id") or "")
         try:
-            submission_id = await self.jobs.submit(body)
+            submission_id = await self._job_manager().submit(body)
         except ValueError:
             through_head = self.config.job_head_proxies_to_agent
             text = duplicate_submission_body(sid, through_head)
@@ -193,14 +222,15 @@ class Dashboard:
         if req.method == "GET" and not action:
             return json_response(200, job_details(sid, info))
         if req.method == "POST" and action == "stop":
-            return json_response(200, {"stopped": await self.jobs.stop(sid)})
+            return json_response(200, {"stopped": await self._job_manager().stop(sid)})
         if req.method == "DELETE" and not action:
             try:
-                deleted = await self.jobs.delete(sid)
+                deleted = await self._job_manager().delete(sid)
             except RuntimeError as err:
                 return response(500, f"Traceback (most recent call last):\nRuntimeError: {err}\n")
             return json_response(200, {"deleted": deleted})
         if req.method == "GET" and action == "logs":
+            self._job_manager()
             return json_response(200, {"logs": await self._logs(sid, info)})
         return response(404, f"404: Not Found ({req.method} {req.path})")
 

@@ -41,9 +41,7 @@ JOB_START_TIMEOUT_S = 900.0
 TERMINAL = ("STOPPED", "SUCCEEDED", "FAILED")
 
 MESSAGES = {
-    "PENDING": "Job has not started yet. It may be waiting for resources (CPUs, GPUs, memory, "
-               "custom resources) to become available. It may be waiting for the runtime "
-               "environment to be set up.",
+    "PENDING": "Job has not started yet.",
     "RUNNING": "Job is currently running.",
     "STOPPED": "Job was intentionally stopped.",
     "SUCCEEDED": "Job finished successfully.",
@@ -52,6 +50,20 @@ MESSAGES = {
 
 _SUBMIT_ALPHABET = "".join(sorted(set(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") - set("IloO0")))
+
+
+def pending_message(info: dict[str, Any]) -> str:
+    """``JobInfo.__post_init__``: the PENDING message hints at resources only when entrypoint
+    resources were asked for, at the runtime env only when one was given."""
+    message = MESSAGES["PENDING"]
+    if any((info.get(k) or 0) > 0 for k in ("entrypoint_num_cpus", "entrypoint_num_gpus",
+                                             "entrypoint_memory")) \
+            or info.get("entrypoint_resources"):
+        message += (" It may be waiting for resources (CPUs, GPUs, memory, custom resources) to "
+                    "become available.")
+    if info.get("runtime_env"):
+        message += " It may be waiting for the runtime environment to be set up."
+    return message
 
 
 def info_key(submission_id: str) -> str:
@@ -147,17 +159,23 @@ class JobSupervisor:
         info = JobInfoClient(rt.gcs)
         if behaviour.start_delay:
             await rt.sleep(behaviour.start_delay)
-        counter = int(await self._retry(lambda: rt.gcs.rpc("GetNextJobID")))
-        job_id = counter.to_bytes(4, "little").hex()
-        await self._retry(lambda: rt.gcs.add_job({
-            "job_id": job_id, "driver_node_id": rt.node_id, "entrypoint": self.entrypoint,
-            "submission_id": self.submission_id, "is_dead": False}))
-        self.job_id = job_id
         await self._retry(lambda: info.put_status(
-            self.submission_id, "RUNNING", rt.now, job_id=job_id, driver_node_id=rt.node_id,
+            self.submission_id, "RUNNING", rt.now, driver_node_id=rt.node_id,
             driver_agent_http_address=f"http://{rt.node_ip}:52365"))
         logs = self._logs()
         logs.append(f"Running entrypoint for job {self.submission_id}: {self.entrypoint}")
+        if behaviour.connects(self.entrypoint):
+            # The driver's ray.init: a Ray job id, the driver in the GCS JOB table, and the id in
+            # the submission's record (real Ray leaves both null for a driver that never
+            # connects).
+            counter = int(await self._retry(lambda: rt.gcs.rpc("GetNextJobID")))
+            job_id = counter.to_bytes(4, "little").hex()
+            await self._retry(lambda: rt.gcs.add_job({
+                "job_id": job_id, "driver_node_id": rt.node_id, "entrypoint": self.entrypoint,
+                "submission_id": self.submission_id, "is_dead": False}))
+            self.job_id = job_id
+            await self._retry(lambda: info.put_status(self.submission_id, "RUNNING", rt.now,
+                                                      job_id=job_id))
         done = 0.0
         store = rt.config.checkpoint_store(behaviour.checkpoint_store) \
             if behaviour.checkpoint_store else None
@@ -250,9 +268,9 @@ class JobManager:
         specified = any((v or 0) > 0 for v in resources.values()) \
             or bool(req.get("entrypoint_resources"))
         info = {
-            "status": "PENDING", "entrypoint": req["entrypoint"], "message": MESSAGES["PENDING"],
+            "status": "PENDING", "entrypoint": req["entrypoint"], "message": "",
             "error_type": None, "start_time": unix_ms(self.now), "end_time": None,
-            "metadata": req.get("metadata") or {}, "runtime_env": req.get("runtime_env") or {},
+            "metadata": req.get("metadata"), "runtime_env": req.get("runtime_env"),
             "entrypoint_num_cpus": req.get("entrypoint_num_cpus") or 0,
             "entrypoint_num_gpus": req.get("entrypoint_num_gpus") or 0,
             "entrypoint_memory": req.get("entrypoint_memory") or 0,
@@ -260,6 +278,7 @@ class JobManager:
             "driver_agent_http_address": None, "driver_node_id": None, "driver_exit_code": None,
             "job_id": None,
         }
+        info["message"] = pending_message(info)
         if not await self.info.put(submission_id, info, overwrite=False):
             raise ValueError(duplicate_message(submission_id))
         on_workers = specified or self.env.get("RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES") == "1"

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
 import httpx
 
 
