@@ -19,6 +19,7 @@ Every submission received is appended to ``RayConfig.records.submissions``.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from emu.kernel.network import NetworkError
@@ -52,6 +53,16 @@ _AGENT_TRACE = (
     "    raise ValueError(\n"
     "ValueError: {message}\n"
 )
+
+
+_VERSION_TAG = re.compile(r":(\d+\.\d+\.\d+)(?:[-@]|$)")
+
+
+def ray_version_of(image: str, default: str) -> str:
+    """The Ray version a head reports: its image's tag (``rayproject/ray:2.41.0-py310`` →
+    2.41.0), as the real image runs that Ray; ``default`` for an untagged or custom image."""
+    found = _VERSION_TAG.search(image)
+    return found.group(1) if found else default
 
 
 def duplicate_submission_body(submission_id: str, through_head: bool = True) -> str:
@@ -103,6 +114,8 @@ class Dashboard:
         self.client = RayClient(ctx.network, gcs_address, process=ctx.process, rng=ctx.rng)
         self.jobs = JobManager(self.client, ctx.env, ctx.rng, ctx.process.log)
         self._manager_started = False
+        self.ray_version = ray_version_of(str(ctx.container.get("image") or ""),
+                                          config.ray_version)
 
     @property
     def now(self) -> float:
@@ -144,7 +157,7 @@ class Dashboard:
         path = req.path.rstrip("/") or "/"
         try:
             if path == "/api/version" and req.method == "GET":
-                return json_response(200, {"version": "4", "ray_version": self.config.ray_version,
+                return json_response(200, {"version": "4", "ray_version": self.ray_version,
                                            "ray_commit": "emu", "session_name": self.session_name})
             if path == "/api/gcs_healthz" and req.method == "GET":
                 return await self._gcs_healthz()

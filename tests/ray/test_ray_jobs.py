@@ -249,3 +249,17 @@ async def test_kuberay_submitter_submits_once_and_a_retried_submitter_reattaches
     done = await status(rw, "rayjob-1")
     assert (done["status"], done["metadata"]) == ("SUCCEEDED", {"team": "a"})
     assert done["entrypoint"] == "python sample_code.py --sleep 60"
+
+
+async def test_dashboard_reports_the_ray_version_of_its_image(ray_world):
+    from emu.ray.dashboard import ray_version_of
+
+    rw = ray_world
+    rw.pod(HEAD, "rayproject/ray:2.41.0-py310", ["/bin/bash", "-c", "--"],
+           ["ray start --head --num-cpus=0 --block"], hostname=HEAD_SVC)
+    await rw.until(lambda: True)
+    await rw.sleep(10)
+    version = (await rw.http(DASH, "GET", "/api/version")).json()
+    assert version["ray_version"] == "2.41.0"
+    assert ray_version_of("my/custom-image:latest", "2.46.0") == "2.46.0"
+    assert ray_version_of("rayproject/ray:2.52.1", "2.46.0") == "2.52.1"
