@@ -161,6 +161,10 @@ class RayConfig:
     #: supervisor was lost stays RUNNING to GET polling until such a request arrives. False
     #: starts the manager with the dashboard (the emulator's older, eager behaviour).
     lazy_job_manager: bool = True
+    #: Real Ray's dashboard hangs while the GCS is down (health 503 after ~1 s, job list and submit
+    #: 500 after ~30 s, job get and logs after ~59 s), so KubeRay's 2 s client sees timeouts; False
+    #: answers 500/503 at once, as the emulator used to.
+    dashboard_waits_for_gcs: bool = True
     #: Real Ray marks the other ALIVE head nodes DEAD as soon as a new head node registers; False
     #: leaves the old head to its health checks (~17 s), as the emulator used to.
     new_head_replaces_old: bool = True

@@ -10,8 +10,10 @@ Requests and responses are the HTTP-shaped dicts of `emu.ray.net`. Notable answe
 - ``GET /api/serve/applications/`` with no Serve controller: 200 with the empty shape; the
   controller unreachable: 503 "The GCS may be down, please retry later";
 - ``PUT /api/serve/applications/``: 200 with an empty body, 400 for an invalid config;
-- with the GCS unreachable, job endpoints answer 500 (submit: "No available agent to submit job,
-  please try again later.") and ``/api/gcs_healthz`` 503.
+- with the GCS unreachable, the dashboard hangs as the real one does (retrying until the GCS is
+  back) and only then answers: ``/api/gcs_healthz`` 503 after 1 s, job list and submit 500 after
+  30 s (submit: "No available agent to submit job, please try again later."), job get and logs
+  500 after 59 s; ``RayConfig.dashboard_waits_for_gcs = False`` answers at once.
 
 Every submission received is appended to ``RayConfig.records.submissions``.
 """
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from emu.kernel.network import NetworkError
 from emu.kernel.programs import ContainerContext
@@ -31,8 +34,15 @@ from .net import HttpRequest, RpcError, json_response, response, serve_http
 from .serve import CONTROLLER_NAME, EMPTY_DETAILS, SERVE_NAMESPACE, validate_deploy_config
 from .workloads import RayClient, RayError
 
+T = TypeVar("T")
+
 DASHBOARD_PORT = 8265
 SESSION_NAMESPACE = "session"
+#: How long the real dashboard (Ray 2.60) hangs on a GCS that is down before it answers: the
+#: health check 503 after ~1 s, job list and submit 500 after ~30 s, job get and logs after ~59 s.
+GCS_WAIT_HEALTH_S = 1.0
+GCS_WAIT_LIST_S = 30.0
+GCS_WAIT_GET_S = 59.0
 SESSION_KEY = "session_name"
 
 _HEAD_TRACE = (
@@ -165,18 +175,35 @@ class Dashboard:
                 if req.method == "POST":
                     return await self._submit(req)
                 if req.method == "GET":
-                    return await self._list_jobs()
+                    return await self._waiting(GCS_WAIT_LIST_S, self._list_jobs)
             if path.startswith("/api/jobs/"):
-                return await self._job_route(req, path[len("/api/jobs/"):])
+                rest = path[len("/api/jobs/"):]
+                budget = GCS_WAIT_GET_S if req.method == "GET" else GCS_WAIT_LIST_S
+                return await self._waiting(budget, lambda: self._job_route(req, rest))
             if path == "/api/serve/applications":
                 return await self._serve(req)
         except NetworkError as err:
             return response(500, f"Internal Server Error: the GCS is unreachable ({err})")
         return response(404, f"404: Not Found ({req.method} {req.path})")
 
+    async def _waiting(self, budget: float, op: Callable[[], Awaitable[T]]) -> T:
+        """Run ``op``; while the GCS is unreachable, retry it once a second for ``budget``
+        seconds (the real dashboard's GCS client hangs until the GCS is back or its call times
+        out), then let the `NetworkError` through. Immediate with
+        ``RayConfig.dashboard_waits_for_gcs`` False."""
+        start = self.now
+        while True:
+            try:
+                return await op()
+            except NetworkError:
+                left = budget - (self.now - start)
+                if not self.config.dashboard_waits_for_gcs or left <= 0:
+                    raise
+                await asyncio.sleep(min(1.0, left))
+
     async def _gcs_healthz(self) -> dict[str, Any]:
         try:
-            await self.client.gcs.check_alive()
+            await self._waiting(GCS_WAIT_HEALTH_S, self.client.gcs.check_alive)
         except (NetworkError, RpcError) as err:
             return response(503, f"Health check failed: {err}")
         return response(200, "success")
@@ -194,7 +221,8 @@ class Dashboard:
                      "argument: 'entrypoint'"))
         sid = str(body.get("submission_id") or body.get("job_id") or "")
         try:
-            submission_id = await self._job_manager().submit(body)
+            submission_id = await self._waiting(GCS_WAIT_LIST_S,
+                                                lambda: self._job_manager().submit(body))
         except ValueError:
             through_head = self.config.job_head_proxies_to_agent
             text = duplicate_submission_body(sid, through_head)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from raytestworld import HEAD_SVC
 
@@ -263,3 +265,40 @@ async def test_dashboard_reports_the_ray_version_of_its_image(ray_world):
     assert version["ray_version"] == "2.41.0"
     assert ray_version_of("my/custom-image:latest", "2.46.0") == "2.46.0"
     assert ray_version_of("rayproject/ray:2.52.1", "2.46.0") == "2.52.1"
+
+
+@pytest.mark.parametrize(("waits", "health_at", "list_at", "get_at"),
+                         [(True, 1.0, 30.0, 59.0), (False, 0.0, 0.0, 0.0)])
+async def test_dashboard_hangs_while_the_gcs_is_down_as_real_ray(ray_world, waits, health_at,
+                                                                  list_at, get_at):
+    rw = ray_world
+    rw.config.dashboard_waits_for_gcs = waits
+    head = await cluster(rw)
+    await submit(rw, "sleep 1000", "rayjob-1")
+    await rw.sleep(2)
+    rw.world.network.outage(head.child("gcs_server").name)
+    start = rw.now
+
+    async def timed(path):
+        answer = await rw.http(DASH, "GET", path)
+        return path, answer.status, rw.now - start
+
+    answers = await asyncio.gather(timed("/api/gcs_healthz"), timed("/api/jobs/"),
+                                   timed("/api/jobs/rayjob-1"))
+    assert answers == [("/api/gcs_healthz", 503, health_at), ("/api/jobs/", 500, list_at),
+                       ("/api/jobs/rayjob-1", 500, get_at)]
+    rw.world.network.restore(head.child("gcs_server").name)
+    assert (await rw.http(DASH, "GET", "/api/gcs_healthz")).status == 200
+
+
+async def test_a_request_waiting_on_the_gcs_succeeds_once_it_is_back(ray_world):
+    rw = ray_world
+    head = await cluster(rw)
+    await submit(rw, "sleep 1000", "rayjob-1")
+    await rw.sleep(2)
+    gcs = head.child("gcs_server").name
+    rw.world.network.outage(gcs)
+    rw.world.loop.call_later(10, rw.world.network.restore, gcs)
+    start = rw.now
+    assert (await status(rw, "rayjob-1"))["status"] == "RUNNING"
+    assert 10 <= rw.now - start <= 11
