@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from emu.kernel.network import NetworkError
+from emu.kernel.process import ProcessGone
 
-from .gcs_client import JOB_NAMESPACE, GcsClient, unix_ms
+from .gcs_client import DEFAULT_RECONNECT_TIMEOUT_S, JOB_NAMESPACE, GcsClient, unix_ms
 from .net import RpcError
 from .workloads import ActorDiedError, RayClient, RayError
 
@@ -138,14 +139,25 @@ class JobSupervisor:
             self.rt.spawn(self._finish("STOPPED", None, None), name="job:stopped")
         return True
 
-    async def _retry(self, op: Any) -> Any:
-        """A GCS write from the supervisor retries until the GCS is back (or the node dies)."""
-        assert self.rt is not None
+    async def _retry(self, op: Any, give_up_after: float | None = None) -> Any:
+        """A GCS write from the supervisor retries until the GCS is back (or the node dies).
+        With ``give_up_after``, the supervisor's worker exits once the GCS has been unreachable
+        that long (its core worker's GCS client gives up, ``gcs_rpc_server_reconnect_timeout_s``):
+        the write never lands and the job manager later finds the supervisor dead."""
+        rt = self.rt
+        assert rt is not None
+        since: float | None = None
         while True:
             try:
                 return await op()
-            except NetworkError:
-                await self.rt.sleep(1.0)
+            except NetworkError as err:
+                since = rt.now if since is None else since
+                if give_up_after is not None and rt.now - since >= give_up_after:
+                    rt.log("job_supervisor_gcs_lost", submission_id=self.submission_id,
+                           seconds=rt.now - since)
+                    rt.process.exit(1, f"the GCS was unreachable for {give_up_after:g}s: {err}")
+                    raise ProcessGone("job supervisor exited: the GCS is gone") from err
+                await rt.sleep(1.0)
 
     def _logs(self) -> list[str]:
         assert self.rt is not None
@@ -211,7 +223,8 @@ class JobSupervisor:
         if status == "FAILED":
             fields["error_type"] = "JOB_ENTRYPOINT_COMMAND_ERROR"
         await self._retry(lambda: info.put_status(self.submission_id, status, rt.now, message,
-                                                  **fields))
+                                                  **fields),
+                          give_up_after=DEFAULT_RECONNECT_TIMEOUT_S)
         job_id = getattr(self, "job_id", None)
         if job_id:
             await self._retry(lambda: rt.gcs.mark_job_finished(job_id))

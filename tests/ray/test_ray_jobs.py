@@ -302,3 +302,27 @@ async def test_a_request_waiting_on_the_gcs_succeeds_once_it_is_back(ray_world):
     start = rw.now
     assert (await status(rw, "rayjob-1"))["status"] == "RUNNING"
     assert 10 <= rw.now - start <= 11
+
+
+@pytest.mark.parametrize(("outage", "final"), [(30.0, "SUCCEEDED"), (90.0, "FAILED")])
+async def test_a_job_finishing_during_a_long_gcs_outage_ends_failed(ray_world, outage, final):
+    rw = ray_world
+    head = await cluster(rw)
+    await submit(rw, "sleep 10", "rayjob-1")
+    await rw.sleep(5)
+    gcs = head.child("gcs_server").name
+    workers = [p.name for p in rw.world.processes.all()
+               if "/raylet.worker-" in p.name and p.alive]
+    # Only the supervisor loses the GCS (the head's raylet would otherwise end the container).
+    rw.world.network.partition(workers[0], gcs)
+    await rw.sleep(outage)
+    rw.world.network.heal(workers[0], gcs)
+    await submit(rw, "sleep 1", "other")  # a request that starts the job manager's monitoring
+    await rw.sleep(10)
+    job = await status(rw, "rayjob-1")
+    assert job["status"] == final
+    if final == "FAILED":
+        # Its entrypoint exited 0, but the supervisor died before it could say so.
+        assert (job["message"], job["error_type"], job["driver_exit_code"]) == (
+            "Unexpected error occurred: failed to get job supervisor.",
+            "JOB_SUPERVISOR_ACTOR_START_FAILURE", None)
