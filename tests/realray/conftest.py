@@ -9,8 +9,10 @@ scripts/redis-server.sh and stopped at the end.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,12 +74,21 @@ def real_head(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
     host_port = redis_url.removeprefix("redis://").rstrip("/")
     namespace = f"realray-{uuid.uuid4().hex[:8]}"
-    head = RealHead(tmp_path_factory.mktemp("realray"), host_port, namespace)
+    # A short directory: Ray's AF_UNIX socket paths under it must stay within 107 bytes.
+    tmp = Path(tempfile.mkdtemp(prefix="realray-"))
+    head = RealHead(tmp, host_port, namespace)
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # this process's GcsClient, as the head's
     try:
         head.start()
         yield head
     finally:
         head.stop()
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
+        shutil.rmtree(tmp, ignore_errors=True)
         client = redis.Redis.from_url(redis_url)
         keys = list(client.scan_iter(match=f"RAY{namespace}@*"))
         if keys:

@@ -57,12 +57,27 @@ class RealHead:
             "RAY_external_storage_namespace": self.namespace,
             "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+            # Isolated from the user's ~/.ray (a token there would turn on token auth: 401s).
+            "HOME": str(self.tmp),
+            "RAY_AUTH_MODE": "disabled",
         })
         env.pop("RAY_ADDRESS", None)
         return env
 
-    def start(self, timeout: float = 90.0) -> None:
-        """``ray start --head --block`` and wait until the dashboard's Jobs API answers."""
+    def start(self, timeout: float = 90.0, attempts: int = 3) -> None:
+        """``ray start --head --block`` and wait until the dashboard's Jobs API answers; on a
+        loaded machine a dashboard module sometimes dies while starting, so a failed start is
+        cleaned up and tried again."""
+        for attempt in range(attempts):
+            try:
+                self._start(timeout)
+                return
+            except RuntimeError:
+                self.stop()
+                if attempt == attempts - 1:
+                    raise
+
+    def _start(self, timeout: float) -> None:
         assert self.proc is None, "already started"
         self.starts += 1
         ray = str(Path(sys.executable).parent / "ray")
