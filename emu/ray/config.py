@@ -42,6 +42,8 @@ class JobBehaviour:
     duration: float = 5.0
     exit_code: int = 0
     logs: str = ""
+    #: Real Ray shows a new job PENDING for a second or two (the supervisor actor starts, the
+    #: runtime env is set up); 0 here by default, so the first poll already sees RUNNING.
     start_delay: float = 0.0
     checkpoint_store: str | None = None
     checkpoint_every: float = 10.0
@@ -161,6 +163,10 @@ class RayConfig:
     #: supervisor was lost stays RUNNING to GET polling until such a request arrives. False
     #: starts the manager with the dashboard (the emulator's older, eager behaviour).
     lazy_job_manager: bool = True
+    #: With ``lazy_job_manager``, the manager also starts by itself this long after the
+    #: dashboard (measured on Ray 2.60: GET polling alone saw such a job RUNNING for 30–80 s
+    #: after the restart; the trigger is not identified). None: only a request starts it.
+    job_manager_starts_after: float | None = 60.0
     #: Real Ray's dashboard hangs while the GCS is down (health 503 after ~1 s, job list and submit
     #: 500 after ~30 s, job get and logs after ~59 s), so KubeRay's 2 s client sees timeouts; False
     #: answers 500/503 at once, as the emulator used to.

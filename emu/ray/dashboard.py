@@ -112,6 +112,10 @@ def driver_job_details(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _internal(job: dict[str, Any]) -> bool:
+    return str(job.get("ray_namespace") or "").startswith("_ray_internal")
+
+
 class Dashboard:
     """The head's dashboard process: HTTP on 8265 over a GCS client and a job manager."""
 
@@ -136,8 +140,15 @@ class Dashboard:
         serve_http(self.ctx, self.port, self.handle)
         if not self.config.lazy_job_manager:
             self._job_manager()
+        elif self.config.job_manager_starts_after is not None:
+            self.ctx.process.spawn(self._start_manager_later(
+                self.config.job_manager_starts_after), name="dashboard:manager-timer")
         await asyncio.Event().wait()
         return 0
+
+    async def _start_manager_later(self, delay: float) -> None:
+        await self.ctx.process.sleep(delay)
+        self._job_manager()
 
     def _job_manager(self) -> JobManager:
         """``get_job_manager()``: the manager starts (and recovers the running jobs it finds)
@@ -246,7 +257,7 @@ class Dashboard:
         infos = await self.jobs.info.all()
         out = [job_details(sid, info) for sid, info in infos.items()]
         for job in await self.client.gcs.jobs():
-            if not job.get("submission_id"):
+            if not job.get("submission_id") and not _internal(job):
                 out.append(driver_job_details(job))
         return json_response(200, out)
 
@@ -256,7 +267,8 @@ class Dashboard:
         action = "/".join(parts[1:])
         info = await self.jobs.info.get(sid)
         if info is None:
-            drivers = [j for j in await self.client.gcs.jobs() if j["job_id"] == sid]
+            drivers = [j for j in await self.client.gcs.jobs()
+                       if j["job_id"] == sid and not _internal(j)]
             if drivers and req.method == "GET" and not action:
                 return json_response(200, driver_job_details(drivers[0]))
             return response(404, f"Job {sid} does not exist")

@@ -27,7 +27,13 @@ import orjson
 from emu.kernel.network import NetworkError
 from emu.kernel.process import ProcessGone
 
-from .gcs_client import DEFAULT_RECONNECT_TIMEOUT_S, JOB_NAMESPACE, GcsClient, unix_ms
+from .gcs_client import (
+    DEFAULT_RECONNECT_TIMEOUT_S,
+    JOB_NAMESPACE,
+    GcsClient,
+    job_id_hex,
+    unix_ms,
+)
 from .net import RpcError
 from .workloads import ActorDiedError, RayClient, RayError
 
@@ -40,6 +46,8 @@ SUPERVISOR_NAMESPACE = "SUPERVISOR_ACTOR_RAY_NAMESPACE"
 JOB_MONITOR_PERIOD_S = 1.0
 JOB_START_TIMEOUT_S = 900.0
 TERMINAL = ("STOPPED", "SUCCEEDED", "FAILED")
+#: Drivers in a namespace with this prefix are Ray's own (the dashboard's): not listed as jobs.
+INTERNAL_NAMESPACE = "_ray_internal_dashboard"
 
 MESSAGES = {
     "PENDING": "Job has not started yet.",
@@ -256,9 +264,11 @@ class JobManager:
                 self._monitor_job(submission_id))
 
     async def recover_running_jobs(self) -> None:
-        """``_recover_running_jobs``: monitor every non-terminal job found in the KV."""
+        """Connect as the dashboard's internal driver, then ``_recover_running_jobs``: monitor
+        every non-terminal job found in the KV."""
         while True:
             try:
+                await self._connect_driver()
                 jobs = await self.info.all()
                 break
             except NetworkError:
@@ -268,6 +278,20 @@ class JobManager:
                 self.log("job_recovered", submission_id=submission_id, status=info["status"])
                 self._monitor(submission_id)
         self.recovered.set()
+
+    async def _connect_driver(self) -> None:
+        """The manager's own ``ray.init``: a driver job in the GCS (on the head node, in an
+        internal namespace the job list hides) that owns the supervisor actors, as in real Ray
+        (whose JOB table and ``JobCounter`` exist as soon as a job is submitted)."""
+        if self.client.job_id:
+            return
+        head = await self.client.gcs.kv_get(JOB_NAMESPACE, "head_node_id")
+        job_id = job_id_hex(int(await self.client.gcs.rpc("GetNextJobID")))
+        await self.client.gcs.add_job({
+            "job_id": job_id, "driver_node_id": head.decode() if head else None,
+            "entrypoint": "", "submission_id": None, "is_dead": False,
+            "ray_namespace": INTERNAL_NAMESPACE, "start_time_ms": unix_ms(self.now)})
+        self.client.job_id = job_id
 
     def new_submission_id(self) -> str:
         return "raysubmit_" + "".join(self.rng.choice(_SUBMIT_ALPHABET) for _ in range(16))

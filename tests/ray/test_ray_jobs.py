@@ -77,8 +77,9 @@ async def test_an_entrypoint_that_calls_ray_init_gets_a_ray_job_id_and_driver_in
                          "rayjob-1")).status == 200
     await rw.sleep(10)
     done = await status(rw, "rayjob-1")
+    # 01000000 is the dashboard's own driver (its job manager's ray.init), as in real Ray.
     assert (done["status"], done["job_id"], done["driver_info"]["id"]) == (
-        "SUCCEEDED", "01000000", "01000000")
+        "SUCCEEDED", "02000000", "02000000")
 
 
 async def test_pending_message_hints_only_at_what_was_asked_for(ray_world):
@@ -190,9 +191,9 @@ async def test_job_whose_driver_ran_on_a_lost_head_fails_lazily_with_ft_and_is_u
     if backend == "memory":
         assert (answer.status, answer.body) == (404, "Job rayjob-1 does not exist")
         return
-    # The new head's job manager only starts on a submit/stop/delete/logs request: GET polling
-    # alone keeps seeing RUNNING, as with real Ray.
-    for _ in range(60):
+    # The new head's job manager only starts on a submit/stop/delete/logs request (or by itself
+    # after a minute): GET polling alone keeps seeing RUNNING, as with real Ray.
+    for _ in range(50):
         assert (await status(rw, "rayjob-1"))["status"] == "RUNNING"
         await rw.sleep(1)
     assert (await rw.http(DASH, "GET", "/api/jobs/rayjob-1/logs")).status == 200
@@ -202,7 +203,26 @@ async def test_job_whose_driver_ran_on_a_lost_head_fails_lazily_with_ft_and_is_u
         "FAILED", "Unexpected error occurred: failed to get job supervisor.",
         "JOB_SUPERVISOR_ACTOR_START_FAILURE")
     drivers = await rw.driver().gcs.jobs()
-    assert [(j["job_id"], j["is_dead"]) for j in drivers] == [("01000000", True)]
+    # the old dashboard's driver, the entrypoint's, the new dashboard's
+    assert [(j["job_id"], j["is_dead"]) for j in drivers] == [
+        ("01000000", True), ("02000000", True), ("03000000", False)]
+
+
+async def test_a_lost_heads_job_is_failed_a_minute_after_the_restart_without_any_request(
+        ray_world):
+    rw = ray_world
+    await rw.redis().wait_ready()
+    env = {"RAY_REDIS_ADDRESS": "redis:6379", "RAY_external_storage_namespace": "uid-1"}
+    head = await cluster(rw, env)
+    await submit(rw, "sleep 1000", "rayjob-1")
+    await rw.sleep(2)
+    head.crash()
+    await rw.sleep(10)
+    await head.replace(HEAD + "-b").wait_ready()
+    await rw.sleep(55)
+    assert (await status(rw, "rayjob-1"))["status"] == "RUNNING"
+    await rw.sleep(10)
+    assert (await status(rw, "rayjob-1"))["status"] == "FAILED"
 
 
 async def test_old_head_is_marked_dead_as_soon_as_a_new_head_registers(ray_world):
