@@ -164,7 +164,7 @@ class RayConfig:
     #: starts the manager with the dashboard (the emulator's older, eager behaviour).
     lazy_job_manager: bool = True
     #: With ``lazy_job_manager``, the manager also starts by itself this long after the
-    #: dashboard (measured on Ray 2.60: GET polling alone saw such a job RUNNING for 30–80 s
+    #: dashboard (measured on Ray 2.60: GET polling alone saw such a job RUNNING for 30-80 s
     #: after the restart; the trigger is not identified). None: only a request starts it.
     job_manager_starts_after: float | None = 60.0
     #: Real Ray's dashboard hangs while the GCS is down (health 503 after ~1 s, job list and submit
