@@ -33,6 +33,14 @@ KNOWN: dict[str, tuple[Any, Any]] = {
     # The real GCS keys its tables by binary ids, the fake by hex strings.
     "layout.id_lengths": ({"ACTOR": [16], "JOB": [4], "NODE": [28], "WORKERS": [28]},
                           {"ACTOR": [32], "JOB": [8], "NODE": [56], "WORKERS": [28]}),
+    # A real job is PENDING for a second or two (supervisor start, runtime env); the fake's
+    # default JobBehaviour.start_delay is 0, so polling sees RUNNING first.
+    "jobs.s1_statuses": (["PENDING", "RUNNING", "SUCCEEDED"], ["RUNNING", "SUCCEEDED"]),
+    "jobs.s1_messages": ({"PENDING": "Job has not started yet.",
+                          "RUNNING": "Job is currently running.",
+                          "SUCCEEDED": "Job finished successfully."},
+                         {"RUNNING": "Job is currently running.",
+                          "SUCCEEDED": "Job finished successfully."}),
 }
 
 
