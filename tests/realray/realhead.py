@@ -115,8 +115,19 @@ class RealHead:
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
             children.setdefault(ppid, []).append(int(entry.name))
         out = [self.proc.pid]
+        # Processes orphaned earlier (a dashboard's forkserver outlives a dashboard that died)
+        # are reparented to init: they are found by their working directory, this head's.
+        root = str(self.tmp.resolve())
+        for entry in sorted(Path("/proc").iterdir(), key=lambda e: e.name):
+            if entry.name.isdigit() and int(entry.name) not in out:
+                try:
+                    cwd = os.readlink(entry / "cwd").removesuffix(" (deleted)")
+                except OSError:
+                    continue
+                if cwd == root or cwd.startswith(root + "/"):
+                    out.append(int(entry.name))
         for pid in out:
-            out.extend(sorted(children.get(pid, [])))
+            out.extend(p for p in sorted(children.get(pid, [])) if p not in out)
         return out
 
     @staticmethod
