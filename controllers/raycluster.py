@@ -487,7 +487,9 @@ class RayClusterReconciler:
         Token auth without a user Secret or K8s auth: create ``<cluster>`` Secret with a random
         ``auth_token`` (from the seeded stream) unless it exists."""
         auth = dig(instance, "spec", "authOptions")
-        if not auth or auth.get("mode") == C.AUTH_MODE_DISABLED or auth.get("mode") is None:
+        # Go returns early only for no authOptions (a nil pointer) or mode Disabled: authOptions
+        # without a mode, even empty, still gets its Secret.
+        if auth is None or auth.get("mode") == C.AUTH_MODE_DISABLED:
             return
         if util.is_k8s_auth_enabled(auth) or auth.get("secretName"):
             return

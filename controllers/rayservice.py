@@ -20,9 +20,10 @@ Go's ``panic`` (Services pointing at different clusters, or at an unknown one) r
 panics are.
 
 Not ported: the incremental upgrade (``NewClusterWithIncrementalUpgrade``: Gateway, HTTPRoute,
-target capacities, rollback). `is_incremental_upgrade_enabled` is false for every RayService here,
-so that strategy runs the blue/green path (it still counts as zero-downtime); see
-``docs/deviations.md``.
+target capacities, rollback). Rather than run a hybrid that matches neither strategy, a RayService
+that would take that path (the type set and the ``RayServiceIncrementalUpgrade`` gate on) is
+refused after Go's own validation, with Ready=False / ValidationFailed and a message that says so
+(`INCREMENTAL_UPGRADE_REFUSED`); see ``docs/deviations.md``.
 """
 
 from __future__ import annotations
@@ -912,7 +913,17 @@ def validate_ray_service(instance: Obj, gates: FeatureGates = DEFAULTS
         validation.validate_ray_service_spec(instance, gates)
     except ValueError as err:
         return C.INVALID_RAY_SERVICE_SPEC, err
+    if util.is_incremental_upgrade_enabled(instance.get("spec") or {}, gates):
+        # Emulator-only: the incremental upgrade is not ported (module docstring).
+        return C.INVALID_RAY_SERVICE_SPEC, ValueError(INCREMENTAL_UPGRADE_REFUSED)
     return "", None
+
+
+#: Why kuberay-emu refuses a RayService that asks for the (unported) incremental upgrade.
+INCREMENTAL_UPGRADE_REFUSED = (
+    "kuberay-emu does not emulate upgradeStrategy.type NewClusterWithIncrementalUpgrade (Gateway "
+    "and HTTPRoute traffic shifting, target_capacity steps): use NewCluster, or turn off the "
+    "RayServiceIncrementalUpgrade feature gate")
 
 
 def suspend_is_operative(instance: Mapping[str, Any]) -> bool:

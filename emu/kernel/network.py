@@ -13,6 +13,11 @@ concurrent processes interleave). Faults, each with its undo:
   Undo: `clear_rule` (or it expires).
 - `lose_responses(match, ...)`: matching calls take effect but the caller never hears back and
   times out — the request a zombie leader sent that still lands. Undo: `clear_rule`.
+- `host_gone(host)`: the machine behind an address (a deleted Pod's IP, a dead Node's Pods) no
+  longer exists; a call to it gets no answer and times out after the caller's own timeout, as an
+  unanswered SYN does, where a live host with nothing on the port refuses at once. Undo:
+  `host_back` (the IP is given to a new Pod). ``blackhole_gone_hosts = False`` refuses instead
+  (the emulator's older, faster and optimistic behaviour).
 
 Long-lived streams (watches) are opened with `Network.stream`; a partition or outage between the
 two ends breaks them with `ConnectionReset`, as a TCP connection reset would.
@@ -212,6 +217,9 @@ class Network:
         self._streams_to: dict[int, dict[int, _Stream]] = {}
         self._streams_from: dict[int, dict[int, _Stream]] = {}
         self._triggers: dict[int, tuple[Match, int | None, Callable[[CallInfo], None]]] = {}
+        self._gone_hosts: dict[str, None] = {}
+        #: See `host_gone`; set before the hosts go.
+        self.blackhole_gone_hosts = True
         self._faulty = False
         #: How many calls each fail/lose/after-call rule (by id) and each latency match caught,
         #: kept after a rule expires: a fault whose matcher caught nothing did not happen.
@@ -289,7 +297,19 @@ class Network:
 
     def _refresh(self) -> None:
         self._faulty = bool(self._partitions or self._outages or self._latency or self._rules
-                            or self._triggers)
+                            or self._triggers or self._gone_hosts)
+
+    def host_gone(self, host: str) -> None:
+        """The machine at ``host`` (an IP or host name) is gone: calls to its addresses time out
+        (module docstring). Undo: `host_back`."""
+        if host and self.blackhole_gone_hosts:
+            self._gone_hosts[host] = None
+            self._refresh()
+
+    def host_back(self, host: str) -> None:
+        """``host`` exists again (its IP was given to a new Pod)."""
+        if self._gone_hosts.pop(host, 0) is None:
+            self._refresh()
 
     def partition(self, a: str, b: str) -> None:
         """Drop every packet between a and b (process names, hosts or addresses; a host covers
@@ -441,6 +461,9 @@ class Network:
         return delay
 
     def _outage_mode(self, info: CallInfo, ep: Endpoint | None) -> str | None:
+        if self._gone_hosts and (ep is None or not ep.up) \
+                and info.dst.rsplit(":", 1)[0] in self._gone_hosts:
+            return "blackhole"
         if not self._outages:
             return None
         for key in (info.dst, ep.owner if ep else "", ep.address if ep else ""):

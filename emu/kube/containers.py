@@ -137,6 +137,7 @@ class NodeRuntime:
             box = PodSandbox(uid, meta.get("namespace", "default"), meta["name"],
                              self._allocate_ip(), self.world.loop.time())
             self.sandboxes[uid] = box
+            self.world.network.host_back(box.ip)
         return box
 
     def remove_sandbox(self, uid: str) -> None:
@@ -148,6 +149,7 @@ class NodeRuntime:
         for rec in list(box.containers.values()):
             self.kill(rec, "sandbox removed")
         self._ips_in_use.pop(box.ip, None)
+        self.world.network.host_gone(box.ip)  # calls to the old IP now go unanswered
 
     # -- containers ------------------------------------------------------------------------------
 
@@ -245,5 +247,6 @@ class NodeRuntime:
             box.listener = None
             for rec in list(box.containers.values()):
                 self.kill(rec, "node failed")
+            self.world.network.host_gone(box.ip)
         self.sandboxes.clear()
         self._ips_in_use.clear()

@@ -174,9 +174,11 @@ def script_of(ctx: ContainerContext) -> str:
 class Shell:
     """Runs the submitter's shell subset with ``-e`` semantics; `run` returns the exit code."""
 
-    def __init__(self, ctx: ContainerContext) -> None:
+    def __init__(self, ctx: ContainerContext, *, follow_ends_on_disconnect: bool = True) -> None:
         self.ctx = ctx
         self.output: list[str] = []
+        #: See `_follow`; False keeps the older model (a lost dashboard makes it exit 1).
+        self.follow_ends_on_disconnect = follow_ends_on_disconnect
 
     def _dashboard(self, args: list[str]) -> str:
         address = flag(args, "address") or self.ctx.env.get("RAY_DASHBOARD_ADDRESS") \
@@ -273,7 +275,7 @@ class Shell:
                 return 0
             if verb == "logs":
                 if "--follow" in args or "-f" in args:
-                    return await self._follow(address, sid)
+                    return await self._follow(address, sid, stream=True)
                 answer = await http_call(self.ctx.call, address, "GET", f"/api/jobs/{sid}/logs")
                 return 0 if answer.ok else 1
             if verb in ("stop", "delete"):
@@ -314,11 +316,30 @@ class Shell:
             return 0
         return await self._follow(address, submitted, exit_on_status=True)
 
-    async def _follow(self, address: str, sid: str, exit_on_status: bool = False) -> int:
+    async def _follow(self, address: str, sid: str, exit_on_status: bool = False,
+                      stream: bool = False) -> int:
         """Tail until the job is terminal (``ray job logs --follow``; ``submit`` without
-        ``--no-wait`` also exits 1 unless it SUCCEEDED)."""
+        ``--no-wait`` also exits 1 unless it SUCCEEDED).
+
+        ``ray job logs --follow`` (``stream``) follows a websocket opened through the head's job
+        manager: opening it starts that manager (so a job whose supervisor was lost with the old
+        head is failed), an unknown id (a head restarted without fault tolerance) ends it with
+        "job not found" and exit 1, and a stream that closes because the dashboard went away ends
+        the command with exit 0 although the job is not terminal (Ray issues 60665, 51601;
+        KubeRay's submitter-finished handling). The tail itself is modelled by polling."""
+        if stream:
+            opened = await http_call(self.ctx.call, address, "GET", f"/api/jobs/{sid}/logs")
+            if opened.status != 200:
+                self.output.append(f"Job {sid} not found: {opened.body}")
+                return 1
         while True:
-            answer = await http_call(self.ctx.call, address, "GET", f"/api/jobs/{sid}")
+            try:
+                answer = await http_call(self.ctx.call, address, "GET", f"/api/jobs/{sid}")
+            except NetworkError:
+                if stream and self.follow_ends_on_disconnect:
+                    self.output.append(f"the log stream of job '{sid}' closed")
+                    return 0
+                raise
             if answer.status != 200:
                 self.output.append(answer.body)
                 return 1

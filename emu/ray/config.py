@@ -24,6 +24,7 @@ import attrs
 
 _SLEEP = re.compile(r"(?:\bsleep\s+|time\.sleep\(\s*)(\d+(?:\.\d+)?)")
 _EXIT = re.compile(r"(?:\bexit\s+|sys\.exit\(\s*)(\d+)")
+_RAY_SCRIPT = re.compile(r"\bray\b|\.py\b")
 
 
 @attrs.define
@@ -34,15 +35,27 @@ class JobBehaviour:
     ``logs``: what it prints; ``start_delay``: PENDING time before the driver starts (runtime env
     setup). With ``checkpoint_store``, progress is saved every ``checkpoint_every`` seconds under
     ``checkpoint_key`` (default: the entrypoint), and a later run resumes from it.
+    ``ray_init``: whether the entrypoint connects to Ray (``ray.init``) and so becomes a driver
+    with a Ray job id; ``None`` infers it from the entrypoint (it mentions ``ray`` or runs a
+    ``.py`` script). Real Ray leaves a submission's ``job_id`` and ``driver_info`` null otherwise.
     """
 
     duration: float = 5.0
     exit_code: int = 0
     logs: str = ""
+    #: Real Ray shows a new job PENDING for a second or two (the supervisor actor starts, the
+    #: runtime env is set up); 0 here by default, so the first poll already sees RUNNING.
     start_delay: float = 0.0
     checkpoint_store: str | None = None
     checkpoint_every: float = 10.0
     checkpoint_key: str | None = None
+    ray_init: bool | None = None
+
+    def connects(self, entrypoint: str) -> bool:
+        """Whether the driver calls ``ray.init`` (see ``ray_init``)."""
+        if self.ray_init is not None:
+            return self.ray_init
+        return bool(_RAY_SCRIPT.search(entrypoint))
 
 
 @attrs.define
@@ -146,6 +159,22 @@ class RayConfig:
     #: Current Ray: the head proxies job submission to the agent, so a duplicate id is a 500
     #: wrapping the agent's 400; False gives older Ray's plain 400.
     job_head_proxies_to_agent: bool = True
+    #: Real Ray creates the head's job manager (and so starts monitoring the jobs it finds in the
+    #: KV) on the first submit, stop, delete or logs request: after a head restart a job whose
+    #: supervisor was lost stays RUNNING to GET polling until such a request arrives. False
+    #: starts the manager with the dashboard (the emulator's older, eager behaviour).
+    lazy_job_manager: bool = True
+    #: With ``lazy_job_manager``, the manager also starts by itself this long after the
+    #: dashboard (measured on Ray 2.60: GET polling alone saw such a job RUNNING for 30-80 s
+    #: after the restart; the trigger is not identified). None: only a request starts it.
+    job_manager_starts_after: float | None = 60.0
+    #: Real Ray's dashboard hangs while the GCS is down (health 503 after ~1 s, job list and submit
+    #: 500 after ~30 s, job get and logs after ~59 s), so KubeRay's 2 s client sees timeouts; False
+    #: answers 500/503 at once, as the emulator used to.
+    dashboard_waits_for_gcs: bool = True
+    #: Real Ray marks the other ALIVE head nodes DEAD as soon as a new head node registers; False
+    #: leaves the old head to its health checks (~17 s), as the emulator used to.
+    new_head_replaces_old: bool = True
     records: RayRecords = attrs.field(factory=RayRecords)
     #: Scripted entrypoints (`entrypoint`): exact entrypoint text → async program.
     programs: dict[str, Any] = attrs.field(factory=dict)

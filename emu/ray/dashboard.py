@@ -10,8 +10,10 @@ Requests and responses are the HTTP-shaped dicts of `emu.ray.net`. Notable answe
 - ``GET /api/serve/applications/`` with no Serve controller: 200 with the empty shape; the
   controller unreachable: 503 "The GCS may be down, please retry later";
 - ``PUT /api/serve/applications/``: 200 with an empty body, 400 for an invalid config;
-- with the GCS unreachable, job endpoints answer 500 (submit: "No available agent to submit job,
-  please try again later.") and ``/api/gcs_healthz`` 503.
+- with the GCS unreachable, the dashboard hangs as the real one does (retrying until the GCS is
+  back) and only then answers: ``/api/gcs_healthz`` 503 after 1 s, job list and submit 500 after
+  30 s (submit: "No available agent to submit job, please try again later."), job get and logs
+  500 after 59 s; ``RayConfig.dashboard_waits_for_gcs = False`` answers at once.
 
 Every submission received is appended to ``RayConfig.records.submissions``.
 """
@@ -19,7 +21,9 @@ Every submission received is appended to ``RayConfig.records.submissions``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from emu.kernel.network import NetworkError
 from emu.kernel.programs import ContainerContext
@@ -30,7 +34,16 @@ from .net import HttpRequest, RpcError, json_response, response, serve_http
 from .serve import CONTROLLER_NAME, EMPTY_DETAILS, SERVE_NAMESPACE, validate_deploy_config
 from .workloads import RayClient, RayError
 
+T = TypeVar("T")
+
 DASHBOARD_PORT = 8265
+SESSION_NAMESPACE = "session"
+#: How long the real dashboard (Ray 2.60) hangs on a GCS that is down before it answers: the
+#: health check 503 after ~1 s, job list and submit 500 after ~30 s, job get and logs after ~59 s.
+GCS_WAIT_HEALTH_S = 1.0
+GCS_WAIT_LIST_S = 30.0
+GCS_WAIT_GET_S = 59.0
+SESSION_KEY = "session_name"
 
 _HEAD_TRACE = (
     "Traceback (most recent call last):\n"
@@ -52,6 +65,16 @@ _AGENT_TRACE = (
 )
 
 
+_VERSION_TAG = re.compile(r":(\d+\.\d+\.\d+)(?:[-@]|$)")
+
+
+def ray_version_of(image: str, default: str) -> str:
+    """The Ray version a head reports: its image's tag (``rayproject/ray:2.41.0-py310`` →
+    2.41.0), as the real image runs that Ray; ``default`` for an untagged or custom image."""
+    found = _VERSION_TAG.search(image)
+    return found.group(1) if found else default
+
+
 def duplicate_submission_body(submission_id: str, through_head: bool = True) -> str:
     """The body Ray answers for a reused submission id (500 through the head, 400 from the
     agent)."""
@@ -62,14 +85,14 @@ def duplicate_submission_body(submission_id: str, through_head: bool = True) -> 
 def job_details(submission_id: str, info: dict[str, Any]) -> dict[str, Any]:
     """``JobDetails`` of a submission job."""
     driver = None
-    if info.get("driver_node_id"):
+    if info.get("job_id"):
         driver = {"id": info.get("job_id"), "node_ip_address": None, "pid": None}
     return {
         "type": "SUBMISSION", "job_id": info.get("job_id"), "submission_id": submission_id,
         "driver_info": driver, "status": info["status"], "entrypoint": info["entrypoint"],
         "message": info.get("message"), "error_type": info.get("error_type"),
         "start_time": info.get("start_time"), "end_time": info.get("end_time"),
-        "metadata": info.get("metadata") or {}, "runtime_env": info.get("runtime_env") or {},
+        "metadata": info.get("metadata"), "runtime_env": info.get("runtime_env"),
         "driver_agent_http_address": info.get("driver_agent_http_address"),
         "driver_node_id": info.get("driver_node_id"),
         "driver_exit_code": info.get("driver_exit_code"),
@@ -89,6 +112,10 @@ def driver_job_details(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _internal(job: dict[str, Any]) -> bool:
+    return str(job.get("ray_namespace") or "").startswith("_ray_internal")
+
+
 class Dashboard:
     """The head's dashboard process: HTTP on 8265 over a GCS client and a job manager."""
 
@@ -100,22 +127,58 @@ class Dashboard:
         self.port = port
         self.client = RayClient(ctx.network, gcs_address, process=ctx.process, rng=ctx.rng)
         self.jobs = JobManager(self.client, ctx.env, ctx.rng, ctx.process.log)
+        self._manager_started = False
+        self.ray_version = ray_version_of(str(ctx.container.get("image") or ""),
+                                          config.ray_version)
 
     @property
     def now(self) -> float:
         return asyncio.get_running_loop().time()
 
     async def run(self) -> int:
+        await self._session_name()
         serve_http(self.ctx, self.port, self.handle)
-        self.ctx.process.spawn(self.jobs.recover_running_jobs(), name="dashboard:recover")
+        if not self.config.lazy_job_manager:
+            self._job_manager()
+        elif self.config.job_manager_starts_after is not None:
+            self.ctx.process.spawn(self._start_manager_later(
+                self.config.job_manager_starts_after), name="dashboard:manager-timer")
         await asyncio.Event().wait()
         return 0
+
+    async def _start_manager_later(self, delay: float) -> None:
+        await self.ctx.process.sleep(delay)
+        self._job_manager()
+
+    def _job_manager(self) -> JobManager:
+        """``get_job_manager()``: the manager starts (and recovers the running jobs it finds)
+        on first use."""
+        if not self._manager_started:
+            self._manager_started = True
+            self.ctx.process.spawn(self.jobs.recover_running_jobs(), name="dashboard:recover")
+        return self.jobs
+
+    async def _session_name(self) -> None:
+        """The head keeps the session name it finds in the internal KV (``session`` /
+        ``session_name``), so a head restarted on a Redis-backed GCS reports the old one; else it
+        stores its own."""
+        while True:
+            try:
+                stored = await self.client.gcs.kv_get(SESSION_NAMESPACE, SESSION_KEY)
+                if stored:
+                    self.session_name = stored.decode()
+                else:
+                    await self.client.gcs.kv_put(SESSION_NAMESPACE, SESSION_KEY,
+                                                 self.session_name.encode(), False)
+                return
+            except NetworkError:
+                await asyncio.sleep(1.0)
 
     async def handle(self, req: HttpRequest) -> dict[str, Any]:
         path = req.path.rstrip("/") or "/"
         try:
             if path == "/api/version" and req.method == "GET":
-                return json_response(200, {"version": "4", "ray_version": self.config.ray_version,
+                return json_response(200, {"version": "4", "ray_version": self.ray_version,
                                            "ray_commit": "emu", "session_name": self.session_name})
             if path == "/api/gcs_healthz" and req.method == "GET":
                 return await self._gcs_healthz()
@@ -123,18 +186,35 @@ class Dashboard:
                 if req.method == "POST":
                     return await self._submit(req)
                 if req.method == "GET":
-                    return await self._list_jobs()
+                    return await self._waiting(GCS_WAIT_LIST_S, self._list_jobs)
             if path.startswith("/api/jobs/"):
-                return await self._job_route(req, path[len("/api/jobs/"):])
+                rest = path[len("/api/jobs/"):]
+                budget = GCS_WAIT_GET_S if req.method == "GET" else GCS_WAIT_LIST_S
+                return await self._waiting(budget, lambda: self._job_route(req, rest))
             if path == "/api/serve/applications":
                 return await self._serve(req)
         except NetworkError as err:
             return response(500, f"Internal Server Error: the GCS is unreachable ({err})")
         return response(404, f"404: Not Found ({req.method} {req.path})")
 
+    async def _waiting(self, budget: float, op: Callable[[], Awaitable[T]]) -> T:
+        """Run ``op``; while the GCS is unreachable, retry it once a second for ``budget``
+        seconds (the real dashboard's GCS client hangs until the GCS is back or its call times
+        out), then let the `NetworkError` through. Immediate with
+        ``RayConfig.dashboard_waits_for_gcs`` False."""
+        start = self.now
+        while True:
+            try:
+                return await op()
+            except NetworkError:
+                left = budget - (self.now - start)
+                if not self.config.dashboard_waits_for_gcs or left <= 0:
+                    raise
+                await asyncio.sleep(min(1.0, left))
+
     async def _gcs_healthz(self) -> dict[str, Any]:
         try:
-            await self.client.gcs.check_alive()
+            await self._waiting(GCS_WAIT_HEALTH_S, self.client.gcs.check_alive)
         except (NetworkError, RpcError) as err:
             return response(503, f"Health check failed: {err}")
         return response(200, "success")
@@ -152,7 +232,8 @@ class Dashboard:
                      "argument: 'entrypoint'"))
         sid = str(body.get("submission_id") or body.get("job_id") or "")
         try:
-            submission_id = await self.jobs.submit(body)
+            submission_id = await self._waiting(GCS_WAIT_LIST_S,
+                                                lambda: self._job_manager().submit(body))
         except ValueError:
             through_head = self.config.job_head_proxies_to_agent
             text = duplicate_submission_body(sid, through_head)
@@ -176,7 +257,7 @@ class Dashboard:
         infos = await self.jobs.info.all()
         out = [job_details(sid, info) for sid, info in infos.items()]
         for job in await self.client.gcs.jobs():
-            if not job.get("submission_id"):
+            if not job.get("submission_id") and not _internal(job):
                 out.append(driver_job_details(job))
         return json_response(200, out)
 
@@ -186,21 +267,23 @@ class Dashboard:
         action = "/".join(parts[1:])
         info = await self.jobs.info.get(sid)
         if info is None:
-            drivers = [j for j in await self.client.gcs.jobs() if j["job_id"] == sid]
+            drivers = [j for j in await self.client.gcs.jobs()
+                       if j["job_id"] == sid and not _internal(j)]
             if drivers and req.method == "GET" and not action:
                 return json_response(200, driver_job_details(drivers[0]))
             return response(404, f"Job {sid} does not exist")
         if req.method == "GET" and not action:
             return json_response(200, job_details(sid, info))
         if req.method == "POST" and action == "stop":
-            return json_response(200, {"stopped": await self.jobs.stop(sid)})
+            return json_response(200, {"stopped": await self._job_manager().stop(sid)})
         if req.method == "DELETE" and not action:
             try:
-                deleted = await self.jobs.delete(sid)
+                deleted = await self._job_manager().delete(sid)
             except RuntimeError as err:
                 return response(500, f"Traceback (most recent call last):\nRuntimeError: {err}\n")
             return json_response(200, {"deleted": deleted})
         if req.method == "GET" and action == "logs":
+            self._job_manager()
             return json_response(200, {"logs": await self._logs(sid, info)})
         return response(404, f"404: Not Found ({req.method} {req.path})")
 

@@ -60,7 +60,8 @@ class JobContext:
 
     entrypoint: str
     submission_id: str
-    job_id: str
+    #: The Ray job id, None for a driver that never connects to Ray (real Ray leaves it null).
+    job_id: str | None
     rt: ActorRuntime
     logs: list[str]
     _ray: RayClient | None = None
@@ -91,7 +92,7 @@ class JobContext:
 
             client = RayClient(self.rt.raylet.ctx.network, self.rt.gcs.address,
                                process=self.rt.process)
-            client.job_id = self.job_id
+            client.job_id = self.job_id or ""
             self._ray = client
         return self._ray
 

@@ -248,6 +248,12 @@ class GcsServer:
         if node.get("is_head"):
             await self._st(self.storage.put("KV", kv_storage_key(JOB_NAMESPACE, "head_node_id"),
                                             node["node_id"].encode()))
+            if self.config.new_head_replaces_old:
+                # A new head registering means the old head is gone: Ray marks it dead at once
+                # rather than waiting for its health checks.
+                for old_id, old in list(self.nodes.items()):
+                    if old_id != node["node_id"] and old.get("is_head"):
+                        await self.on_node_failure(old_id, "head node replaced by a new head")
         self.log("node_registered", node_id=node["node_id"], name=node.get("node_name"),
                  head=bool(node.get("is_head")))
         self._watch(node["node_id"], notify_restart=False)

@@ -25,8 +25,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from emu.kernel.network import NetworkError
+from emu.kernel.process import ProcessGone
 
-from .gcs_client import JOB_NAMESPACE, GcsClient, unix_ms
+from .gcs_client import (
+    DEFAULT_RECONNECT_TIMEOUT_S,
+    JOB_NAMESPACE,
+    GcsClient,
+    job_id_hex,
+    unix_ms,
+)
 from .net import RpcError
 from .workloads import ActorDiedError, RayClient, RayError
 
@@ -39,11 +46,11 @@ SUPERVISOR_NAMESPACE = "SUPERVISOR_ACTOR_RAY_NAMESPACE"
 JOB_MONITOR_PERIOD_S = 1.0
 JOB_START_TIMEOUT_S = 900.0
 TERMINAL = ("STOPPED", "SUCCEEDED", "FAILED")
+#: Drivers in a namespace with this prefix are Ray's own (the dashboard's): not listed as jobs.
+INTERNAL_NAMESPACE = "_ray_internal_dashboard"
 
 MESSAGES = {
-    "PENDING": "Job has not started yet. It may be waiting for resources (CPUs, GPUs, memory, "
-               "custom resources) to become available. It may be waiting for the runtime "
-               "environment to be set up.",
+    "PENDING": "Job has not started yet.",
     "RUNNING": "Job is currently running.",
     "STOPPED": "Job was intentionally stopped.",
     "SUCCEEDED": "Job finished successfully.",
@@ -52,6 +59,20 @@ MESSAGES = {
 
 _SUBMIT_ALPHABET = "".join(sorted(set(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") - set("IloO0")))
+
+
+def pending_message(info: dict[str, Any]) -> str:
+    """``JobInfo.__post_init__``: the PENDING message hints at resources only when entrypoint
+    resources were asked for, at the runtime env only when one was given."""
+    message = MESSAGES["PENDING"]
+    if any((info.get(k) or 0) > 0 for k in ("entrypoint_num_cpus", "entrypoint_num_gpus",
+                                             "entrypoint_memory")) \
+            or info.get("entrypoint_resources"):
+        message += (" It may be waiting for resources (CPUs, GPUs, memory, custom resources) to "
+                    "become available.")
+    if info.get("runtime_env"):
+        message += " It may be waiting for the runtime environment to be set up."
+    return message
 
 
 def info_key(submission_id: str) -> str:
@@ -126,14 +147,25 @@ class JobSupervisor:
             self.rt.spawn(self._finish("STOPPED", None, None), name="job:stopped")
         return True
 
-    async def _retry(self, op: Any) -> Any:
-        """A GCS write from the supervisor retries until the GCS is back (or the node dies)."""
-        assert self.rt is not None
+    async def _retry(self, op: Any, give_up_after: float | None = None) -> Any:
+        """A GCS write from the supervisor retries until the GCS is back (or the node dies).
+        With ``give_up_after``, the supervisor's worker exits once the GCS has been unreachable
+        that long (its core worker's GCS client gives up, ``gcs_rpc_server_reconnect_timeout_s``):
+        the write never lands and the job manager later finds the supervisor dead."""
+        rt = self.rt
+        assert rt is not None
+        since: float | None = None
         while True:
             try:
                 return await op()
-            except NetworkError:
-                await self.rt.sleep(1.0)
+            except NetworkError as err:
+                since = rt.now if since is None else since
+                if give_up_after is not None and rt.now - since >= give_up_after:
+                    rt.log("job_supervisor_gcs_lost", submission_id=self.submission_id,
+                           seconds=rt.now - since)
+                    rt.process.exit(1, f"the GCS was unreachable for {give_up_after:g}s: {err}")
+                    raise ProcessGone("job supervisor exited: the GCS is gone") from err
+                await rt.sleep(1.0)
 
     def _logs(self) -> list[str]:
         assert self.rt is not None
@@ -147,17 +179,24 @@ class JobSupervisor:
         info = JobInfoClient(rt.gcs)
         if behaviour.start_delay:
             await rt.sleep(behaviour.start_delay)
-        counter = int(await self._retry(lambda: rt.gcs.rpc("GetNextJobID")))
-        job_id = counter.to_bytes(4, "little").hex()
-        await self._retry(lambda: rt.gcs.add_job({
-            "job_id": job_id, "driver_node_id": rt.node_id, "entrypoint": self.entrypoint,
-            "submission_id": self.submission_id, "is_dead": False}))
-        self.job_id = job_id
         await self._retry(lambda: info.put_status(
-            self.submission_id, "RUNNING", rt.now, job_id=job_id, driver_node_id=rt.node_id,
+            self.submission_id, "RUNNING", rt.now, driver_node_id=rt.node_id,
             driver_agent_http_address=f"http://{rt.node_ip}:52365"))
         logs = self._logs()
         logs.append(f"Running entrypoint for job {self.submission_id}: {self.entrypoint}")
+        job_id: str | None = None
+        if behaviour.connects(self.entrypoint) or rt.config.job_program(self.entrypoint):
+            # The driver's ray.init (a registered program uses the Ray API): a Ray job id, the
+            # driver in the GCS JOB table, and the id in the submission's record (real Ray
+            # leaves both null for a driver that never connects).
+            counter = int(await self._retry(lambda: rt.gcs.rpc("GetNextJobID")))
+            job_id = counter.to_bytes(4, "little").hex()
+            await self._retry(lambda: rt.gcs.add_job({
+                "job_id": job_id, "driver_node_id": rt.node_id, "entrypoint": self.entrypoint,
+                "submission_id": self.submission_id, "is_dead": False}))
+            self.job_id = job_id
+            await self._retry(lambda: info.put_status(self.submission_id, "RUNNING", rt.now,
+                                                      job_id=job_id))
         scripted = await self._run_scripted(job_id, logs)
         if scripted is not None:
             await self._end(scripted, logs)
@@ -182,7 +221,7 @@ class JobSupervisor:
             logs.extend(behaviour.logs.splitlines())
         await self._end(behaviour.exit_code, logs)
 
-    async def _run_scripted(self, job_id: str, logs: list[str]) -> int | None:
+    async def _run_scripted(self, job_id: str | None, logs: list[str]) -> int | None:
         """A registered program, or simple shell, as the driver (`emu.ray.entrypoints`); its
         exit code, or None when neither applies."""
         from .entrypoints import JobContext, JobExit, is_simple_shell, run_shell
@@ -228,7 +267,8 @@ class JobSupervisor:
         if status == "FAILED":
             fields["error_type"] = "JOB_ENTRYPOINT_COMMAND_ERROR"
         await self._retry(lambda: info.put_status(self.submission_id, status, rt.now, message,
-                                                  **fields))
+                                                  **fields),
+                          give_up_after=DEFAULT_RECONNECT_TIMEOUT_S)
         job_id = getattr(self, "job_id", None)
         if job_id:
             await self._retry(lambda: rt.gcs.mark_job_finished(job_id))
@@ -260,9 +300,11 @@ class JobManager:
                 self._monitor_job(submission_id))
 
     async def recover_running_jobs(self) -> None:
-        """``_recover_running_jobs``: monitor every non-terminal job found in the KV."""
+        """Connect as the dashboard's internal driver, then ``_recover_running_jobs``: monitor
+        every non-terminal job found in the KV."""
         while True:
             try:
+                await self._connect_driver()
                 jobs = await self.info.all()
                 break
             except NetworkError:
@@ -272,6 +314,20 @@ class JobManager:
                 self.log("job_recovered", submission_id=submission_id, status=info["status"])
                 self._monitor(submission_id)
         self.recovered.set()
+
+    async def _connect_driver(self) -> None:
+        """The manager's own ``ray.init``: a driver job in the GCS (on the head node, in an
+        internal namespace the job list hides) that owns the supervisor actors, as in real Ray
+        (whose JOB table and ``JobCounter`` exist as soon as a job is submitted)."""
+        if self.client.job_id:
+            return
+        head = await self.client.gcs.kv_get(JOB_NAMESPACE, "head_node_id")
+        job_id = job_id_hex(int(await self.client.gcs.rpc("GetNextJobID")))
+        await self.client.gcs.add_job({
+            "job_id": job_id, "driver_node_id": head.decode() if head else None,
+            "entrypoint": "", "submission_id": None, "is_dead": False,
+            "ray_namespace": INTERNAL_NAMESPACE, "start_time_ms": unix_ms(self.now)})
+        self.client.job_id = job_id
 
     def new_submission_id(self) -> str:
         return "raysubmit_" + "".join(self.rng.choice(_SUBMIT_ALPHABET) for _ in range(16))
@@ -285,9 +341,9 @@ class JobManager:
         specified = any((v or 0) > 0 for v in resources.values()) \
             or bool(req.get("entrypoint_resources"))
         info = {
-            "status": "PENDING", "entrypoint": req["entrypoint"], "message": MESSAGES["PENDING"],
+            "status": "PENDING", "entrypoint": req["entrypoint"], "message": "",
             "error_type": None, "start_time": unix_ms(self.now), "end_time": None,
-            "metadata": req.get("metadata") or {}, "runtime_env": req.get("runtime_env") or {},
+            "metadata": req.get("metadata"), "runtime_env": req.get("runtime_env"),
             "entrypoint_num_cpus": req.get("entrypoint_num_cpus") or 0,
             "entrypoint_num_gpus": req.get("entrypoint_num_gpus") or 0,
             "entrypoint_memory": req.get("entrypoint_memory") or 0,
@@ -295,6 +351,7 @@ class JobManager:
             "driver_agent_http_address": None, "driver_node_id": None, "driver_exit_code": None,
             "job_id": None,
         }
+        info["message"] = pending_message(info)
         if not await self.info.put(submission_id, info, overwrite=False):
             raise ValueError(duplicate_message(submission_id))
         on_workers = specified or self.env.get("RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES") == "1"

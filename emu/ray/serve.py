@@ -7,7 +7,9 @@ Follows ``python/ray/serve/_private/{controller,application_state,deployment_sta
   ``max_restarts=-1``, preferring the head node); it checkpoints its state into the GCS internal KV
   (namespace ``serve``) on every change and restores it when it starts, so Serve state survives a
   head restart exactly when the GCS's storage does;
-- ``PUT`` is declarative: new or changed apps go DEPLOYING (the build task takes the app's
+- ``PUT`` is declarative: a change to lightweight options only (``num_replicas``,
+  ``user_config``, autoscaling, ...) keeps the running replicas (scaling to the new count); other
+  new or changed apps go DEPLOYING (the build task takes the app's
   ``build_seconds``; a ``fail_message`` makes it DEPLOY_FAILED), then their deployments UPDATING
   while replicas start (``replica_start_seconds``), then HEALTHY/RUNNING; apps missing from the
   body are DELETING until their replicas stopped, then gone;
@@ -103,6 +105,21 @@ def _deployment_names(app: dict[str, Any]) -> list[tuple[str, int, float]]:
     return [(attr, 1, 1.0)]
 
 
+#: Deployment options real Serve applies without restarting replicas (a "lightweight update").
+LIGHTWEIGHT_OPTIONS = ("num_replicas", "user_config", "autoscaling_config",
+                       "max_ongoing_requests", "max_queued_requests",
+                       "graceful_shutdown_wait_loop_s", "graceful_shutdown_timeout_s",
+                       "health_check_period_s", "health_check_timeout_s", "logging_config")
+
+
+def _code_of(app: dict[str, Any]) -> dict[str, Any]:
+    """An app's config without its lightweight options: equal code means no replica restart."""
+    out = dict(app)
+    out["deployments"] = [{k: v for k, v in d.items() if k not in LIGHTWEIGHT_OPTIONS}
+                          for d in app.get("deployments") or []]
+    return out
+
+
 class ServeController:
     """The Serve controller actor (hosted by a raylet; see `emu.ray.workloads`)."""
 
@@ -159,6 +176,10 @@ class ServeController:
             if current is not None and current["config"] == spec \
                     and current["status"] != "DELETING":
                 continue
+            if current is not None and current["status"] != "DELETING" and current["built"] \
+                    and _code_of(current["config"]) == _code_of(spec):
+                await self._lightweight_update(current, spec)
+                continue
             old_replicas = self._all_replicas(current) if current else []
             apps[name] = {
                 "name": name, "route_prefix": spec.get("route_prefix", "/"),
@@ -174,6 +195,22 @@ class ServeController:
             await self._stop_replicas(old_replicas)
         await self._checkpoint()
         await self._reconcile()
+
+    async def _lightweight_update(self, app: dict[str, Any], spec: dict[str, Any]) -> None:
+        """Only lightweight options changed (``num_replicas``, ``user_config``, autoscaling, ...):
+        as real Serve, the running replicas stay (no outage); a deployment scaled down stops its
+        newest surplus replicas, one scaled up starts more."""
+        app["config"] = spec
+        for dep_name, n, _cpus in _deployment_names(spec):
+            dep = app["deployments"].get(dep_name)
+            if dep is None or dep["target_num_replicas"] == n:
+                continue
+            surplus = sorted(dep["replicas"])[n:]
+            dep["target_num_replicas"] = n
+            await self._stop_replicas([dep["replicas"].pop(rid) for rid in surplus])
+            dep.update(status="UPSCALING" if surplus == [] else "DOWNSCALING",
+                       status_trigger="CONFIG_UPDATE_STARTED", message="")
+        self._rt.log("serve_lightweight_update", app=app["name"])
 
     async def shutdown(self) -> None:
         """``serve.shutdown()``: stop everything and forget the checkpoint."""

@@ -196,11 +196,7 @@ class ActorHandle:
             if record.get("state") != "ALIVE" or not record.get("address"):
                 record = await self._wait_alive(deadline)
             try:
-                result = await self._client.call(
-                    record["address"],
-                    {"method": "ActorCall", "actor_id": self.actor_id, "name": method,
-                     "args": args, "kwargs": kwargs}, verb="ActorCall", name=method,
-                    timeout=max(deadline - self._client.now, 0.001))
+                result = await self._call_watching(record, method, args, kwargs, deadline)
             except (NetworkError, RpcError) as err:
                 self._record = {**record, "state": "UNKNOWN"}
                 try:
@@ -234,6 +230,48 @@ class ActorHandle:
             if "error" in result:
                 raise RayTaskError(result["error"])
             return result["ok"]
+
+    async def _call_watching(self, record: dict[str, Any], method: str, args: Any, kwargs: Any,
+                             deadline: float) -> Any:
+        """The call, abandoned as soon as the GCS reports the actor no longer ALIVE at that
+        address (the caller's core worker subscribes to its actor's state): a call to an actor
+        whose node vanished fails when the GCS declares the node dead, not after the call's own
+        timeout on an address that no longer answers."""
+        call = asyncio.ensure_future(self._client.call(
+            record["address"],
+            {"method": "ActorCall", "actor_id": self.actor_id, "name": method,
+             "args": args, "kwargs": kwargs}, verb="ActorCall", name=method,
+            timeout=max(deadline - self._client.now, 0.001)))
+        watch = asyncio.ensure_future(self._watch_state(record, deadline))
+        try:
+            await asyncio.wait({call, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (call, watch):
+                if not task.done():
+                    task.cancel()
+        if call.done() and not call.cancelled():
+            return call.result()
+        changed = watch.result()
+        raise NetworkError(f"actor {self.name or self.actor_id} is {changed.get('state')}: the "
+                           "call in flight was abandoned", dst=record["address"])
+
+    async def _watch_state(self, record: dict[str, Any], deadline: float) -> dict[str, Any]:
+        version = int(record.get("version", 0))
+        while True:
+            left = deadline - self._client.now
+            if left <= 0:
+                await asyncio.Event().wait()  # the call's own timeout decides
+            try:
+                current = await self._client.gcs.wait_actor(self.actor_id, version,
+                                                            timeout=min(30.0, left))
+            except (NetworkError, RpcError):
+                await asyncio.sleep(1.0)
+                continue
+            if current is None:
+                return {"state": "DEAD"}
+            if current.get("state") != "ALIVE" or current.get("address") != record["address"]:
+                return current
+            version = int(current.get("version", version))
 
     async def _wait_alive(self, deadline: float) -> dict[str, Any]:
         record = self._record

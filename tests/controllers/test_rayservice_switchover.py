@@ -126,9 +126,11 @@ async def test_traffic_through_the_serve_service_during_an_upgrade(sim, propagat
     if expected is not None:
         assert failed == expected
     else:
-        # The old Pods die about 2 s after the switch and the slices move at 10 s: roughly the
-        # 8 s in between, at 10 requests a second.
-        assert 40 <= failed <= 100, failed
+        # The old Pods die about 2 s after the switch and the slices move at 10 s. A deleted
+        # Pod's IP blackholes, so each request sent in between waits the client's 2 s timeout
+        # before it fails (one client, one request at a time): a handful fail, spread over the
+        # window, rather than 10 a second.
+        assert 3 <= failed <= 5, failed
         assert all(t_switch + 2.0 <= t <= t_switch + propagation + 0.1 for t in failed_times)
 
 

@@ -161,3 +161,39 @@ async def test_serve_apps_survive_a_head_restart_only_with_fault_tolerance(ray_w
         "the recovered controller kept the replicas that never died"
     health = await rw.http(f"{new_head.ip}:8000", "GET", "/-/healthz")
     assert (health.status, health.body) == (200, "success")
+
+
+def _replica_ids(fruit):
+    return sorted(r["replica_id"] for r in fruit["deployments"]["FruitMarket"]["replicas"])
+
+
+async def test_lightweight_update_keeps_replicas_and_a_code_change_replaces_them(ray_world):
+    import copy
+
+    rw = ray_world
+    _head, workers = await cluster(rw)
+    await rw.http(DASH, "PUT", "/api/serve/applications/", CONFIG)
+    await rw.sleep(8)
+    before = _replica_ids((await apps(rw))["fruit"])
+    assert len(before) == 2
+    light = copy.deepcopy(CONFIG)
+    light["applications"][0]["deployments"][0]["user_config"] = {"price": 3}
+    assert (await rw.http(DASH, "PUT", "/api/serve/applications/", light)).status == 200
+    for _ in range(10):  # no outage: the app keeps running on the same replicas
+        fruit = (await apps(rw))["fruit"]
+        assert (fruit["status"], _replica_ids(fruit)) == ("RUNNING", before)
+        reply = await rw.http(f"{workers[0].ip}:8000", "GET", "/fruit/a")
+        assert reply.status == 200
+        await rw.sleep(1)
+    light["applications"][0]["deployments"][0]["num_replicas"] = 1
+    await rw.http(DASH, "PUT", "/api/serve/applications/", light)
+    await rw.sleep(5)
+    fruit = (await apps(rw))["fruit"]
+    assert (fruit["status"], _replica_ids(fruit)) == ("RUNNING", before[:1])
+    code = copy.deepcopy(light)
+    code["applications"][0]["import_path"] = "fruit.v2"
+    await rw.http(DASH, "PUT", "/api/serve/applications/", code)
+    await rw.sleep(10)
+    fruit = (await apps(rw))["fruit"]
+    assert fruit["status"] == "RUNNING"
+    assert not set(_replica_ids(fruit)) & set(before)

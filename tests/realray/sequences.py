@@ -1,0 +1,158 @@
+"""One sequence of client operations, run against the real Ray and against the fake, and what a
+client observed, normalised so the two can be compared field by field.
+
+A `Side` is the real head or the fake one: HTTP to the dashboard, sleeps (real or virtual), a head
+restart on the same Redis, internal KV through a GCS client, and the Redis keys of its namespace.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import orjson
+
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+#: KV fields both GCSes must write (the rest of the real GCS's KV is usage stats and dashboard
+#: bookkeeping the fake does not model).
+KV_FIELDS = ("@namespace_cluster:ray_cluster_id", "@namespace_job:_ray_internal_job_info_s1",
+             "@namespace_job:_ray_internal_job_info_s2", "@namespace_session:session_name",
+             "gcs_pid", "@namespace_myns:k1")
+
+
+class Side(Protocol):
+    async def http(self, method: str, path: str, body: Any = None) -> tuple[int, str]: ...
+    async def sleep(self, seconds: float) -> None: ...
+    async def restart_head(self) -> None: ...
+    async def kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
+    async def kv_get(self, namespace: str, key: str) -> bytes | None: ...
+    def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]: ...
+
+
+def normalise_trace(text: str) -> str:
+    """A Python traceback without install paths, line numbers and caret lines."""
+    text = re.sub(r'File "[^"]*?/(ray/[^"]*)"', r'File "\1"', text)
+    text = re.sub(r", line \d+,", ",", text)
+    return "\n".join(line for line in text.split("\n")
+                     if not (line.strip() and set(line.strip()) <= set("^~")))
+
+
+async def job(side: Side, sid: str) -> dict[str, Any]:
+    status, text = await side.http("GET", f"/api/jobs/{sid}")
+    assert status == 200, (status, text)
+    details: dict[str, Any] = orjson.loads(text)
+    return details
+
+
+async def follow(side: Side, sid: str, timeout: float, every: float = 0.2
+                 ) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """Poll until terminal: the statuses seen (consecutive repeats dropped), each status's
+    message, the last details."""
+    seen: list[str] = []
+    messages: dict[str, str] = {}
+    waited = 0.0
+    while True:
+        details = await job(side, sid)
+        if not seen or seen[-1] != details["status"]:
+            seen.append(details["status"])
+        messages[details["status"]] = details["message"]
+        if details["status"] in TERMINAL or waited >= timeout:
+            return seen, messages, details
+        await side.sleep(every)
+        waited += every
+
+
+def call(status: int, text: str) -> dict[str, Any]:
+    try:
+        body: Any = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        body = normalise_trace(text)
+    return {"status": status, "body": body}
+
+
+async def jobs_api(side: Side) -> dict[str, Any]:
+    """Submit, duplicate id, transitions, stop, list, logs, delete, unknown ids."""
+    out: dict[str, Any] = {}
+    out["submit"] = call(*await side.http(
+        "POST", "/api/jobs/", {"entrypoint": "echo hi; sleep 3; echo bye", "submission_id": "s1"}))
+    out["duplicate"] = call(*await side.http(
+        "POST", "/api/jobs/", {"entrypoint": "echo hi", "submission_id": "s1"}))
+    seen, messages, done = await follow(side, "s1", 60)
+    out["s1_statuses"] = seen
+    out["s1_messages"] = messages
+    out["s1_details"] = {k: done[k] for k in ("type", "job_id", "submission_id", "driver_info",
+                                              "status", "entrypoint", "message", "error_type",
+                                              "metadata", "runtime_env", "driver_exit_code")}
+    out["s1_details_keys"] = sorted(done)
+    out["s1_end_after_start"] = done["end_time"] > done["start_time"]
+    status, text = await side.http("GET", "/api/jobs/s1/logs")
+    logs = orjson.loads(text)["logs"] if status == 200 else text
+    out["s1_logs"] = (status, [line for line in logs.split("\n") if "Running entrypoint" in line])
+    for what, method, path in (("get_unknown", "GET", "/api/jobs/nope"),
+                               ("logs_unknown", "GET", "/api/jobs/nope/logs"),
+                               ("stop_unknown", "POST", "/api/jobs/nope/stop"),
+                               ("delete_unknown", "DELETE", "/api/jobs/nope")):
+        out[what] = call(*await side.http(method, path))
+    out["submit_s2"] = call(*await side.http(
+        "POST", "/api/jobs/", {"entrypoint": "sleep 600", "submission_id": "s2"}))
+    seen, _m, _d = await follow(side, "s2", 60)
+    while seen[-1] == "PENDING":
+        seen, _m, _d = await follow(side, "s2", 60)
+    status, text = await side.http("DELETE", "/api/jobs/s2")
+    out["delete_running"] = {"status": status, "mentions_non_terminal":
+                             "non-terminal state RUNNING" in text}
+    out["stop"] = call(*await side.http("POST", "/api/jobs/s2/stop"))
+    seen, messages, done = await follow(side, "s2", 60)
+    out["s2_after_stop"] = (seen[-1], messages[seen[-1]], done["error_type"])
+    out["stop_again"] = call(*await side.http("POST", "/api/jobs/s2/stop"))
+    out["stop_succeeded"] = call(*await side.http("POST", "/api/jobs/s1/stop"))
+    status, text = await side.http("GET", "/api/jobs/")
+    out["list"] = (status, sorted((j["submission_id"], j["status"], j["type"])
+                                  for j in orjson.loads(text)))
+    status, text = await side.http("GET", "/api/version")
+    out["version_keys"] = (status, sorted(orjson.loads(text)))
+    out["healthz"] = await side.http("GET", "/api/gcs_healthz")
+    return out
+
+
+def redis_layout(side: Side, kv_fields: tuple[str, ...] = KV_FIELDS) -> dict[str, Any]:
+    """Key names (namespace elided) and types; which of ``kv_fields`` the KV hash holds; the
+    length of the entry keys (binary ids) of each other hash."""
+    keys = side.redis_keys()
+    out: dict[str, Any] = {"keys": sorted((k, t) for k, (t, _f) in keys.items())}
+    kv = {f.decode("utf-8", "replace") for f in keys.get("KV", ("", []))[1]}
+    out["kv_fields"] = sorted(f for f in kv_fields if f in kv)
+    out["id_lengths"] = {k: sorted({len(f) for f in fields}) for k, (t, fields) in keys.items()
+                         if t == "hash" and k != "KV"}
+    return out
+
+
+async def head_restart(side: Side) -> dict[str, Any]:
+    """A running job, a KV entry, then the head restarts on the same Redis; what survives and how
+    the job's status evolves when only GET polls it, then after a logs request."""
+    out: dict[str, Any] = {}
+    await side.kv_put("myns", "k1", b"v1")
+    _s, text = await side.http("GET", "/api/version")
+    session = orjson.loads(text)["session_name"]
+    cluster = await side.kv_get("cluster", "ray_cluster_id")
+    _s, text = await side.http("POST", "/api/jobs/", {"entrypoint": "sleep 600",
+                                                      "submission_id": "long"})
+    seen, _m, _d = await follow(side, "long", 30)
+    while seen[-1] == "PENDING":
+        seen, _m, _d = await follow(side, "long", 30)
+    out["before"] = seen[-1]
+    await side.restart_head()
+    out["kv_after"] = await side.kv_get("myns", "k1")
+    out["cluster_id_kept"] = await side.kv_get("cluster", "ray_cluster_id") == cluster
+    _s, text = await side.http("GET", "/api/version")
+    out["session_kept"] = orjson.loads(text)["session_name"] == session
+    polled = []
+    for _ in range(10):
+        polled.append((await job(side, "long"))["status"])
+        await side.sleep(0.5)
+    out["polled_only_get"] = sorted(set(polled))
+    status, _text = await side.http("GET", "/api/jobs/long/logs")
+    out["logs_after_restart"] = status
+    seen, _m, done = await follow(side, "long", 30, every=0.5)
+    out["after_logs"] = (done["status"], done["message"], done["error_type"])
+    return out
