@@ -171,6 +171,8 @@ class APIServer:
                  history_window: int = 10_000, trace: Callable[..., None] | None = None,
                  bookmark_interval: float = BOOKMARK_INTERVAL) -> None:
         self._clock = clock
+        self._now_t: float | None = None
+        self._now_text = ""
         self._rng = rng
         self._trace = trace
         self.bookmark_interval = bookmark_interval
@@ -206,7 +208,12 @@ class APIServer:
         return port
 
     def _now(self) -> str:
-        return rfc3339(self._clock())
+        # Virtual time stands still between loop steps, so many writes share one timestamp:
+        # format it once per distinct clock value (strftime is most of a small create).
+        t = self._clock()
+        if t != self._now_t:
+            self._now_t, self._now_text = t, rfc3339(t)
+        return self._now_text
 
     def _resolve(self, kind: Any, api_version: str | None) -> tuple[KindInfo, Table]:
         try:

@@ -882,6 +882,8 @@ SHAPES: dict[tuple[str, str], tuple[str, dict[str, Shape]]] = {
         "selector": _STR_MAP, "type": "v1.ServiceType", "clusterIP": _STR})}),
 }
 _INT_BOUNDS = {_I32: 2**31, _I64: 2**63}
+#: The scalar shapes a string does not satisfy; any other scalar shape is a Go string type.
+_NOT_TEXT = frozenset((*_INT_BOUNDS, _BOOL))
 
 
 def _shape_error(value: Any, owner: str, path: str, go_type: str) -> str:
@@ -927,7 +929,10 @@ def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
         old_items: list[Any] = old if isinstance(old, list) else []
         n_old = len(old_items)
         element = shape[2]
+        plain = element.__class__ is str and element not in _NOT_TEXT
         for i, item in enumerate(value):
+            if plain and item.__class__ is str:
+                continue  # a string where a string-typed element is wanted: nothing to check
             found = _check_shape(item, element, old_items[i] if i < n_old else None)
             if found:
                 return found
@@ -938,8 +943,9 @@ def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
     old_fields: dict[str, Any] = old if isinstance(old, dict) else {}
     for name, item in value.items():  # an object holds fewer keys than its type has fields
         sub = fields.get(name)
-        if sub is None:
-            continue
+        if sub is None or (item.__class__ is str and sub.__class__ is str
+                           and sub not in _NOT_TEXT):
+            continue  # unchecked, or a string where a string-typed field is wanted (most are)
         found = _check_shape(item, sub, old_fields.get(name))
         if found:
             bad, owner, parts, go_type = found
