@@ -1,0 +1,193 @@
+"""RayJob behaviour pinned against rayjob_controller.go, found unpinned by a mutation sample
+(scripts/mutation.py): deadlines, the submitter-finished timeout, deletion timers counted from
+``endTime``, and retries of failed cleanup. Each test states the Go behaviour it holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_raycluster_support import NS
+from test_rayjob_support import (
+    FakeRayDashboardClient,
+    consistently_status,
+    get_or_none,
+    get_rayjob,
+    job_info,
+    rayjob,
+    start_kuberay,
+    to_running,
+    update_k8s_job_to_complete,
+    wait_status,
+)
+
+from controllers.raycluster import rfc3339
+from controllers.rayjob import (
+    DEFAULT_SUBMITTER_FINISHED_TIMEOUT,
+    check_active_deadline_and_update_status_if_needed,
+    check_pre_running_deadline_and_update_status_if_needed,
+    check_submitter_finished_timeout_and_update_status_if_needed,
+    requeue_delay_for,
+)
+from emu.faults import FailRequests
+from emu.kernel.clock import parse_time
+
+
+def test_pre_running_deadline_fires_at_start_plus_deadline_not_before() -> None:
+    """checkPreRunningDeadlineAndUpdateStatusIfNeeded: ``time.Now().Before(start + d)`` is
+    false from start + d on."""
+    rj: dict[str, Any] = {"spec": {"preRunningDeadlineSeconds": 5},
+                          "status": {"startTime": rfc3339(100.0),
+                                     "jobDeploymentStatus": "Initializing"}}
+    assert not check_pre_running_deadline_and_update_status_if_needed(rj, 104.999)
+    assert rj["status"]["jobDeploymentStatus"] == "Initializing"
+    assert check_pre_running_deadline_and_update_status_if_needed(rj, 105.0)
+    assert rj["status"]["jobDeploymentStatus"] == "Failed"
+    assert rj["status"]["reason"] == "PreRunningDeadlineExceeded"
+    assert rj["status"]["message"] == (
+        "The RayJob has passed the preRunningDeadlineSeconds. StartTime: "
+        "2026-01-01 00:01:40 +0000 UTC. PreRunningDeadlineSeconds: 5")
+    unset: dict[str, Any] = {"spec": {}, "status": {"startTime": rfc3339(0.0)}}
+    assert not check_pre_running_deadline_and_update_status_if_needed(unset, 1e9)
+
+
+def test_active_deadline_fires_at_start_plus_deadline_not_before() -> None:
+    rj: dict[str, Any] = {"spec": {"activeDeadlineSeconds": 7},
+                          "status": {"startTime": rfc3339(10.0), "jobDeploymentStatus": "Running"}}
+    assert not check_active_deadline_and_update_status_if_needed(rj, 16.999)
+    assert rj["status"]["jobDeploymentStatus"] == "Running"
+    assert check_active_deadline_and_update_status_if_needed(rj, 17.0)
+    assert (rj["status"]["jobDeploymentStatus"], rj["status"]["reason"]) == (
+        "Failed", "DeadlineExceeded")
+    assert not check_active_deadline_and_update_status_if_needed(
+        {"spec": {}, "status": {"startTime": rfc3339(0.0)}}, 1e9)
+
+
+def test_submitter_finished_timeout_is_30_s_and_fails_the_deployment() -> None:
+    """checkSubmitterFinishedTimeoutAndUpdateStatusIfNeeded: jobStatus FAILED, deployment
+    Failed, reason JobDeploymentStatusTransitionGracePeriodExceeded."""
+    assert DEFAULT_SUBMITTER_FINISHED_TIMEOUT == 30.0
+    rj: dict[str, Any] = {"status": {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}}
+    assert not check_submitter_finished_timeout_and_update_status_if_needed(rj, 100.0, 129.999)
+    assert rj["status"] == {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}
+    assert check_submitter_finished_timeout_and_update_status_if_needed(rj, 100.0, 130.0)
+    assert rj["status"]["jobDeploymentStatus"] == "Failed"
+    assert rj["status"]["jobStatus"] == "FAILED"
+    assert rj["status"]["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
+
+
+def test_requeue_delay_for_waits_until_the_deadline_plus_2_s() -> None:
+    assert requeue_delay_for(110.0, 100.0) == 12.0
+
+
+async def test_a_rayjob_whose_cluster_never_becomes_ready_fails_at_its_pre_running_deadline(sim: Any) -> None:
+    """The cluster's Pods never run: Initializing until startTime + preRunningDeadlineSeconds,
+    then Failed/PreRunningDeadlineExceeded (and it stays Failed)."""
+    start_kuberay(sim, FakeRayDashboardClient())
+    await sim.client().create(rayjob("rj-prerun", preRunningDeadlineSeconds=4))
+    rj = await wait_status(sim, "rj-prerun", "Initializing", timeout=3)
+    start = parse_time(rj["status"]["startTime"])
+    rj = await wait_status(sim, "rj-prerun", "Failed", timeout=10)
+    assert rj["status"]["reason"] == "PreRunningDeadlineExceeded"
+    failed_at = sim.now
+    assert start + 4 <= failed_at <= start + 4 + 3.5  # the next 3 s requeue after the deadline
+    await consistently_status(sim, "rj-prerun", "Failed", seconds=5)
+
+
+async def test_a_running_rayjob_past_its_active_deadline_fails_and_stays_failed(sim: Any) -> None:
+    """Running: checkActiveDeadline wins before the dashboard is asked again, so a Ray job still
+    RUNNING does not bring the RayJob back."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rj-active", activeDeadlineSeconds=20,
+                                      shutdownAfterJobFinishes=False))
+    rj = await to_running(sim, "rj-active")
+    start = parse_time(rj["status"]["startTime"])
+    assert sim.now < start + 20
+    rj = await wait_status(sim, "rj-active", "Failed", timeout=30)
+    assert rj["status"]["reason"] == "DeadlineExceeded"
+    assert start + 20 <= sim.now <= start + 20 + 3.5
+    await consistently_status(sim, "rj-active", "Failed", seconds=10)
+    rj = await get_rayjob(sim, "rj-active")
+    assert rj["status"]["reason"] == "DeadlineExceeded"
+
+
+async def test_a_submitter_finished_with_the_ray_job_still_running_fails_after_30_s(sim: Any) -> None:
+    """K8sJobMode: the submitter Job completed but the dashboard still says RUNNING: the RayJob
+    stays Running for 30 s from the Job's finish, then Failed."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rj-submitter", shutdownAfterJobFinishes=False))
+    await to_running(sim, "rj-submitter")
+    fake.get_job_info_mock = job_info("RUNNING", sim)
+    await update_k8s_job_to_complete(sim, "rj-submitter")
+    finished = sim.now + 1  # update_k8s_job_to_complete stamps the finish 1 s ahead
+    await sim.sleep(25)
+    assert (await get_rayjob(sim, "rj-submitter"))["status"]["jobDeploymentStatus"] == "Running"
+    rj = await wait_status(sim, "rj-submitter", "Failed", timeout=15)
+    assert finished + 30 <= sim.now <= finished + 30 + 3.5
+    assert rj["status"]["jobStatus"] == "FAILED"
+    assert rj["status"]["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
+
+
+async def _gone(sim: Any, kind: str, name: str, timeout: float) -> None:
+    async def absent() -> bool:
+        return await get_or_none(sim, kind, name) is None
+
+    await sim.wait_until(absent, timeout=timeout, every=0.25, what=f"{kind} {name} deleted")
+
+
+async def _finish(sim: Any, fake: FakeRayDashboardClient, name: str) -> dict[str, Any]:
+    await to_running(sim, name)
+    fake.get_job_info_mock = job_info("SUCCEEDED", sim)
+    await update_k8s_job_to_complete(sim, name)
+    return await wait_status(sim, name, "Complete", timeout=5)
+
+
+async def test_deletion_rule_ttl_counts_from_end_time(sim: Any) -> None:
+    """handleDeletionRules: deletionTime = status.endTime + ttlSeconds; before it, requeue."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake, gates="RayJobDeletionPolicy=true")
+    rule = {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 20}}
+    await sim.client().create(rayjob("rj-ttl", shutdownAfterJobFinishes=False,
+                                      deletionStrategy={"deletionRules": [rule]}))
+    rj = await _finish(sim, fake, "rj-ttl")
+    end = parse_time(rj["status"]["endTime"])
+    cluster = rj["status"]["rayClusterName"]
+    await sim.sleep(end + 19.5 - sim.now)
+    assert await get_or_none(sim, "RayCluster", cluster) is not None
+    await _gone(sim, "RayCluster", cluster, 5)
+    assert end + 20 <= sim.now <= end + 20 + 2.5
+
+
+async def test_shutdown_after_job_finishes_ttl_counts_from_end_time(sim: Any) -> None:
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rj-shutdown", ttlSecondsAfterFinished=15))
+    rj = await _finish(sim, fake, "rj-shutdown")
+    end = parse_time(rj["status"]["endTime"])
+    cluster = rj["status"]["rayClusterName"]
+    await sim.sleep(end + 14.5 - sim.now)
+    assert await get_or_none(sim, "RayCluster", cluster) is not None
+    await _gone(sim, "RayCluster", cluster, 5)
+    assert end + 15 <= sim.now <= end + 15 + 2.5
+
+
+async def test_a_failed_cluster_delete_after_the_job_finished_is_retried(sim: Any) -> None:
+    """handleShutdownAfterJobFinishes returns the error with a 3 s requeue: once the API server
+    accepts deletes again, the cluster goes."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rj-retry"))
+    await to_running(sim, "rj-retry")
+    sim.faults.do(FailRequests(verb="delete", kind="RayCluster", caller="kuberay-operator",
+                               code=500, duration=20))
+    fake.get_job_info_mock = job_info("SUCCEEDED", sim)
+    await update_k8s_job_to_complete(sim, "rj-retry")
+    rj = await wait_status(sim, "rj-retry", "Complete", timeout=5)
+    cluster = rj["status"]["rayClusterName"]
+    await sim.sleep(10)
+    assert await get_or_none(sim, "RayCluster", cluster) is not None
+    await _gone(sim, "RayCluster", cluster, 30)
+    assert sim.now >= 20
+    assert await get_or_none(sim, "Job", "rj-retry") is not None  # kept for its logs
+    assert (await get_rayjob(sim, "rj-retry"))["metadata"]["namespace"] == NS
