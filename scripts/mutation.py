@@ -331,6 +331,8 @@ def run(args: argparse.Namespace) -> int:
         all_ids.update(m.id for m in mutants)
         if args.check_equivalent:
             chosen = [m for m in mutants if m.id in equivalent]
+        elif args.only:
+            chosen = [m for m in mutants if m.id in args.only]
         else:
             # the sample is drawn before dropping equivalents so the same seed keeps its sample
             chosen = [m for m in sample(mutants, args.sample, rng) if m.id not in equivalent]
@@ -427,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout-max", type=float, default=600.0)
     p.add_argument("--without-pinned", action="store_true",
                    help="leave out the *_pinned.py tests (the score before they were written)")
+    p.add_argument("--only", action="append", metavar="ID",
+                   help="run just this mutant (repeatable), e.g. an earlier run's survivors")
     p.add_argument("--list", action="store_true", help="print the sampled mutant ids and stop")
     p.add_argument("--check-equivalent", action="store_true",
                    help=f"run only the mutants in {EQUIVALENT_FILE.name}: each must survive")
