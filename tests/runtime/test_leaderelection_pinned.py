@@ -14,6 +14,7 @@ import re
 from collections import deque
 from typing import Any
 
+import attrs
 import pytest
 from conftest import vrun
 from runtime_helpers import events, start_replicas
@@ -28,7 +29,10 @@ from emu.runtime.leaderelection import (
     LeaderElectionConfig,
     LeaderElectionRecord,
     LeaderElector,
+    LeaseLock,
     election_client_timeout,
+    lease_spec_to_record,
+    record_to_lease_spec,
 )
 
 
@@ -313,3 +317,40 @@ async def test_the_operator_lease_carries_the_default_duration_and_renews_every_
     assert lease["spec"]["leaseDurationSeconds"] == 15
     assert lease["spec"]["renewTime"] == clock.rfc3339_micro(4.0)
     assert [e.t for e in events(sim, "leader_acquired", "op-0")] == [0.0]
+
+
+def test_record_raw_compares_whole_seconds_like_metav1_time() -> None:
+    a = LeaderElectionRecord(holder_identity="x", lease_duration_seconds=15,
+                             acquire_time=1.2, renew_time=3.1)
+    b = attrs.evolve(a, renew_time=3.9)
+    c = attrs.evolve(a, renew_time=4.0)
+    assert a.raw() == b.raw() != c.raw()
+    assert b"1970" not in a.raw() and clock.rfc3339(3.1).encode() in a.raw()
+    empty = LeaderElectionRecord()
+    assert b'"acquireTime":null' in empty.raw() and b'"renewTime":null' in empty.raw()
+
+
+def test_lease_spec_and_record_round_trip_with_microsecond_stamps() -> None:
+    rec = LeaderElectionRecord(holder_identity="x", lease_duration_seconds=15,
+                               acquire_time=1.25, renew_time=3.5, leader_transitions=2)
+    spec = record_to_lease_spec(rec)
+    assert spec == {"holderIdentity": "x", "leaseDurationSeconds": 15, "leaseTransitions": 2,
+                    "acquireTime": clock.rfc3339_micro(1.25),
+                    "renewTime": clock.rfc3339_micro(3.5)}
+    assert lease_spec_to_record(spec) == rec
+    assert "acquireTime" not in record_to_lease_spec(LeaderElectionRecord())
+    assert lease_spec_to_record({}) == LeaderElectionRecord()
+
+
+async def test_lease_lock_update_before_get_or_create_is_an_error(sim: Any) -> None:
+    lock = LeaseLock(sim.client(), "default", "lk", "me")
+    with pytest.raises(RuntimeError, match="^lease not initialized, call get or create first$"):
+        await lock.update(LeaderElectionRecord(holder_identity="me"))
+    with pytest.raises(NotFound):
+        await lock.get()
+    await lock.create(LeaderElectionRecord(holder_identity="me", lease_duration_seconds=15))
+    await lock.update(LeaderElectionRecord(holder_identity="you", lease_duration_seconds=9))
+    rec, raw = await lock.get()
+    assert (rec.holder_identity, rec.lease_duration_seconds) == ("you", 9)
+    assert raw == rec.raw()
+    assert lock.describe() == "default/lk"
