@@ -354,3 +354,40 @@ async def test_lease_lock_update_before_get_or_create_is_an_error(sim: Any) -> N
     assert (rec.holder_identity, rec.lease_duration_seconds) == ("you", 9)
     assert raw == rec.raw()
     assert lock.describe() == "default/lk"
+
+
+class RecordingProcess:
+    """The parts of `Process` the elector uses: a log, pause checkpoints and sleeps."""
+
+    def __init__(self) -> None:
+        self.logged: list[tuple[float, str]] = []
+        self.checkpoints = 0
+
+    def log(self, event: str, **fields: Any) -> None:
+        self.logged.append((clock.now(), event))
+
+    async def checkpoint(self) -> None:
+        self.checkpoints += 1
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def test_the_elector_logs_its_steps_and_checkpoints_between_renewals() -> None:
+    proc = RecordingProcess()
+
+    async def main() -> None:
+        lock = ScriptedLock("me")
+        cb = LeaderCallbacks(on_started_leading=lambda: None, on_stopped_leading=lambda: None)
+        el = LeaderElector(LeaderElectionConfig(lock=lock, callbacks=cb,  # type: ignore[arg-type]
+                                                release_on_cancel=True),
+                           rng=SimRandom(7), process=proc)  # type: ignore[arg-type]
+        lock.update_script.extend([(0.0, True)] + [(0.0, False)] * 5 + [(0.0, True)])
+        lock.get_script.extend([(0.0, True)] + [(0.0, False)] * 5 + [(0.0, True)])
+        await el.run()
+
+    vrun(main)
+    assert [e for _, e in proc.logged if e.startswith("leader_")] == [
+        "leader_election_started", "leader_observed", "leader_acquired",
+        *["leader_renew_failed"] * 5, "leader_lost", "leader_released"]
+    assert proc.checkpoints >= 6
