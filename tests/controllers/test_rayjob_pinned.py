@@ -191,3 +191,29 @@ async def test_a_failed_cluster_delete_after_the_job_finished_is_retried(sim: An
     assert sim.now >= 20
     assert await get_or_none(sim, "Job", "rj-retry") is not None  # kept for its logs
     assert (await get_rayjob(sim, "rj-retry"))["metadata"]["namespace"] == NS
+
+
+async def test_delete_cluster_resources_reports_each_outcome(sim: Any) -> None:
+    """deleteClusterResources: NotFound = deleted; a terminating cluster = not yet; any other
+    error (an unreachable API server included) = (false, err); clusterSelector = nothing to do."""
+    from test_rayjob_controller_unit import _cluster, _stored, reconciler
+
+    from emu.kernel.network import NetworkError
+
+    r = reconciler(sim)
+    rj = await _stored(sim, rayjob("test-rayjob"))
+    rj["status"] = {"rayClusterName": "test-raycluster"}
+    assert await r.delete_cluster_resources({**rj, "spec": {"clusterSelector": {"a": "b"}}}) == (
+        True, None)
+    assert await r.delete_cluster_resources(rj) == (True, None)  # no such cluster
+    sim.faults.outage("apiserver", duration=1)
+    deleted, err = await r.delete_cluster_resources(rj)
+    assert not deleted and isinstance(err, NetworkError)
+    await sim.sleep(2)
+    cluster = _cluster()
+    cluster["metadata"]["finalizers"] = ["test/hold"]
+    await sim.client().create(cluster)
+    assert await r.delete_cluster_resources(rj) == (False, None)  # deleted now, not yet gone
+    assert await r.delete_cluster_resources(rj) == (False, None)  # terminating: no new delete
+    stored = await sim.client().get("RayCluster", "test-raycluster", NS)
+    assert stored["metadata"].get("deletionTimestamp")
