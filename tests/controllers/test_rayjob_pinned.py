@@ -217,3 +217,30 @@ async def test_delete_cluster_resources_reports_each_outcome(sim: Any) -> None:
     assert await r.delete_cluster_resources(rj) == (False, None)  # terminating: no new delete
     stored = await sim.client().get("RayCluster", "test-raycluster", NS)
     assert stored["metadata"].get("deletionTimestamp")
+
+
+def test_check_k8s_job_status_finds_the_failed_condition() -> None:
+    from controllers.rayjob import check_k8s_job_status
+
+    failed = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+    job = {"status": {"conditions": [{"type": "FailureTarget", "status": "True"}, failed]}}
+    assert check_k8s_job_status(job) == (True, failed)
+    assert check_k8s_job_status({"status": {"conditions": [
+        {"type": "Failed", "status": "False"}, {"type": "Complete", "status": "True"}]}}) == (
+        False, None)
+    assert check_k8s_job_status({}) == (False, None)
+
+
+async def test_a_failed_submitter_job_fails_the_rayjob_with_submission_failed(sim: Any) -> None:
+    """K8sJobMode: the submitter Job's Failed condition ends the RayJob while the Ray job is
+    still RUNNING: Failed/SubmissionFailed with the condition's reason and message."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rj-subfail", shutdownAfterJobFinishes=False))
+    await to_running(sim, "rj-subfail")
+    await update_k8s_job_to_complete(sim, "rj-subfail", failed=True)
+    rj = await wait_status(sim, "rj-subfail", "Failed", timeout=5)
+    assert rj["status"]["reason"] == "SubmissionFailed"
+    assert rj["status"]["message"] == (
+        "Job submission has failed. Reason: BackoffLimitExceeded. Message: Job has reached the "
+        "specified backoff limit")
