@@ -114,3 +114,36 @@ def test_the_spec_change_of_an_update_bumps_generation_by_one(api: APIServer) ->
     obj["metadata"]["labels"] = {"a": "b"}
     obj = api.update(obj)
     assert obj["metadata"]["generation"] == 3
+
+
+def test_a_finalizer_that_is_not_a_qualified_name_is_422(api: APIServer) -> None:
+    """ValidateObjectMeta: each finalizer is a qualified name, on create and on update."""
+    with pytest.raises(ApiError) as err:
+        api.create(cm("a", finalizers=["Bad Name!"]))
+    assert err.value.code == 422
+    assert 'metadata.finalizers: Invalid value: "Bad Name!": name part must consist of' in \
+        err.value.message
+    obj = api.create(cm("b", finalizers=["example.com/ok"]))
+    obj["metadata"]["finalizers"] = ["example.com/ok", "example.com/no way"]
+    with pytest.raises(ApiError) as err:
+        api.update(obj)
+    assert err.value.code == 422 and "metadata.finalizers" in err.value.message
+    assert api.get("ConfigMap", "b", "default")["metadata"]["finalizers"] == ["example.com/ok"]
+
+
+def test_an_all_namespaces_continue_token_must_name_a_namespace(api: APIServer) -> None:
+    import base64
+
+    import orjson
+
+    api.create(cm("a"))
+    rv = int(api.list("ConfigMap")["metadata"]["resourceVersion"])
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": "a\x00"})
+    token = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    with pytest.raises(ApiError) as err:
+        api.list("ConfigMap", limit=1, continue_=token)
+    assert (err.value.code, err.value.message) == (
+        400, "invalid continue token: continue key is not valid: the start key 'a' names no "
+             "namespace")
+    # the same token is fine within a namespace: the key is relative to it
+    assert api.list("ConfigMap", "default", limit=1, continue_=token)["items"] == []

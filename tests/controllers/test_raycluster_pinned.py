@@ -56,3 +56,43 @@ async def test_get_head_service_ip_and_name_returns_the_cluster_ip(sim: Any) -> 
     rc = raycluster()
     rc["metadata"]["namespace"] = NS
     assert await r.get_head_service_ip_and_name(rc) == ("10.0.0.9", "head-svc")
+
+
+async def test_update_endpoints_prefers_node_port_then_a_nonzero_target_port(sim: Any) -> None:
+    """updateEndpoints: per named port of the head Service, nodePort if set, else targetPort
+    when it is a non-zero int or a non-empty name; unnamed ports are skipped."""
+    svc = _svc("head-svc", "10.0.0.9")
+    svc["spec"]["ports"] = [
+        {"name": "gcs", "port": 6379, "targetPort": 6379, "nodePort": 30001},
+        {"name": "dashboard", "port": 8265, "targetPort": 8265},
+        {"name": "client", "port": 10001, "targetPort": "client-port"},
+        {"name": "zero", "port": 1, "targetPort": 0},
+        {"name": "empty", "port": 2, "targetPort": ""},
+        {"port": 3, "targetPort": 3},
+    ]
+    r = reconciler(sim)
+    r.client = ListOnly([svc])  # type: ignore[assignment]
+    rc = raycluster()
+    rc["status"] = {}
+    await r.update_endpoints(rc)
+    assert rc["status"]["endpoints"] == {"gcs": "30001", "dashboard": "8265",
+                                         "client": "client-port"}
+    none = raycluster()
+    none["status"] = {}
+    r.client = ListOnly([])  # type: ignore[assignment]
+    await r.update_endpoints(none)
+    assert "endpoints" not in none["status"]
+
+
+async def test_the_autoscaler_service_account_is_owned_by_its_cluster(sim: Any) -> None:
+    """reconcileAutoscalerServiceAccount: with in-tree autoscaling, a ServiceAccount named after
+    the cluster, controlled by it (so it goes with the cluster)."""
+    r = reconciler(sim)
+    rc = await sim.client().create(raycluster(enableInTreeAutoscaling=True))
+    await r.reconcile_autoscaler_service_account(rc)
+    sa = await sim.client().get("ServiceAccount", "raycluster-sample", NS)
+    [ref] = sa["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == (
+        "RayCluster", "raycluster-sample", rc["metadata"]["uid"], True)
+    assert sa["metadata"]["labels"]["ray.io/cluster"] == "raycluster-sample"
+    await r.reconcile_autoscaler_service_account(rc)  # exists: nothing to do, no error
