@@ -96,3 +96,55 @@ async def test_the_autoscaler_service_account_is_owned_by_its_cluster(sim: Any) 
         "RayCluster", "raycluster-sample", rc["metadata"]["uid"], True)
     assert sa["metadata"]["labels"]["ray.io/cluster"] == "raycluster-sample"
     await r.reconcile_autoscaler_service_account(rc)  # exists: nothing to do, no error
+
+
+def test_requeue_durations_are_kuberays() -> None:
+    """DefaultRequeueDuration is 2 s; a cluster being deleted whose head Pod is still there
+    (GCS FT Redis cleanup) is requeued after 10 s."""
+    from controllers.raycluster import DEFAULT_REQUEUE_DURATION, HEAD_POD_TERMINATION_REQUEUE
+
+    assert (DEFAULT_REQUEUE_DURATION, HEAD_POD_TERMINATION_REQUEUE) == (2.0, 10.0)
+
+
+def test_format_quantity_picks_the_largest_exact_binary_suffix() -> None:
+    from fractions import Fraction
+
+    from controllers.raycluster import format_quantity
+
+    assert format_quantity(Fraction(3 * 2**40), binary=True) == "3Ti"
+    assert format_quantity(Fraction(2**50), binary=True) == "1Pi"
+    assert format_quantity(Fraction(2**60), binary=True) == "1Ei"
+    assert format_quantity(Fraction(512 * 2**20), binary=True) == "512Mi"
+    assert format_quantity(Fraction(3, 2)) == "1500m"
+    assert format_quantity(Fraction(2)) == "2"
+
+
+async def test_reconcile_returns_other_errors_of_the_cluster_get(sim: Any) -> None:
+    """Reconcile: NotFound ends quietly; any other error of the Get is returned (requeued with
+    backoff by controller-runtime)."""
+    from emu.apiserver.errors import ApiError
+    from emu.faults import FailRequests
+    from emu.runtime.reconcile import Request
+
+    r = reconciler(sim)
+    result = await r.reconcile(Request(NS, "missing"))
+    assert not result.requeue and not result.requeue_after
+    sim.faults.do(FailRequests(verb="get", kind="RayCluster", caller="raycluster-controller",
+                               code=500, duration=5))
+    with pytest.raises(ApiError) as err:
+        await r.reconcile(Request(NS, "missing"))
+    assert err.value.code == 500
+
+
+async def test_the_serve_service_is_created_only_with_the_annotation(sim: Any) -> None:
+    """reconcileServeService: annotation ray.io/enable-serve-service=true creates
+    <cluster>-serve-svc when it is missing, and leaves an existing one alone."""
+    r = reconciler(sim)
+    plain = await sim.client().create(raycluster("plain"))
+    await r.reconcile_serve_service(plain)
+    annotated = await sim.client().create(
+        raycluster("served", annotations={"ray.io/enable-serve-service": "true"}))
+    await r.reconcile_serve_service(annotated)
+    names = sorted(s["metadata"]["name"] for s in await sim.client().list("Service", NS))
+    assert names == ["served-serve-svc"]
+    await r.reconcile_serve_service(annotated)  # exists: no AlreadyExists error

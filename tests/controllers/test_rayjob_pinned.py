@@ -244,3 +244,19 @@ async def test_a_failed_submitter_job_fails_the_rayjob_with_submission_failed(si
     assert rj["status"]["message"] == (
         "Job submission has failed. Reason: BackoffLimitExceeded. Message: Job has reached the "
         "specified backoff limit")
+
+
+def test_check_sidecar_container_status_fails_on_a_nonzero_exit_only() -> None:
+    from controllers.rayjob import check_sidecar_container_status
+
+    def head(state: dict[str, Any]) -> dict[str, Any]:
+        return {"status": {"containerStatuses": [
+            {"name": "ray-head", "state": {"terminated": {"exitCode": 3}}},
+            {"name": "ray-job-submitter", "state": state}]}}
+
+    failed = head({"terminated": {"exitCode": 1}})
+    ok, cs = check_sidecar_container_status(failed)
+    assert ok and cs is not None and cs["name"] == "ray-job-submitter"
+    assert check_sidecar_container_status(head({"terminated": {"exitCode": 0}})) == (False, None)
+    assert check_sidecar_container_status(head({"running": {}})) == (False, None)
+    assert check_sidecar_container_status({"status": {}}) == (False, None)
