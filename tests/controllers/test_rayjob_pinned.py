@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from test_raycluster_support import NS
 from test_rayjob_support import (
     FakeRayDashboardClient,
@@ -260,3 +261,30 @@ def test_check_sidecar_container_status_fails_on_a_nonzero_exit_only() -> None:
     assert check_sidecar_container_status(head({"terminated": {"exitCode": 0}})) == (False, None)
     assert check_sidecar_container_status(head({"running": {}})) == (False, None)
     assert check_sidecar_container_status({"status": {}}) == (False, None)
+
+
+async def test_reconcile_raises_the_error_of_a_pass(sim: Any) -> None:
+    """Reconcile returns (result, err): controller-runtime then backs off and ignores the
+    result; the port raises the error."""
+    from test_rayjob_controller_unit import reconciler
+
+    from emu.apiserver.errors import ApiError
+    from emu.runtime.reconcile import Request
+
+    r = reconciler(sim)
+    await sim.client().create(rayjob("rj-err"))
+    sim.faults.do(FailRequests(verb="get", kind="RayJob", caller="rayjob-controller", code=500,
+                               duration=5))
+    with pytest.raises(ApiError) as err:
+        await r.reconcile(Request(NS, "rj-err"))
+    assert err.value.code == 500
+
+
+async def test_cluster_selector_mode_creates_no_head_service_of_its_own(sim: Any) -> None:
+    from test_rayjob_controller_unit import _cluster, reconciler
+
+    r = reconciler(sim)
+    rj = await sim.client().create(rayjob("rj-sel", clusterSelector={"ray.io/cluster": "c"}))
+    cluster = await sim.client().create(_cluster())
+    assert await r.reconcile_services(rj, cluster) is None
+    assert [s["metadata"]["name"] for s in await sim.client().list("Service", NS)] == []
