@@ -288,3 +288,24 @@ async def test_cluster_selector_mode_creates_no_head_service_of_its_own(sim: Any
     cluster = await sim.client().create(_cluster())
     assert await r.reconcile_services(rj, cluster) is None
     assert [s["metadata"]["name"] for s in await sim.client().list("Service", NS)] == []
+
+
+async def test_suspending_a_running_rayjob_clears_what_its_cluster_reported(sim: Any) -> None:
+    """Suspending → Suspended: the cluster and submitter are deleted and the status forgets
+    them: rayClusterStatus {}, rayClusterName/dashboardURL/jobId/message/reason "", rayJobInfo
+    {}, jobStatus "" (JobStatusNew)."""
+    fake = FakeRayDashboardClient()
+    start_kuberay(sim, fake)
+    await sim.client().create(rayjob("rj-susp"))
+    rj = await to_running(sim, "rj-susp")
+    assert rj["status"]["rayClusterName"]
+    await sim.sleep(3)
+    rj = await get_rayjob(sim, "rj-susp")
+    assert rj["status"].get("rayClusterStatus")  # mirrored while Running
+    rj["spec"]["suspend"] = True
+    await sim.client().update(rj)
+    rj = await wait_status(sim, "rj-susp", "Suspended", timeout=30)
+    st = rj["status"]
+    assert st.get("rayClusterStatus", {}) == {} and st.get("rayJobInfo", {}) == {}
+    for key in ("rayClusterName", "dashboardURL", "jobId", "message", "reason", "jobStatus"):
+        assert st.get(key, "") == "", key
