@@ -335,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
         if args.check_equivalent:
             chosen = [m for m in mutants if m.id in equivalent]
         elif args.only:
-            chosen = [m for m in mutants if m.id in args.only]
+            chosen = [m for m in mutants if m.id in args.only and m.id not in equivalent]
         else:
             # the sample is drawn before dropping equivalents so the same seed keeps its sample
             chosen = [m for m in sample(mutants, args.sample, rng) if m.id not in equivalent]
@@ -411,9 +411,14 @@ def run(args: argparse.Namespace) -> int:
         tot_n += n
         print(f"{mod:34} mutants {n:4}  killed {k:4}  survived {s:4}  timeout {t:3}  "
               f"score {score:5.1f}%")
-    if tot_n:
+    listed = sum(1 for i in equivalent if i.split(":", 1)[0] in modules)
+    if args.check_equivalent:
+        print(f"{len(killed_equivalents)} of {tot_n} listed equivalents killed (each should "
+              "survive)")
+    elif tot_n:
         print(f"{'total':34} mutants {tot_n:4}  score {100.0 * tot_k / tot_n:5.1f}% "
-              f"(timeouts count as killed; {len(equivalent)} listed equivalents excluded)")
+              f"(timeouts count as killed; equivalents listed for these modules, left out: "
+              f"{listed})")
     if interrupted:
         return 130
     if args.check_equivalent:
