@@ -9,6 +9,7 @@ import pytest
 from test_raycluster_support import NS, raycluster, reconciler
 
 from controllers.common import association as assoc
+from controllers.utils import util
 
 
 class ListOnly:
@@ -148,3 +149,29 @@ async def test_the_serve_service_is_created_only_with_the_annotation(sim: Any) -
     names = sorted(s["metadata"]["name"] for s in await sim.client().list("Service", NS))
     assert names == ["served-serve-svc"]
     await r.reconcile_serve_service(annotated)  # exists: no AlreadyExists error
+
+
+async def test_a_gcs_storage_pvc_created_meanwhile_is_adopted_not_an_error(sim: Any) -> None:
+    """reconcileGCSStoragePVC: the Get says NotFound but the Create says AlreadyExists (another
+    writer won the race): the live claim is adopted (owner reference set), no error, no
+    FailedToCreatePVC event."""
+    from test_raycluster_support import events
+
+    from emu.faults import FailRequests
+
+    r = reconciler(sim)
+    rc = await sim.client().create(raycluster(gcsFaultToleranceOptions={"backend": "rocksdb"}))
+    name = util.get_gcs_storage_pvc_name(rc)
+    await sim.client().create({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    sim.faults.do(FailRequests(verb="get", kind="PersistentVolumeClaim",
+                               caller="raycluster-controller", code=404, count=1))
+    await r.reconcile_gcs_storage_pvc(rc)
+    pvc = await sim.client().get("PersistentVolumeClaim", name, NS)
+    [ref] = pvc["metadata"]["ownerReferences"]
+    assert (ref["uid"], ref["controller"]) == (rc["metadata"]["uid"], True)
+    await r.recorder.flush()
+    assert not [e for e in await events(sim) if e["reason"] == "FailedToCreatePVC"]
