@@ -175,3 +175,32 @@ async def test_a_gcs_storage_pvc_created_meanwhile_is_adopted_not_an_error(sim: 
     assert (ref["uid"], ref["controller"]) == (rc["metadata"]["uid"], True)
     await r.recorder.flush()
     assert not [e for e in await events(sim) if e["reason"] == "FailedToCreatePVC"]
+
+
+async def test_a_failed_recreate_upgrade_delete_is_an_event_and_an_error(sim: Any) -> None:
+    """reconcilePods with upgradeStrategy Recreate: the head's recreate hash differs from the
+    spec's, deleting all Pods fails → Warning FailedToDeletePodCollection and the error."""
+    from test_raycluster_support import events
+
+    from emu.faults import FailRequests
+
+    r = reconciler(sim)
+    rc = await sim.client().create(raycluster(upgradeStrategy={"type": "Recreate"}))
+    from controllers.utils import constant as C
+
+    head = r.build_head_pod(rc)
+    head["metadata"].setdefault("annotations", {})[C.UPGRADE_STRATEGY_RECREATE_HASH_KEY] = \
+        util.generate_hash_without_replicas_and_workers_to_delete(rc["spec"])
+    await sim.client().create(head)
+    rc["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = "ray:other"
+    assert await r.should_recreate_pods_for_upgrade(rc)
+    sim.faults.do(FailRequests(kind="Pod", verb="delete_collection",
+                               caller="raycluster-controller", code=500))
+    with pytest.raises(Exception, match="FailedDeleteAllPods"):
+        await r.reconcile_pods(rc)
+    await r.recorder.flush()
+    [event] = [e for e in await events(sim) if e["reason"] == "FailedToDeletePodCollection"]
+    assert event["type"] == "Warning"
+    assert event["message"].startswith(
+        "Failed deleting Pods due to spec change with Recreate upgradeStrategy for RayCluster "
+        f"{NS}/raycluster-sample, ")
