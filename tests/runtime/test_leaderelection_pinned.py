@@ -16,11 +16,11 @@ from typing import Any
 
 import attrs
 import pytest
-from conftest import vrun
 from runtime_helpers import events, start_replicas
 
 from emu.apiserver.errors import Conflict, NotFound
 from emu.kernel import clock
+from emu.kernel.loop import VirtualTimeLoop
 from emu.kernel.network import NetworkError
 from emu.kernel.rng import SimRandom
 from emu.runtime.leaderelection import (
@@ -34,6 +34,12 @@ from emu.runtime.leaderelection import (
     lease_spec_to_record,
     record_to_lease_spec,
 )
+
+
+def vrun(fn: Any) -> Any:
+    """Run ``fn()`` on a fresh virtual-time loop (no API server: the lock is scripted)."""
+    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        return runner.run(fn())
 
 
 class ScriptedLock:
