@@ -204,3 +204,53 @@ async def test_a_failed_recreate_upgrade_delete_is_an_event_and_an_error(sim: An
     assert event["message"].startswith(
         "Failed deleting Pods due to spec change with Recreate upgradeStrategy for RayCluster "
         f"{NS}/raycluster-sample, ")
+
+
+async def test_token_auth_creates_a_secret_named_after_the_cluster_once(sim: Any) -> None:
+    """reconcileAuthSecret: authOptions mode token without secretName → Secret <cluster> with a
+    32-byte auth_token, controlled by the cluster; an existing one is kept."""
+    r = reconciler(sim)
+    rc = await sim.client().create(raycluster(authOptions={"mode": "token"}))
+    await r.reconcile_auth_secret(rc)
+    secret = await sim.client().get("Secret", "raycluster-sample", NS)
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == rc["metadata"]["uid"]
+    token = secret["data"]["auth_token"]
+    await r.reconcile_auth_secret(rc)
+    assert (await sim.client().get("Secret", "raycluster-sample", NS))["data"]["auth_token"] == token
+    off = await sim.client().create(raycluster("off", authOptions={"mode": "disabled"}))
+    await r.reconcile_auth_secret(off)
+    names = [s["metadata"]["name"] for s in await sim.client().list("Secret", NS)]
+    assert "off" not in names
+
+
+async def test_a_failed_gcs_storage_pvc_create_is_a_warning_event(sim: Any) -> None:
+    from test_raycluster_support import events
+
+    from emu.apiserver.errors import ApiError
+    from emu.faults import FailRequests
+
+    r = reconciler(sim)
+    rc = await sim.client().create(raycluster(gcsFaultToleranceOptions={"backend": "rocksdb"}))
+    sim.faults.do(FailRequests(verb="create", kind="PersistentVolumeClaim",
+                               caller="raycluster-controller", code=500, count=1))
+    with pytest.raises(ApiError):
+        await r.reconcile_gcs_storage_pvc(rc)
+    await r.recorder.flush()
+    [event] = [e for e in await events(sim) if e["reason"] == "FailedToCreatePVC"]
+    assert event["type"] == "Warning" and event["message"].startswith(
+        f"Failed to create GCS storage PVC {NS}/{util.get_gcs_storage_pvc_name(rc)}, ")
+
+
+async def test_create_head_pod_stamps_the_recreate_hash_only_when_given(sim: Any) -> None:
+    from controllers.utils import constant as C
+
+    r = reconciler(sim)
+    rc = await sim.client().create(raycluster())
+    await r.create_head_pod(rc, "")
+    await r.create_head_pod(rc, "abc")
+    pods = sorted(await sim.client().list("Pod", NS),
+                  key=lambda p: int(p["metadata"]["resourceVersion"]))
+    first, second = (p["metadata"].get("annotations") or {} for p in pods)
+    assert C.UPGRADE_STRATEGY_RECREATE_HASH_KEY not in first
+    assert second[C.UPGRADE_STRATEGY_RECREATE_HASH_KEY] == "abc"
+    assert second[C.KUBE_RAY_VERSION] == C.KUBERAY_VERSION

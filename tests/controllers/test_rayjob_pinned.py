@@ -309,3 +309,21 @@ async def test_suspending_a_running_rayjob_clears_what_its_cluster_reported(sim:
     assert st.get("rayClusterStatus", {}) == {} and st.get("rayJobInfo", {}) == {}
     for key in ("rayClusterName", "dashboardURL", "jobId", "message", "reason", "jobStatus"):
         assert st.get(key, "") == "", key
+
+
+async def test_a_rayjob_managed_by_another_controller_is_left_alone(sim: Any) -> None:
+    """Reconcile: spec.managedBy naming another controller (MultiKueue) → no finalizer, no
+    status, no cluster."""
+    from test_rayjob_controller_unit import reconciler
+
+    from emu.runtime.reconcile import Request
+
+    r = reconciler(sim)
+    await sim.client().create(rayjob("rj-ext", managedBy="kueue.x-k8s.io/multikueue"))
+    await r.reconcile(Request(NS, "rj-ext"))
+    rj = await get_rayjob(sim, "rj-ext")
+    assert "status" not in rj and not rj["metadata"].get("finalizers")
+    assert list(await sim.client().list("RayCluster", NS)) == []
+    await sim.client().create(rayjob("rj-own", managedBy="ray.io/kuberay-operator"))
+    await r.reconcile(Request(NS, "rj-own"))
+    assert (await get_rayjob(sim, "rj-own"))["metadata"].get("finalizers")

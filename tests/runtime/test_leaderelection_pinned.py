@@ -397,3 +397,9 @@ def test_the_elector_logs_its_steps_and_checkpoints_between_renewals() -> None:
         "leader_election_started", "leader_observed", "leader_acquired",
         *["leader_renew_failed"] * 5, "leader_lost", "leader_released"]
     assert proc.checkpoints >= 6
+
+
+def test_a_new_elector_is_not_leading_and_has_seen_no_leader() -> None:
+    el = _elector(ScriptedLock("me"))
+    assert el.leading is False and el.get_leader() == "" and not el.is_leader()
+    assert not el.is_lease_valid(0.0)
