@@ -327,3 +327,40 @@ async def test_a_rayjob_managed_by_another_controller_is_left_alone(sim: Any) ->
     await sim.client().create(rayjob("rj-own", managedBy="ray.io/kuberay-operator"))
     await r.reconcile(Request(NS, "rj-own"))
     assert (await get_rayjob(sim, "rj-own"))["metadata"].get("finalizers")
+
+
+async def test_sidecar_mode_fails_only_on_a_terminated_nonzero_submitter(sim: Any) -> None:
+    """checkSubmitterAndUpdateStatusIfNeeded, SidecarMode (gate off): a running submitter
+    container changes nothing; one terminated with a non-zero exit code → Failed/
+    SubmissionFailed."""
+    from test_rayjob_controller_unit import _cluster, _stored, reconciler
+
+    r = reconciler(sim)
+    rj = await _stored(sim, rayjob("rj-side", submissionMode="SidecarMode"))
+    await sim.client().create(_cluster())
+    rj["status"] = {"rayClusterName": "test-raycluster", "jobDeploymentStatus": "Running"}
+    pod = await sim.client().create({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "head", "namespace": NS, "labels": {
+            "ray.io/cluster": "test-raycluster", "ray.io/node-type": "head"}},
+        "spec": {"containers": [{"name": "ray-head", "image": "ray"},
+                                {"name": "ray-job-submitter", "image": "ray"}]}})
+
+    async def submitter(state: dict[str, Any]) -> None:
+        nonlocal pod
+        pod["status"] = {"phase": "Running", "containerStatuses": [
+            {"name": "ray-head", "state": {"running": {}}},
+            {"name": "ray-job-submitter", "state": state}]}
+        pod = await sim.client().update_status(pod)
+
+    await submitter({"running": {}})
+    assert await r.check_submitter_and_update_status_if_needed(rj) == (False, None, None)
+    assert rj["status"]["jobDeploymentStatus"] == "Running"
+    await submitter({"terminated": {"exitCode": 2, "reason": "Error",
+                                    "finishedAt": rfc3339(sim.now)}})
+    should_update, _finished, err = await r.check_submitter_and_update_status_if_needed(rj)
+    assert should_update and err is None
+    assert (rj["status"]["jobDeploymentStatus"], rj["status"]["reason"]) == (
+        "Failed", "SubmissionFailed")
+    assert rj["status"]["message"] == (
+        "Ray head pod container ray-job-submitter terminated with exit code 2: Error")
