@@ -254,3 +254,19 @@ async def test_create_head_pod_stamps_the_recreate_hash_only_when_given(sim: Any
     assert C.UPGRADE_STRATEGY_RECREATE_HASH_KEY not in first
     assert second[C.UPGRADE_STRATEGY_RECREATE_HASH_KEY] == "abc"
     assert second[C.KUBE_RAY_VERSION] == C.KUBERAY_VERSION
+
+
+async def test_autoscaler_v1_warns_about_worker_groups_that_restart(sim: Any) -> None:
+    """rayClusterReconcile: autoscaler V1 with a worker group whose restartPolicy is neither
+    Never nor unset → a Warning naming the groups (the cluster is still reconciled)."""
+    from test_raycluster_support import events, start_kuberay
+
+    start_kuberay(sim)
+    rc = raycluster(enableInTreeAutoscaling=True, autoscalerOptions={"version": "v1"})
+    rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]["restartPolicy"] = "Always"
+    await sim.client().create(rc)
+    await sim.sleep(2)
+    warnings = [e["message"] for e in await events(sim) if e["reason"] == "InvalidRayClusterSpec"]
+    assert warnings and set(warnings) == {
+        f"RayCluster spec warning {NS}/raycluster-sample: restartPolicy for worker groups "
+        "[small-group] should be Never or unset when using autoscaler V1"}
