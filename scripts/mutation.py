@@ -403,7 +403,10 @@ def run(args: argparse.Namespace) -> int:
     if args.check_equivalent:
         for m in killed_equivalents:
             print(f"NOT EQUIVALENT (a test kills it; drop it from {EQUIVALENT_FILE.name}): {m.id}")
-    print(f"\n== score (seed {args.seed}, sample {args.sample or 'all'}) ==")
+    drawn = (f"{len(args.only)} chosen ids" if args.only else
+             "listed equivalents" if args.check_equivalent else
+             f"seed {args.seed}, sample {args.sample or 'all'}")
+    print(f"\n== score ({drawn}) ==")
     tot_k = tot_n = 0
     for mod, n, k, s, t in summary:
         score = 100.0 * (k + t) / n if n else 100.0
