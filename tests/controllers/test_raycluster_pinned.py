@@ -270,3 +270,23 @@ async def test_autoscaler_v1_warns_about_worker_groups_that_restart(sim: Any) ->
     assert warnings and set(warnings) == {
         f"RayCluster spec warning {NS}/raycluster-sample: restartPolicy for worker groups "
         "[small-group] should be Never or unset when using autoscaler V1"}
+
+
+async def test_an_invalid_status_is_a_warning_and_an_error(sim: Any) -> None:
+    """rayClusterReconcile: Suspending and Suspended both True → Warning InvalidRayClusterStatus,
+    requeue after 2 s with the error."""
+    from test_raycluster_support import events
+
+    r = reconciler(sim)
+    rc = await sim.client().create(raycluster())
+    rc["status"] = {"conditions": [
+        {"type": "RayClusterSuspending", "status": "True", "reason": "x", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "RayClusterSuspended", "status": "True", "reason": "x", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    result, err = await r.ray_cluster_reconcile(rc)
+    assert result.requeue_after == 2.0 and err is not None
+    await r.recorder.flush()
+    [event] = [e for e in await events(sim) if e["reason"] == "InvalidRayClusterStatus"]
+    assert event["type"] == "Warning" and event["message"].startswith(
+        f"The RayCluster status is invalid {NS}/raycluster-sample, invalid RayCluster State: ")

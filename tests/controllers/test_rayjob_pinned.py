@@ -364,3 +364,18 @@ async def test_sidecar_mode_fails_only_on_a_terminated_nonzero_submitter(sim: An
         "Failed", "SubmissionFailed")
     assert rj["status"]["message"] == (
         "Ray head pod container ray-job-submitter terminated with exit code 2: Error")
+
+
+async def test_a_validation_failed_rayjob_is_not_requeued(sim: Any) -> None:
+    """Reconcile: an invalid spec → ValidationFailed written, then ``ctrl.Result{}, nil``."""
+    from test_rayjob_controller_unit import reconciler
+
+    from emu.runtime.reconcile import Request
+
+    r = reconciler(sim)
+    await sim.client().create(rayjob("rj-bad", suspend=True, shutdownAfterJobFinishes=False))
+    result = await r.reconcile(Request(NS, "rj-bad"))
+    assert not result.requeue and not result.requeue_after
+    rj = await get_rayjob(sim, "rj-bad")
+    assert (rj["status"]["jobDeploymentStatus"], rj["status"]["reason"]) == (
+        "ValidationFailed", "ValidationFailed")
