@@ -290,3 +290,22 @@ async def test_an_invalid_status_is_a_warning_and_an_error(sim: Any) -> None:
     [event] = [e for e in await events(sim) if e["reason"] == "InvalidRayClusterStatus"]
     assert event["type"] == "Warning" and event["message"].startswith(
         f"The RayCluster status is invalid {NS}/raycluster-sample, invalid RayCluster State: ")
+
+
+async def test_reconcile_pods_creates_nothing_while_suspend_is_asked_or_in_force(sim: Any) -> None:
+    """reconcilePods with RayClusterStatusConditions on: spec.suspend set (before the status says
+    Suspending) or status Suspended (before a resume is seen) → no Pod is created."""
+    from test_raycluster_support import pods
+
+    r = reconciler(sim)
+    asked = await sim.client().create(raycluster("asked", suspend=True))
+    await r.reconcile_pods(asked)
+    suspended = await sim.client().create(raycluster("held"))
+    suspended["status"] = {"conditions": [
+        {"type": "RayClusterSuspended", "status": "True", "reason": "x", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    await r.reconcile_pods(suspended)
+    assert await pods(sim) == []
+    running = await sim.client().create(raycluster("running"))
+    await r.reconcile_pods(running)
+    assert await pods(sim)  # the same call creates Pods when neither holds
