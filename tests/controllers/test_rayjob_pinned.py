@@ -379,3 +379,29 @@ async def test_a_validation_failed_rayjob_is_not_requeued(sim: Any) -> None:
     rj = await get_rayjob(sim, "rj-bad")
     assert (rj["status"]["jobDeploymentStatus"], rj["status"]["reason"]) == (
         "ValidationFailed", "ValidationFailed")
+
+
+async def test_a_running_rayjob_whose_cluster_get_fails_returns_the_error(sim: Any) -> None:
+    """Running: getOrCreateRayClusterInstance fails → the error is returned (backoff), the
+    status is not written."""
+    from test_rayjob_controller_unit import reconciler
+
+    from emu.apiserver.errors import ApiError
+    from emu.runtime.reconcile import Request
+
+    r = reconciler(sim)
+    body = rayjob("rj-get")
+    body["metadata"]["finalizers"] = ["ray.io/rayjob-finalizer"]
+    rj = await sim.client().create(body)
+    rj["status"] = {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING",
+                    "rayClusterName": "rj-get-abcde", "jobId": "rj-get-x",
+                    "dashboardURL": "rj-get-head-svc.default.svc.cluster.local:8265",
+                    "startTime": rfc3339(sim.now)}
+    rj = await sim.client().update_status(rj)
+    sim.faults.do(FailRequests(verb="get", kind="RayCluster", caller="rayjob-controller",
+                               code=500, duration=5))
+    with pytest.raises(ApiError) as err:
+        await r.reconcile(Request(NS, "rj-get"))
+    assert err.value.code == 500
+    after = await get_rayjob(sim, "rj-get")
+    assert after["metadata"]["resourceVersion"] == rj["metadata"]["resourceVersion"]
