@@ -156,7 +156,10 @@ class LoseRayPod(Fault):
         elif self.how == "kill":
             sim.faults.do(KillContainer(pod=name))
         elif self.how == "gcs":
-            sim.faults.do(KillGcs(pod=name))
+            try:
+                sim.faults.do(KillGcs(pod=name))
+            except LookupError:  # its GCS is not running (yet, or any more): nothing to kill
+                return
         else:
             node = (pod.get("spec") or {}).get("nodeName")
             if node:

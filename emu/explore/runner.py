@@ -32,6 +32,7 @@ import orjson
 
 from ..faults import FaultPlan
 from ..kernel.faultbase import fault_from_dict
+from . import faults as _faults  # noqa: F401 - registers the explorer's fault types for loading
 from .workload import Workload, get_path
 
 if TYPE_CHECKING:
@@ -304,7 +305,7 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
     start = sim.now
     manifests = workload.manifests_for(knobs)
     for obj in manifests:
-        await sim.apply(obj)
+        await _apply(sim, obj)
     for at, knob, value in workload.changes_for(knobs):
         sim.call_later(max(0.0, start + at - sim.now),
                        lambda k=knob, v=value: _change(sim, k, v))
@@ -343,14 +344,36 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
         return
     if goal.delete:
         await _settle(sim, 0.0)
+        from ..kernel.network import NetworkError
+
         client = sim.client("kubectl")
+        sim.trace.emit("explore", "workload_delete")
         for obj in reversed(manifests):
             meta = obj["metadata"]
-            try:
-                await client.delete(obj["kind"], meta["name"], meta.get("namespace", "default"))
-            except ApiError:
-                pass
+            for _ in range(20):
+                try:
+                    await client.delete(obj["kind"], meta["name"],
+                                        meta.get("namespace", "default"))
+                except NetworkError:
+                    await sim.sleep(5.0)
+                    continue
+                except ApiError:
+                    pass
+                break
         await sim.sleep(goal.after_delete)
+
+
+async def _apply(sim: Simulation, obj: Obj) -> None:
+    """``kubectl apply``, repeated every 5 s while the API server cannot be reached (a person
+    would retry; a plan may start with an outage)."""
+    from ..kernel.network import NetworkError
+
+    while True:
+        try:
+            await sim.apply(obj)
+            return
+        except NetworkError:
+            await sim.sleep(5.0)
 
 
 def _exists(sim: Simulation, kind: str, obj: Obj) -> bool:
