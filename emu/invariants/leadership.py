@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .kernel import clock
-from .kernel.trace import Trace, TraceEvent
+from ..kernel import clock
+from ..kernel.trace import Trace, TraceEvent
 
 if TYPE_CHECKING:
-    from .simulation import Simulation
+    from ..simulation import Simulation
 
 _BELIEF_ENDS = {"leader_lost": "lost", "leader_released": "released",
                 "process_crashed": "crashed", "process_exited": "exited"}
