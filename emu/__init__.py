@@ -33,11 +33,13 @@ if TYPE_CHECKING:
     from .client.client import Client as Client
     from .client.informer import Informer as Informer
     from .faults import AfterRequest as AfterRequest
+    from .faults import CoalesceEvents as CoalesceEvents
     from .faults import Crash as Crash
     from .faults import FailRequests as FailRequests
     from .faults import Fault as Fault
     from .faults import FaultPlan as FaultPlan
     from .faults import Heal as Heal
+    from .faults import InformerLag as InformerLag
     from .faults import Latency as Latency
     from .faults import LoseResponses as LoseResponses
     from .faults import Outage as Outage
@@ -46,6 +48,9 @@ if TYPE_CHECKING:
     from .faults import Restart as Restart
     from .faults import Restore as Restore
     from .faults import Resume as Resume
+    from .faults import ShuffleLists as ShuffleLists
+    from .faults import StaleList as StaleList
+    from .faults import UnperformedFaults as UnperformedFaults
     from .kernel.loop import Deadlock as Deadlock
     from .kernel.network import ConnectionRefused as ConnectionRefused
     from .kernel.network import ConnectionReset as ConnectionReset
@@ -82,6 +87,11 @@ _EXPORTS = {
     "Restart": ".faults",
     "Restore": ".faults",
     "Resume": ".faults",
+    "CoalesceEvents": ".faults",
+    "InformerLag": ".faults",
+    "ShuffleLists": ".faults",
+    "StaleList": ".faults",
+    "UnperformedFaults": ".faults",
     "Deadlock": ".kernel.loop",
     "ConnectionRefused": ".kernel.network",
     "ConnectionReset": ".kernel.network",
@@ -102,6 +112,8 @@ __all__ = [
     "Partition", "Pause", "Process", "RequestEntityTooLarge", "Restart", "Restore", "Resume",
     "Simulation", "Timeout", "VirtualTimeExceeded", "WaitTimeout", "run",
 ]
+# Observation faults and strict-fault reporting (emu.faults).
+__all__ += ["CoalesceEvents", "InformerLag", "ShuffleLists", "StaleList", "UnperformedFaults"]
 
 
 def __getattr__(name: str) -> Any:

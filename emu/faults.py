@@ -21,6 +21,19 @@ fail_requests      matching calls fail with an HTTP code       expires (count/du
 lose_responses     matching calls apply; responses are lost    expires (count/duration)
 =================  ==========================================  ===========================
 
+Observation faults perturb what one process's informers see, performed by the informer layer
+(``emu.client.informer``), never by the controllers (Sieve's stale-state and unobserved-state
+testing):
+
+==============  ===========================================================  ===================
+fault           what the process's informers observe                         undo
+==============  ===========================================================  ===================
+InformerLag     its watch of one kind ``seconds`` late                        after duration
+StaleList       its first LIST served at an older revision, watched from it   (it catches up)
+CoalesceEvents  only the latest state per object, at the window's end         after duration
+ShuffleLists    cached lists and list deliveries in a seeded random order     after duration
+==============  ===========================================================  ===================
+
 Kubernetes faults (`DeletePod`, `KillContainer`, `FailNode`, `RecoverNode`, `SlowKubelet`,
 `DelayEndpoints`, defined in ``emu.kube.faults``) and Ray faults (`KillGcs`, `KillRaylet`,
 `RedisDown`, `FlushRedis`, `WipeRedisNamespace`, `SlowServeDeployment`, `FailServeDeployment`,
@@ -34,19 +47,23 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 from .apiserver import errors as api_errors
+from .client.client import ObjectList
+from .client.informer import Informer, ObservationRule, observation_faults
 from .kernel.faultbase import Fault, FaultPlan
 from .kernel.network import CallInfo, Match
 from .kernel.process import Process
 from .kube.faults import DelayEndpoints, DeletePod, FailNode, KillContainer, RecoverNode, SlowKubelet
 
 __all__ = [
-    "AfterRequest", "Crash", "DelayEndpoints", "DeletePod", "FailJob", "FailNode", "FailRequests",
-    "FailServeDeployment", "Fault", "FaultPlan", "Faults", "FlushRedis", "Heal", "KillContainer",
-    "KillGcs", "KillRaylet", "Latency", "LoseResponses", "Outage", "Partition", "Pause",
-    "RecoverNode", "RedisDown", "Restart", "Restore", "Resume", "SlowKubelet",
-    "SlowServeDeployment", "WipeRedisNamespace",
+    "AfterRequest", "CoalesceEvents", "Crash", "DelayEndpoints", "DeletePod", "FailJob", "FailNode",
+    "FailRequests", "FailServeDeployment", "Fault", "FaultPlan", "Faults", "FlushRedis", "Heal",
+    "InformerLag", "KillContainer", "KillGcs", "KillRaylet", "Latency", "LoseResponses", "Outage",
+    "Partition", "Pause", "RecoverNode", "RedisDown", "Restart", "Restore", "Resume",
+    "ShuffleLists", "SlowKubelet", "SlowServeDeployment", "StaleList", "UnperformedFaults",
+    "WipeRedisNamespace",
 ]
 
 if TYPE_CHECKING:
@@ -253,7 +270,7 @@ class AfterRequest(Fault):
 
         def fire(info: CallInfo) -> None:
             # On the next loop step: the write is committed, the caller has not resumed yet.
-            sim.loop.call_soon(sim.faults.do, self.then)
+            sim.loop.call_soon(sim.faults.perform_planned, self.then)
 
         sim.network.after_call(match, fire, count=self.count)
 
@@ -378,29 +395,293 @@ class FailJob(Fault):
         fail_job(sim.ray_config, self.entrypoint, self.exit_code, self.after)
 
 
+# -- observation faults (acting through the informers of emu.client.informer) -------------------
+
+
+def _kind_names(sim: Simulation, kind: str | None) -> frozenset[str]:
+    """The names an informer may have been asked for ``kind`` by (empty: every kind)."""
+    if kind is None:
+        return frozenset()
+    try:
+        info = sim.api.kinds.resolve(kind)
+    except api_errors.ApiError:
+        return frozenset({kind})  # not served (yet): checked again at the end of the run
+    return frozenset({info.kind, info.kind.lower(), info.plural, *info.short_names})
+
+
+def _observation(sim: Simulation, fault: Any, effect: str, duration: float | None,
+                 **fields: Any) -> ObservationRule:
+    obs = observation_faults(sim.network)
+    until = None if duration is None else sim.now + duration
+    rule = obs.add(ObservationRule(effect, fault.process, _kind_names(sim, fault.kind),
+                                   until=until, **fields))
+    if duration is not None:
+        sim.loop.call_later(duration, obs.remove, rule)
+    return rule
+
+
+def _observed(sim: Simulation, fault: Any, rule: ObservationRule, what: str) -> Any:
+    """The end-of-run check of an observation fault: None when it changed what some informer
+    observed, else why not."""
+
+    def check() -> str | None:
+        if rule.hits:
+            return None
+        who = f"process {fault.process!r}" if fault.process else "any process"
+        kind = f"{fault.kind} " if fault.kind else ""
+        return f"no {kind}informer of {who} {what} while it was active"
+
+    return check
+
+
+@attrs.frozen
+class InformerLag(Fault):
+    """``process``'s watch of ``kind`` is ``seconds`` late: each event reaches its cache (and
+    its handlers) that much later, while its other informers stay current — "its Pod watch 30 s
+    behind". For ``duration`` seconds (events received meanwhile still arrive late); every
+    process or kind when None."""
+
+    process: str | None = None
+    kind: str | None = None
+    seconds: float = 30.0
+    duration: float | None = None
+
+    def apply(self, sim: Simulation) -> Any:
+        rule = _observation(sim, self, "lag", self.duration, seconds=self.seconds)
+        return _observed(sim, self, rule, "received a watch event")
+
+
+@attrs.frozen
+class StaleList(Fault):
+    """The next first LIST of ``process``'s informers of ``kind`` (every kind when None) is
+    served at an older revision — ``revisions_back`` global revisions before the current one, or
+    ``at_revision`` — within the API server's history window (clamped to it); the informer then
+    watches from there, so it replays what happened since: a new leader's or restarted
+    operator's cache that starts behind. ``hold`` keeps the cache at the old revision that many
+    seconds before the watch starts. Applies to informers that list for the first time while the
+    fault is active (``duration`` seconds, or for the rest of the run)."""
+
+    process: str | None = None
+    kind: str | None = None
+    revisions_back: int | None = None
+    at_revision: int | None = None
+    hold: float = 0.0
+    duration: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if (self.revisions_back is None) == (self.at_revision is None):
+            raise ValueError("StaleList takes exactly one of revisions_back= and at_revision=")
+        for name in ("revisions_back", "at_revision"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 0):
+                raise ValueError(f"StaleList {name} must be a non-negative int, not {value!r}")
+
+    def apply(self, sim: Simulation) -> Any:
+        rule = _observation(sim, self, "stale", self.duration, hold=self.hold)
+        rule.list_at = lambda inf, fresh: _list_at(sim, self, rule, inf, fresh)
+        return _observed(sim, self, rule, "listed at an older revision")
+
+
+def _list_at(sim: Simulation, fault: StaleList, rule: ObservationRule, inf: Informer,
+             fresh: ObjectList) -> ObjectList:
+    """What ``inf``'s list would have returned at the older revision: the store's current
+    objects with every later change of the kind undone from the history (each change keeps the
+    version it replaced)."""
+    api = sim.api
+    store = api.store
+    current = int(fresh.resource_version or store.rev)
+    back = fault.revisions_back or 0
+    target = fault.at_revision if fault.at_revision is not None else current - back
+    # (revision 0 would mean "any" to the watch that follows: the oldest is 1)
+    target = min(max(target, store.compacted, 1), current)
+    if target >= current:
+        return fresh
+    info, table = api._resolve(inf.kind, inf.api_version)
+    labels, fields = api._selectors(info, inf.label_selector, inf.field_selector)
+    objs = dict(table.objs)
+    for change in reversed(store.history):
+        if change.rev <= target:
+            break
+        if change.table is not table:
+            continue
+        key = (change.entry.ns, change.entry.name)
+        if change.prev is None:
+            objs.pop(key, None)
+        else:
+            objs[key] = change.prev
+    ns = inf.namespace if info.namespaced else None
+    items = []
+    for key in sorted(objs):
+        entry = objs[key]
+        if ns and entry.ns != ns:
+            continue
+        if labels is not None and not labels.empty and not labels.matches(entry.labels):
+            continue
+        if fields is not None and not fields.empty and not fields.matches(entry.field_values()):
+            continue
+        items.append(orjson.loads(entry.data))
+    rule.hits += 1
+    proc = inf.client.process
+    sim.trace.emit(proc.name if proc is not None else inf.client.identity, "stale_list",
+                   kind=inf.kind, revision=target, current=current)
+    return ObjectList(items, str(target))
+
+
+@attrs.frozen
+class CoalesceEvents(Fault):
+    """For ``duration`` seconds, ``process``'s informers of ``kind`` hold their watch events and
+    keep only the latest state of each object; at the end they deliver it as a relist would
+    (deletions, then each object's latest state, in key order): intermediate states are never
+    observed."""
+
+    process: str | None = None
+    kind: str | None = None
+    duration: float = 30.0
+
+    def apply(self, sim: Simulation) -> Any:
+        rule = _observation(sim, self, "coalesce", self.duration)
+        return _observed(sim, self, rule, "received a watch event")
+
+
+@attrs.frozen
+class ShuffleLists(Fault):
+    """``process``'s cached lists of ``kind`` (every process and kind when None) come back in a
+    seeded random order, and so do the adds a list delivers to event handlers: Go's informer
+    cache returns map order, so code that takes "the first" item of a list must not rely on a
+    sorted one. The order is drawn from the simulation's seeded RNG: the same seed, the same
+    order. For ``duration`` seconds, or the rest of the run."""
+
+    process: str | None = None
+    kind: str | None = None
+    duration: float | None = None
+
+    def apply(self, sim: Simulation) -> Any:
+        rng = sim.rng.fork(f"shuffle-lists:{self.process or '*'}:{self.kind or '*'}:{self.at}")
+        rule = _observation(sim, self, "shuffle", self.duration, rng=rng)
+        return _observed(sim, self, rule, "listed two or more objects")
+
+
+class UnperformedFaults(AssertionError):
+    """Planned faults never took effect: the run did not test what its plan says.
+
+    Raised at the end of `emu.run` (so it fails a test under the pytest plugin) when a fault
+    not marked ``optional=True`` named a process that was not running, matched no request,
+    came after the run ended, or was invalid for the world it met. ``items`` holds each fault
+    with why."""
+
+    def __init__(self, items: list[tuple[Fault, str]]) -> None:
+        self.items = items
+        lines = "\n".join(f"  {f!r}: {why}" for f, why in items)
+        n = len(items)
+        super().__init__(
+            f"{n} planned fault{'s' if n != 1 else ''} never took effect:\n{lines}\n"
+            "Fix the fault (names as the world has them: sim.processes.all(), the served "
+            "kinds), or mark it optional=True if it may legitimately not happen.")
+
+
+@attrs.define(eq=False)
+class _Record:
+    fault: Fault
+    state: str  # "waiting" | "performed" | "failed" | "pending"
+    reason: str = ""
+    check: Any = None
+
+    def outcome(self, now: float) -> str | None:
+        """None when the fault took effect, else why not."""
+        if self.state == "waiting":
+            return (f"its time (t={self.fault.at:g}s) never came: the run ended at "
+                    f"t={now:g}s")
+        if self.state == "failed":
+            return self.reason
+        if self.state == "pending":
+            why = self.check()
+            return None if why is None else str(why)
+        return None
+
+
 class Faults:
-    """``sim.faults``: the fault verbs, now or at a time; every fault done is recorded."""
+    """``sim.faults``: the fault verbs, now or at a time; every fault is recorded with whether
+    it took effect (`performed`, `unperformed`)."""
 
     def __init__(self, sim: Simulation) -> None:
         self._sim = sim
         self.applied: list[Fault] = []
+        self._records: list[_Record] = []
 
     def plan(self) -> FaultPlan:
-        """What was done so far, as a plan that replays it."""
+        """What was done so far (whether or not it took effect), as a plan that replays it."""
         return FaultPlan(self.applied)
 
     def do(self, fault: Fault) -> None:
-        """Perform ``fault`` now (its ``at`` is set to the current time in the record)."""
+        """Perform ``fault`` now (its ``at`` is set to the current time in the record). An
+        invalid fault (an unknown process, endpoint, kind or verb) raises and is not recorded."""
         fault = attrs.evolve(fault, at=round(self._sim.now, 9))
-        self.applied.append(fault)
+        record = _Record(fault, "performed")
         self._sim.trace.emit("faults", "fault", fault=repr(fault))
-        fault.apply(self._sim)
+        self._settle(record, fault.apply(self._sim))
+        self.applied.append(fault)
+        self._records.append(record)
 
     def schedule(self, plan: Iterable[Fault] | FaultPlan) -> None:
-        """Perform each fault at its ``at`` time (relative to the start of the run)."""
+        """Perform each fault at its ``at`` time (relative to the start of the run). A fault
+        that cannot be performed then is recorded as not performed, with why."""
         for fault in plan:
             delay = max(0.0, fault.at - self._sim.now)
-            self._sim.loop.call_later(delay, self.do, fault)
+            record = _Record(fault, "waiting")
+            self._records.append(record)
+            self._sim.loop.call_later(delay, self._perform, record)
+
+    def perform_planned(self, fault: Fault) -> None:
+        """Perform ``fault`` now as part of a plan (`AfterRequest`'s ``then``): a failure is
+        recorded, not raised."""
+        record = _Record(fault, "waiting")
+        self._records.append(record)
+        self._perform(record)
+
+    def _perform(self, record: _Record) -> None:
+        fault = record.fault = attrs.evolve(record.fault, at=round(self._sim.now, 9))
+        self.applied.append(fault)
+        self._sim.trace.emit("faults", "fault", fault=repr(fault))
+        try:
+            self._settle(record, fault.apply(self._sim))
+        except Exception as err:  # an invalid fault for this world: reported at the end
+            record.state, record.reason = "failed", f"{type(err).__name__}: {err}"
+            self._sim.trace.emit("faults", "fault_invalid", fault=repr(fault),
+                                 error=record.reason)
+
+    @staticmethod
+    def _settle(record: _Record, result: Any) -> None:
+        if result is None:
+            record.state = "performed"
+        elif isinstance(result, str):
+            record.state, record.reason = "failed", result
+        else:
+            record.state, record.check = "pending", result
+
+    def performed(self) -> list[Fault]:
+        """The faults that took effect, in the order they were performed."""
+        now = self._sim.now
+        return [r.fault for r in self._records if r.outcome(now) is None]
+
+    def unperformed(self) -> list[tuple[Fault, str]]:
+        """Each fault that did not take effect (so far), with why: a process that was not
+        running, a request matcher that matched nothing, a time the run never reached."""
+        now = self._sim.now
+        out = []
+        for record in self._records:
+            why = record.outcome(now)
+            if why is not None:
+                out.append((record.fault, why))
+        return out
+
+    def check(self) -> None:
+        """Raise `UnperformedFaults` for every fault not marked optional that did not take
+        effect (`emu.run` calls this when the run's main returns)."""
+        missed = [(f, why) for f, why in self.unperformed() if not f.optional]
+        if missed:
+            raise UnperformedFaults(missed)
 
     # -- verbs -------------------------------------------------------------------------------
 

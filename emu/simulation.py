@@ -267,7 +267,9 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         try:
             if plan:
                 sim.faults.schedule(plan)
-            return await main(sim)
+            result = await main(sim)
+            sim.faults.check()  # strict faults: a planned fault that never happened fails
+            return result
         except asyncio.CancelledError:
             if expired:
                 shown = "\n  ".join(expired)
@@ -286,7 +288,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             return runner.run(body())
         except BaseException as exc:
             exc.add_note("replay: " + replay_line(main, seed, plan))
-            done = sims[0].faults.plan() if sims else None
+            done = FaultPlan(sims[0].faults.performed()) if sims else None
             if done:
                 exc.add_note(f"faults performed during the run: {done!r}")
             raise

@@ -6,7 +6,12 @@ This is client-go's reflector + store + shared informer, reduced to what control
   seen resourceVersion after a backoff (800 ms doubling to 30 s, jittered from the seeded RNG);
   a 410 Gone relists;
 - ``lag`` delays every event's application by a fixed number of virtual seconds, to make stale
-  reads on purpose (the cache a controller reads from is behind the API server).
+  reads on purpose (the cache a controller reads from is behind the API server);
+- observation faults (`ObservationFaults`, made by ``emu.faults``' `InformerLag`, `StaleList`,
+  `CoalesceEvents` and `ShuffleLists`) perturb what one process's informers observe: a lagging
+  watch of one kind, a first list served at an older revision, events coalesced to the latest
+  state per object (as a relist delivers them), and a seeded shuffle of list order (Go's cache
+  returns map order). They act here, never in controllers.
 
 Handlers are called synchronously, in order, with cached objects that must not be mutated.
 """
@@ -16,16 +21,18 @@ from __future__ import annotations
 import asyncio
 import builtins
 import random
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import orjson
 
 from ..apiserver.errors import ApiError, is_gone
 from ..apiserver.selectors import LabelSelector, parse_label_selector
-from ..kernel.network import NetworkError
-from .client import Client, selector_text
+from ..kernel.network import Network, NetworkError
+from .client import Client, ObjectList, selector_text
 
 Obj = dict[str, Any]
 
@@ -107,6 +114,10 @@ class Informer:
         self.relists = 0
         self._pending: deque[tuple[float, dict[str, Any]]] = deque()
         self._pending_ready = asyncio.Event()
+        self._applier: asyncio.Future[None] | None = None
+        self._obs = observation_faults(client.network)
+        #: events held by a `CoalesceEvents` window: the latest per object key
+        self._coalesced: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"<Informer {self.kind} ns={self.namespace or '*'} objects={len(self._cache)}>"
@@ -168,7 +179,16 @@ class Informer:
             if matcher is not None and not matcher.matches(meta.get("labels") or {}):
                 continue
             out.append(obj)
+        if self._obs.rules and len(out) > 1:
+            self._shuffle(out)
         return out
+
+    def _shuffle(self, items: builtins.list[Any]) -> None:
+        """Shuffle ``items`` in place when a `ShuffleLists` rule matches (Go's map order)."""
+        rule = self._obs._active(self, "shuffle")
+        if rule is not None and rule.rng is not None and len(items) > 1:
+            rule.rng.shuffle(items)
+            rule.hits += 1
 
     def _selector(self, selector: str | dict[str, str]) -> LabelSelector:
         text = selector_text(selector)
@@ -217,7 +237,10 @@ class Informer:
     def add_event_handler(self, handler: EventHandler) -> None:
         """Receive every later change; objects already cached are replayed as adds."""
         self._handlers.append(handler)
-        for key in sorted(self._cache):
+        keys = sorted(self._cache)
+        if self._obs.rules:
+            self._shuffle(keys)
+        for key in keys:
             handler.on_add(self._cache[key])
 
     # -- running ---------------------------------------------------------------------------------
@@ -225,7 +248,12 @@ class Informer:
     async def run(self) -> None:
         """List and watch until cancelled."""
         backoff = self.BACKOFF_INITIAL
-        applier = asyncio.ensure_future(self._apply_pending()) if self.lag > 0 else None
+        if self.lag > 0:
+            self._ensure_applier()
+        obs = self._obs
+        obs._seq += 1
+        token = obs._seq
+        obs._informers[token] = self
         try:
             need_list = True
             while True:
@@ -245,26 +273,42 @@ class Informer:
                     await self._backoff(backoff)
                     backoff = min(backoff * 2, self.BACKOFF_MAX)
         finally:
-            if applier is not None:
-                applier.cancel()
+            obs._informers.pop(token, None)
+            if self._applier is not None:
+                self._applier.cancel()
+                self._applier = None
+
+    def _ensure_applier(self) -> None:
+        if self._applier is None or self._applier.done():
+            self._applier = asyncio.ensure_future(self._apply_pending())
 
     async def _backoff(self, seconds: float) -> None:
         jitter = self._rng.random() * seconds if self._rng is not None else 0.0
         await asyncio.sleep(seconds + jitter)
 
     async def _list(self) -> None:
+        obs = self._obs
+        stale = obs._active(self, "stale") if obs.rules and self.relists == 0 else None
         items = await self.client.list(self.kind, self.namespace, label_selector=self.label_selector,
                                        field_selector=self.field_selector,
                                        api_version=self.api_version)
+        if stale is not None and stale.list_at is not None:
+            items = stale.list_at(self, items)
         self.relists += 1
         self._pending.clear()
+        self._coalesced.clear()
         fresh = {object_key(o): o for o in items}
-        for key in sorted(set(self._cache) - set(fresh)):
+        gone_keys = sorted(set(self._cache) - set(fresh))
+        fresh_keys = sorted(fresh)
+        if obs.rules:
+            self._shuffle(gone_keys)
+            self._shuffle(fresh_keys)
+        for key in gone_keys:
             gone = self._remove(key)
             for h in self._handlers:
                 if gone is not None:
                     h.on_delete(gone)
-        for key in sorted(fresh):
+        for key in fresh_keys:
             new = fresh[key]
             old = self._store(key, new)
             if old is None:
@@ -276,6 +320,8 @@ class Informer:
                     h.on_update(old, new)
         self.last_resource_version = items.resource_version
         self.synced.set()
+        if stale is not None and stale.hold > 0:
+            await asyncio.sleep(stale.hold)  # the cache stays at the old revision meanwhile
 
     async def _watch(self) -> None:
         stream = await self.client.watch(
@@ -293,11 +339,54 @@ class Informer:
                 self.last_resource_version = rv
             if etype == "BOOKMARK":
                 continue
-            if self.lag > 0:
+            if self._obs.rules or self._coalesced:
+                self._deliver(event)
+            elif self.lag > 0 or self._pending:
                 self._pending.append((loop.time() + self.lag, event))
+                self._ensure_applier()
                 self._pending_ready.set()
             else:
                 self._apply(event)
+
+    def _deliver(self, event: dict[str, Any]) -> None:
+        """An event through the observation faults: coalesced, then lagged, then applied."""
+        rule = self._obs._active(self, "coalesce") if self._obs.rules else None
+        if rule is not None:
+            key = object_key(event["object"])
+            self._coalesced.pop(key, None)  # the latest state goes last, as a relist has it
+            self._coalesced[key] = event
+            rule.hits += 1
+            return
+        if self._coalesced:
+            self._flush_coalesced()
+        self._enqueue(event)
+
+    def _enqueue(self, event: dict[str, Any]) -> None:
+        lag = self.lag
+        rule = self._obs._active(self, "lag") if self._obs.rules else None
+        if rule is not None:
+            lag += rule.seconds
+            rule.hits += 1
+        if lag > 0 or self._pending:
+            self._pending.append((asyncio.get_running_loop().time() + lag, event))
+            self._ensure_applier()
+            self._pending_ready.set()
+        else:
+            self._apply(event)
+
+    def _flush_coalesced(self) -> None:
+        """Deliver what a coalescing window held, as a relist would: deletions of cached
+        objects, then the latest state of each other object, each in key order."""
+        if not self._coalesced:
+            return
+        held, self._coalesced = self._coalesced, {}
+        keys = sorted(held)
+        for key in keys:
+            if held[key]["type"] == "DELETED":
+                self._enqueue(held[key])
+        for key in keys:
+            if held[key]["type"] != "DELETED":
+                self._enqueue(held[key])
 
     async def _apply_pending(self) -> None:
         loop = asyncio.get_running_loop()
@@ -327,3 +416,89 @@ class Informer:
                 h.on_add(obj)
             else:
                 h.on_update(previous, obj)
+# -- observation faults ----------------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class ObservationRule:
+    """One active perturbation of what matching informers observe (made by the fault values
+    `emu.faults.InformerLag`, `StaleList`, `CoalesceEvents` and `ShuffleLists`).
+
+    ``process`` matches the informer's process name or host (or its client's identity; None:
+    every process); ``kinds`` the informer's kind as it was asked for (empty: every kind).
+    ``hits`` counts how often the rule changed what an informer observed, so a fault that
+    never did is reported as not performed."""
+
+    effect: str  # "lag" | "stale" | "coalesce" | "shuffle"
+    process: str | None = None
+    kinds: frozenset[str] = frozenset()
+    seconds: float = 0.0
+    until: float | None = None
+    hold: float = 0.0
+    rng: random.Random | None = None
+    #: for "stale": (informer, the fresh list) -> the list served at the older revision
+    list_at: Callable[[Informer, ObjectList], ObjectList] | None = None
+    hits: int = 0
+    id: int = 0
+
+    def matches(self, inf: Informer) -> bool:
+        if self.kinds and inf.kind not in self.kinds:
+            return False
+        if self.process is None:
+            return True
+        proc = inf.client.process
+        if proc is not None:
+            return self.process in (proc.name, proc.host)
+        return self.process == inf.client.identity
+
+
+class ObservationFaults:
+    """The observation rules active in one world, and the informers running in it (in start
+    order, so a rule's start or end reaches them deterministically). Reached from an informer
+    through its client's network (`observation_faults`)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self.rules: dict[int, ObservationRule] = {}
+        self._seq = 0
+        self._informers: dict[int, Informer] = {}
+
+    def add(self, rule: ObservationRule) -> ObservationRule:
+        """Activate ``rule``; informers it matches see its effect from now on."""
+        self._seq += 1
+        rule.id = self._seq
+        self.rules[rule.id] = rule
+        return rule
+
+    def remove(self, rule: ObservationRule) -> None:
+        """End ``rule``: informers whose events it coalesced get the latest state now."""
+        if self.rules.pop(rule.id, None) is None:
+            return
+        if rule.effect == "coalesce":
+            for inf in list(self._informers.values()):
+                inf._flush_coalesced()
+
+    def informers(self) -> list[Informer]:
+        """The running informers, in start order."""
+        return list(self._informers.values())
+
+    def _active(self, inf: Informer, effect: str) -> ObservationRule | None:
+        now = self._clock()
+        found = None
+        for rule in self.rules.values():
+            if rule.effect != effect or (rule.until is not None and now >= rule.until):
+                continue
+            if rule.matches(inf):
+                found = rule
+        return found
+
+
+_OBSERVATION: weakref.WeakKeyDictionary[Network, ObservationFaults] = weakref.WeakKeyDictionary()
+
+
+def observation_faults(network: Network) -> ObservationFaults:
+    """The observation rules of the world ``network`` belongs to (created on first use)."""
+    obs = _OBSERVATION.get(network)
+    if obs is None:
+        obs = _OBSERVATION[network] = ObservationFaults(network._clock)
+    return obs

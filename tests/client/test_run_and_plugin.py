@@ -44,7 +44,8 @@ def test_a_fault_plan_round_trips_through_json_and_prints_as_code():
 
 
 def test_an_unknown_fault_type_in_a_stored_plan_is_named():
-    with pytest.raises(ValueError, match=r"^unknown fault type 'Meteor'; known: AfterRequest, Crash, "):
+    with pytest.raises(ValueError, match=r"^unknown fault type 'Meteor'; known: AfterRequest, "
+                                         r"CoalesceEvents, Crash, "):
         emu.FaultPlan.from_json('[{"type": "Meteor", "at": 1}]')
 
 
