@@ -139,10 +139,12 @@ def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int
     from ..simulation import run
     from ..timeline import render_html
 
+    import attrs
+
+    from ..faults import FaultPlan, UnperformedFaults
+
     directory.mkdir(parents=True, exist_ok=True)
     base = f"test_{_slug(f'{workload.name} {invariant}')}_{abs(hash_spec(spec)) % 10**6:06d}"
-    test_path = directory / f"{base}.py"
-    test_path.write_text(pytest_source(workload, spec, seed, invariant, message, replay_command))
     box: dict[str, Any] = {}
 
     async def main(sim: Simulation) -> None:
@@ -151,8 +153,17 @@ def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int
 
     try:
         run(main, seed=seed, **world_options(workload))
+    except UnperformedFaults as exc:
+        # a fault of the plan that did not take effect in this run is marked optional, so the
+        # exported test fails only for the invariant
+        missed = [attrs.evolve(f, at=0.0, optional=False) for f, _ in exc.items]
+        spec = attrs.evolve(spec, plan=FaultPlan(
+            attrs.evolve(f, optional=True) if attrs.evolve(f, at=0.0) in missed else f
+            for f in spec.plan))
     except Exception as exc:  # still write what was seen
         box["error"] = str(exc)
+    test_path = directory / f"{base}.py"
+    test_path.write_text(pytest_source(workload, spec, seed, invariant, message, replay_command))
     sim = box["sim"]
     html_path = directory / f"{base}.html"
     html_path.write_text(render_html(

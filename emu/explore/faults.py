@@ -49,7 +49,7 @@ class AtCall(Fault):
     caller: str | None = "kuberay-operator"
     dst: str | None = "apiserver"
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         if self.n < 1:
             raise ValueError(f"AtCall.n counts from 1, not {self.n}")
         match = Match(self.verb, self.kind, self.name, None, None, self.dst)
@@ -62,9 +62,16 @@ class AtCall(Fault):
             seen[0] += 1
             if seen[0] == self.n:
                 sim.network.clear_rule(rule[0])
-                sim.loop.call_soon(sim.faults.do, _on_caller(self.then, info))
+                sim.loop.call_soon(sim.faults.perform_planned, _on_caller(self.then, info))
 
         rule.append(sim.network.after_call(match, fire, count=None))
+
+        def check() -> str | None:
+            if seen[0] >= self.n:
+                return None
+            return f"only {seen[0]} matching call(s) came, not {self.n}"
+
+        return check
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -93,10 +100,12 @@ class CrashLeader(Fault):
     """Crash whichever operator replica holds the Lease now (nothing when nobody does); its
     container is restarted by the kubelet as a new incarnation."""
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> str | None:
         proc = leader_process(sim)
-        if proc is not None:
-            sim.faults.do(Crash(process=proc))
+        if proc is None:
+            return "no live process held the Lease"
+        sim.faults.perform_planned(Crash(process=proc))
+        return None
 
 
 @attrs.frozen
@@ -106,10 +115,12 @@ class PauseLeader(Fault):
 
     duration: float = 30.0
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> str | None:
         proc = leader_process(sim)
-        if proc is not None:
-            sim.faults.do(Pause(process=proc, duration=self.duration))
+        if proc is None:
+            return "no live process held the Lease"
+        sim.faults.perform_planned(Pause(process=proc, duration=self.duration))
+        return None
 
 
 def ray_pods(sim: Simulation, owner: str, node_type: str,
@@ -140,7 +151,7 @@ class LoseRayPod(Fault):
     index: int = 0
     duration: float | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> str | None:
         from ..faults import KillGcs
         from ..kube.faults import DeletePod, FailNode, KillContainer
 
@@ -148,22 +159,21 @@ class LoseRayPod(Fault):
             raise ValueError(f"LoseRayPod.how is delete, kill, gcs or node, not {self.how!r}")
         pods = ray_pods(sim, self.owner, self.node_type)
         if not pods:
-            return
+            return f"no live {self.node_type} Pod of {self.owner!r}"
         pod = pods[min(self.index, len(pods) - 1)]
         name = pod["metadata"]["name"]
         if self.how == "delete":
-            sim.faults.do(DeletePod(name=name, grace_period_seconds=0))
+            sim.faults.perform_planned(DeletePod(name=name, grace_period_seconds=0))
         elif self.how == "kill":
-            sim.faults.do(KillContainer(pod=name))
+            sim.faults.perform_planned(KillContainer(pod=name))
         elif self.how == "gcs":
-            try:
-                sim.faults.do(KillGcs(pod=name))
-            except LookupError:  # its GCS is not running (yet, or any more): nothing to kill
-                return
+            sim.faults.perform_planned(KillGcs(pod=name))
         else:
             node = (pod.get("spec") or {}).get("nodeName")
-            if node:
-                sim.faults.do(FailNode(node=node, duration=self.duration))
+            if not node:
+                return f"Pod {name} is not on a Node yet"
+            sim.faults.perform_planned(FailNode(node=node, duration=self.duration))
+        return None
 
 
 @attrs.frozen
@@ -175,13 +185,14 @@ class PartitionLeaderFromHead(Fault):
     owner: str = ""
     duration: float = 60.0
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> str | None:
         from ..faults import Partition
 
         proc = leader_process(sim)
         heads = ray_pods(sim, self.owner, "head")
         if proc is None or not heads:
-            return
+            return "no leader or no head Pod to partition"
         host = sim.processes.get(proc).host
         head_ip = (heads[0].get("status") or {}).get("podIP") or heads[0]["metadata"]["name"]
-        sim.faults.do(Partition(a=host, b=head_ip, duration=self.duration))
+        sim.faults.perform_planned(Partition(a=host, b=head_ip, duration=self.duration))
+        return None

@@ -462,15 +462,20 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         await prepare(sim, workload)
         box["found"], box["actions"] = await play(sim, workload, spec, invariants, record=record)
         box["digest"], box["now"] = sim.trace.digest(), sim.now
+        box["performed"] = [repr(f) for f in sim.faults.performed()]
+
+    from ..faults import UnperformedFaults
 
     error = ""
     try:
         run(main, seed=seed, **world_options(workload))
+    except UnperformedFaults:
+        pass  # a generated plan's fault may not take effect; `performed` says which did
     except Exception as exc:  # the run itself raised: reported, never hidden
         error = f"{type(exc).__name__}: {exc}"
     sim = box.get("sim")
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
-                    [repr(f) for f in sim.faults.applied] if sim else (), error,
+                    box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
                     box.get("actions") or ())
 
@@ -498,8 +503,12 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
             error = f"{type(exc).__name__}: {exc}"
         _report(sim, spec, found, actions, error, fd, had_workdir)
 
+    from ..faults import UnperformedFaults
+
     try:
         run(main, seed=seed, **world_options(workload))
+    except UnperformedFaults:
+        pass
     except Exception as exc:
         # the shared half itself failed: every run reports it
         for spec in specs:
@@ -556,8 +565,8 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
     code = 0
     try:
         result = RunResult(spec, found, sim.trace.digest(),
-                           [repr(f) for f in sim.faults.applied], error, round(sim.now, 6), 0.0,
-                           actions)
+                           [repr(f) for f in sim.faults.performed()], error, round(sim.now, 6),
+                           0.0, actions)
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:
