@@ -27,7 +27,18 @@ import attrs
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..faults import Crash, FaultPlan, LoseResponses, Outage, Pause, RedisDown
+from ..faults import (
+    CoalesceEvents,
+    Crash,
+    FaultPlan,
+    InformerLag,
+    LoseResponses,
+    Outage,
+    Pause,
+    RedisDown,
+    ShuffleLists,
+    StaleList,
+)
 from .faults import AtCall, CrashLeader, LoseRayPod, PartitionLeaderFromHead, PauseLeader
 from .runner import RunSpec
 from .workload import Workload
@@ -36,7 +47,9 @@ Obj = dict[str, Any]
 
 #: How long a paused leader stays frozen: past the 15 s Lease and a successor's first actions.
 PAUSE_SECONDS = 30.0
-OUTAGE_SECONDS = (10.0, 45.0)
+#: API-server outages: shorter than the Node monitor grace period (40 s), past which every Node
+#: is tainted unreachable and (in this emulator, see docs/findings.md) stays so.
+OUTAGE_SECONDS = (10.0, 30.0)
 
 
 def _writes(actions: Sequence[Obj], names: Sequence[str] = ()) -> list[Obj]:
@@ -127,13 +140,43 @@ def outages(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
             yield FaultPlan([RedisDown(at=t, address="redis:6379", duration=30.0)])
 
 
+#: The kinds the operator watches whose observation the perturbations target.
+OBSERVED_KINDS = ("Pod", "RayCluster", "Job", "Service")
+
+
+def operators(actions: Sequence[Obj]) -> list[str]:
+    """The operator replicas' process names, as the reference run started them."""
+    return [str(a["name"]) for a in actions if a["type"] == "operator"]
+
+
+def perturbations(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    """Sieve's stale-state and unobserved-state testing: one operator's watch of one kind
+    30 s late; a crash of the leader at a transition with the successor's first LIST served
+    from an older revision; a transition's intermediate states coalesced away; List results in
+    a seeded random order."""
+    procs = operators(actions)
+    times = sorted({float(a["t"]) for a in _transitions(actions)})
+    for proc in procs:
+        for kind in OBSERVED_KINDS:
+            yield FaultPlan([InformerLag(at=0.0, process=proc, kind=kind, seconds=30.0,
+                                         duration=120.0)])
+        yield FaultPlan([ShuffleLists(at=0.0, process=proc)])
+    for t in times:
+        for proc in procs:
+            for kind in OBSERVED_KINDS[:2]:
+                yield FaultPlan([StaleList(at=t, process=proc, kind=kind, revisions_back=20,
+                                           duration=60.0), CrashLeader(at=t)])
+                yield FaultPlan([CoalesceEvents(at=t, process=proc, kind=kind,
+                                                duration=20.0)])
+
+
 def systematic(workload: Workload, actions: Sequence[Obj]) -> list[FaultPlan]:
     """Every single-fault plan of the generators above, interleaved family by family (so a
     small budget still tries each kind of fault), duplicates removed, in a stable order."""
     families = [list(crash_after_writes(workload, actions)),
                 list(pause_before_writes(workload, actions)),
                 list(lose_responses(workload, actions)), list(pod_loss_at_transitions(workload, actions)),
-                list(outages(workload, actions))]
+                list(outages(workload, actions)), list(perturbations(workload, actions))]
     out: list[FaultPlan] = []
     seen: set[str] = set()
     i = 0

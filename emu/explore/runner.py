@@ -203,6 +203,10 @@ class _Recorder:
         self.actions: list[Obj] = []
         self._states: dict[tuple[str, str], Any] = {}
         self._counts: dict[tuple[str, ...], int] = {}
+        for proc in sorted(sim.processes.all(), key=lambda p: p.name):
+            if proc.alive and "kuberay-operator" in proc.name:
+                self.actions.append({"t": round(sim.now, 6), "type": "operator",
+                                     "name": proc.name})
         sim.network.after_call(Match(), self._on_call, count=None)
         sim.trace.subscribe(self._on_event)
 

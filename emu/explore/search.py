@@ -174,10 +174,13 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
             seed: int = 0, executor: Executor | None = None, out: str | Path | None = None,
             shrink_budget: int = 60, export: bool = True,
             progress: Callable[[int, int, int], None] | None = None,
-            replay_command: str = "", batch: int = BATCH) -> ExploreResult:
+            replay_command: str = "", batch: int = BATCH, per_invariant: int = 3
+            ) -> ExploreResult:
     """Search ``workload`` for invariant violations with ``budget`` runs (or for ``duration``
     wall seconds) from ``seed``; shrink and export each distinct finding (into ``out``/findings
-    when ``out`` is given). ``progress(done, total, findings)`` is told after each batch."""
+    when ``out`` is given). ``progress(done, total, findings)`` is told after each batch. At
+    most ``per_invariant`` failing runs of each invariant are shrunk (the simplest first); the
+    findings are what remains distinct by (invariant, minimized plan shape)."""
     from .export import export_finding
 
     executor = executor or Executor()
@@ -246,7 +249,15 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         return sorted(out_results, key=lambda r: key_order[r.spec.key()])
 
     minimized: dict[tuple[Any, ...], Finding] = {}
-    for (invariant, _), (i, r, v) in sorted(groups.items(), key=lambda kv: kv[1][0]):
+    shrunk_per_invariant: dict[str, int] = {}
+    # simplest first (fewest faults, fewest knobs changed, earliest run), at most
+    # `per_invariant` shrinks for each invariant
+    order = sorted(groups.items(), key=lambda kv: (
+        len(kv[1][1].spec.plan), len(workload.changed(kv[1][1].spec.knob_map)), kv[1][0]))
+    for (invariant, _), (i, r, v) in order:
+        if shrunk_per_invariant.get(invariant, 0) >= per_invariant:
+            continue
+        shrunk_per_invariant[invariant] = shrunk_per_invariant.get(invariant, 0) + 1
         small, spent = shrink(workload, r, invariant, run_specs, budget=shrink_budget)
         sv = next(x for x in small.violations if x["invariant"] == invariant)
         key = (invariant, shape(small.spec))

@@ -233,7 +233,8 @@ def rayjob_workload() -> Workload:
     ]
     return Workload("rayjob", [manifest], knobs,
                     goal=Goal("RayJob", "status.jobDeploymentStatus",
-                              ("Complete", "Failed", "Suspended"), horizon=400.0))
+                              ("Complete", "Failed", "Suspended", "ValidationFailed"),
+                              horizon=400.0))
 
 
 def raycluster_workload() -> Workload:
