@@ -205,17 +205,16 @@ def random_combination(workload: Workload, actions: Sequence[Obj], pool: Sequenc
     """1–3 faults drawn from ``pool`` (single-fault plans), some moved to random times within
     the reference run."""
     end = max([float(a["t"]) for a in actions] or [60.0])
-    faults = []
-    for _ in range(rng.choice((1, 1, 2, 2, 3))):
-        [fault] = pool[rng.randrange(len(pool))].faults
-        if not isinstance(fault, AtCall) and rng.random() < 0.5:
-            fault = type(fault)(**{**_fields(fault), "at": round(rng.uniform(0.0, end), 3)})
-        faults.append(fault)
+    faults: list[Any] = []
+    want = rng.choice((1, 1, 2, 2, 3))
+    while len(faults) < want:
+        picked = list(pool[rng.randrange(len(pool))].faults)
+        if len(faults) + len(picked) > 3:
+            continue
+        if len(picked) == 1 and not isinstance(picked[0], AtCall) and rng.random() < 0.5:
+            picked = [attrs.evolve(picked[0], at=round(rng.uniform(0.0, end), 3))]
+        faults.extend(picked)
     return FaultPlan(sorted(faults, key=lambda f: f.at))
-
-
-def _fields(fault: Any) -> dict[str, Any]:
-    return {f.name: getattr(fault, f.name) for f in attrs.fields(type(fault))}
 
 
 def candidates(workload: Workload, actions: Sequence[Obj], seed: int, count: int,
