@@ -262,14 +262,17 @@ SERVE_PATH = "fruit.deployment_graph"
 
 def _serve_config(import_path: str = SERVE_PATH, replicas: int = 1) -> str:
     return yaml.safe_dump({"applications": [{
-        "name": "app1", "import_path": import_path, "route_prefix": "/",
-        "deployments": [{"name": "FruitMarket", "num_replicas": replicas}]}]}, sort_keys=False)
+        "name": "app1", "import_path": import_path, "route_prefix": "/fruit",
+        "deployments": [{"name": "MangoStand", "num_replicas": replicas,
+                         "ray_actor_options": {"num_cpus": 0.1}}]}]}, sort_keys=False)
 
 
 def rayservice_workload() -> Workload:
     """A RayService (NewCluster upgrades) with a head-only cluster serving one application."""
     spec = _cluster_spec(0)
     spec["workerGroupSpecs"] = []
+    # KubeRay's default ports (serve 8000 included) only when the container names none
+    spec["headGroupSpec"]["template"]["spec"]["containers"][0].pop("ports")
     manifest = {"apiVersion": "ray.io/v1", "kind": "RayService",
                 "metadata": {"name": "rs", "namespace": NS},
                 "spec": {"upgradeStrategy": {"type": "NewCluster"},

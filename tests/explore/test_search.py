@@ -40,12 +40,12 @@ def test_the_same_seed_and_budget_give_the_same_findings_with_j1_j2_and_ray() ->
     for name, executor in (("j1", Executor()), ("j2", ProcessExecutor(2)),
                            ("ray", RayExecutor(num_cpus=2))):
         try:
-            result = explore(wl, budget=5, seed=4, executor=executor, shrink_budget=4,
-                             export=False, batch=2)
+            result = explore(wl, budget=4, seed=4, executor=executor, shrink_budget=2,
+                             export=False, batch=2, per_invariant=2)
         finally:
             executor.close()
         runs[name] = result
-    assert runs["j1"].runs == 5 and runs["j1"].findings
+    assert runs["j1"].runs == 4 and runs["j1"].findings
     assert _summary(runs["j2"]) == _summary(runs["j1"])
     assert _summary(runs["ray"]) == _summary(runs["j1"])
     import ray
