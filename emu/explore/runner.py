@@ -22,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import select
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,6 +44,8 @@ Obj = dict[str, Any]
 
 #: How often a run looks at the goal (virtual seconds).
 POLL = 2.0
+#: Wall seconds a forked run may take before it is stopped and reported as an error.
+WALL_LIMIT = float(os.environ.get("EMU_EXPLORE_RUN_WALL_LIMIT", "120"))
 
 
 def _knobs(value: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
@@ -542,7 +546,14 @@ def _fork_loop(specs: Sequence[RunSpec], emit: Callable[[RunResult], None]
                 return spec, w
             os.close(w)
             chunks = []
+            timed_out = False
             while True:
+                left = wall + WALL_LIMIT - time.perf_counter()
+                ready, _, _ = select.select([r], [], [], max(0.0, left))
+                if not ready:  # a livelock (virtual time stands still): stop it, report it
+                    os.kill(pid, signal.SIGKILL)
+                    timed_out = True
+                    break
                 chunk = os.read(r, 1 << 16)
                 if not chunk:
                     break
@@ -550,13 +561,15 @@ def _fork_loop(specs: Sequence[RunSpec], emit: Callable[[RunResult], None]
             os.close(r)
             _, status = os.waitpid(pid, 0)
             data = b"".join(chunks)
-            if data:
+            if data and not timed_out:
                 item = orjson.loads(data)
                 item["wall"] = time.perf_counter() - wall
                 emit(RunResult.from_dict(item))
             else:
-                emit(RunResult(spec, error=f"the forked run died (wait status {status})",
-                               wall=time.perf_counter() - wall))
+                why = (f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s (virtual time "
+                       "stopped advancing: a livelock in the world)" if timed_out
+                       else f"the forked run died (wait status {status})")
+                emit(RunResult(spec, error=why, wall=time.perf_counter() - wall))
     finally:
         gc.unfreeze()
     return None
