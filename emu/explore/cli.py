@@ -103,8 +103,7 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
     import time
 
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .search import Executor, ProcessExecutor, RayExecutor, explore
     from .store import StoreMismatch

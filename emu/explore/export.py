@@ -136,12 +136,11 @@ def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int
                    ) -> dict[str, str]:
     """Write ``test_<slug>.py`` and its ``.html`` timeline into ``directory``; returns their
     paths and the timeline excerpt."""
-    from ..simulation import run
-    from ..timeline import render_html
-
     import attrs
 
     from ..faults import FaultPlan, UnperformedFaults
+    from ..simulation import run
+    from ..timeline import render_html
 
     directory.mkdir(parents=True, exist_ok=True)
     base = f"test_{_slug(f'{workload.name} {invariant}')}_{abs(hash_spec(spec)) % 10**6:06d}"

@@ -13,7 +13,7 @@ transition of the workload's objects and Ray Pods. From it:
   kill, its GCS, or its Node);
 - `outages`: API-server outages, dashboard/GCS blips, Redis down, operator↔head partitions,
   starting at the transition times;
-- `random_combinations`: seeded random 1–3 faults drawn from all of the above, at random times
+- `random_combinations`: seeded random 1-3 faults drawn from all of the above, at random times
   and on random knob settings.
 
 Every plan is a `FaultPlan` of fault values, so it prints as code and replays exactly.
@@ -22,10 +22,10 @@ Every plan is a `FaultPlan` of fault values, so it prints as code and replays ex
 from __future__ import annotations
 
 import random
-
-import attrs
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+import attrs
 
 from ..faults import (
     CoalesceEvents,
@@ -202,7 +202,7 @@ def random_knobs(workload: Workload, rng: random.Random, p: float = 0.35) -> dic
 
 def random_combination(workload: Workload, actions: Sequence[Obj], pool: Sequence[FaultPlan],
                        rng: random.Random) -> FaultPlan:
-    """1–3 faults drawn from ``pool`` (single-fault plans), some moved to random times within
+    """1-3 faults drawn from ``pool`` (single-fault plans), some moved to random times within
     the reference run."""
     end = max([float(a["t"]) for a in actions] or [60.0])
     faults: list[Any] = []

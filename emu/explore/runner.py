@@ -20,6 +20,7 @@ the same run as a fresh one — same trace, same digest (tests/explore checks it
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import os
 import select
@@ -51,6 +52,10 @@ WALL_LIMIT = float(os.environ.get("EMU_EXPLORE_RUN_WALL_LIMIT", "120"))
 def _knobs(value: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
     items = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), v) for k, v in items))
+
+
+def _as_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
 
 
 def _plan(value: FaultPlan | Iterable[Any]) -> FaultPlan:
@@ -87,13 +92,13 @@ class RunResult:
     digest, the faults it actually performed, an error when the run itself raised, and costs."""
 
     spec: RunSpec
-    violations: tuple[Obj, ...] = attrs.field(converter=tuple, factory=tuple)
+    violations: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
     digest: str = ""
-    performed: tuple[str, ...] = attrs.field(converter=tuple, factory=tuple)
+    performed: tuple[str, ...] = attrs.field(converter=_as_tuple, factory=tuple)
     error: str = ""
     virtual: float = 0.0
     wall: float = 0.0
-    actions: tuple[Obj, ...] = attrs.field(converter=tuple, factory=tuple, repr=False)
+    actions: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -315,8 +320,7 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
     for obj in manifests:
         await _apply(sim, obj)
     for at, knob, value in workload.changes_for(knobs):
-        sim.call_later(max(0.0, start + at - sim.now),
-                       lambda k=knob, v=value: _change(sim, k, v))
+        sim.call_later(max(0.0, start + at - sim.now), functools.partial(_change, sim, knob, value))
     goal = workload.goal
     if goal is None:
         await sim.sleep(60.0)
@@ -481,7 +485,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         pass  # a generated plan's fault may not take effect; `performed` says which did
     except Exception as exc:  # the run itself raised: reported, never hidden
         error = f"{type(exc).__name__}: {exc}"
-    sim = box.get("sim")
+    box.get("sim")
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
@@ -507,7 +511,7 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
         error = ""
         try:
             found, actions = await play(sim, workload, spec, invariants, record=record)
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"
         _report(sim, spec, found, actions, error, fd, had_workdir)
 
@@ -593,7 +597,7 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
         workdir = getattr(sim, "_workdir", None)
         if workdir is not None and not had_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    except BaseException:  # noqa: BLE001 - the parent sees an empty result
+    except BaseException:
         code = 1
     finally:
         os._exit(code)

@@ -254,7 +254,7 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     # `per_invariant` shrinks for each invariant
     order = sorted(groups.items(), key=lambda kv: (
         len(kv[1][1].spec.plan), len(workload.changed(kv[1][1].spec.knob_map)), kv[1][0]))
-    for (invariant, _), (i, r, v) in order:
+    for (invariant, _), (i, r, _v) in order:
         if shrunk_per_invariant.get(invariant, 0) >= per_invariant:
             continue
         shrunk_per_invariant[invariant] = shrunk_per_invariant.get(invariant, 0) + 1

@@ -28,7 +28,7 @@ from .workload import Workload
 def shape(spec: RunSpec) -> tuple[Any, ...]:
     """The plan's shape, for deduplicating findings: each fault's type (and, for an `AtCall`,
     its action and what it does), without times or counts."""
-    out = []
+    out: list[tuple[Any, ...]] = []
     for f in spec.plan:
         if isinstance(f, AtCall):
             out.append(("AtCall", f.verb, f.kind, type(f.then).__name__))
@@ -62,7 +62,7 @@ def _candidates(workload: Workload, spec: RunSpec) -> Iterator[RunSpec]:
     for i, f in enumerate(faults):
         for alt in _simpler(f):
             yield attrs.evolve(spec, plan=FaultPlan(sorted(
-                faults[:i] + [alt] + faults[i + 1:], key=lambda x: x.at)))
+                [*faults[:i], alt, *faults[i + 1:]], key=lambda x: x.at)))
 
 
 def _simpler(f: Any) -> Iterator[Any]:
