@@ -272,6 +272,26 @@ SECTIONS: list[Callable[[], Iterator[str]]] = [
 ]
 
 
+def section_invariants() -> Iterator[str]:
+    """``emu.invariants``: the interface and every invariant value (after ``emu.runtime``)."""
+    import emu.invariants as invariants
+
+    yield "## `emu.invariants`: KubeRay's invariants, checked on a run"
+    yield ""
+    yield (doc(invariants).split("\n\n")[0] + " Every name in `emu.invariants.__all__`:")
+    yield ""
+    for name in sorted(invariants.__all__, key=str.lower):
+        obj = getattr(invariants, name)
+        text = doc(obj)
+        rationale = getattr(obj, "rationale", "")
+        if inspect.isclass(obj) and rationale and isinstance(rationale, str):
+            text += f"\n\n*{getattr(obj, 'name', name)}*: {rationale}."
+        yield entry(f"emu.invariants.{name}", signature(obj, name), text)
+
+
+SECTIONS.insert(SECTIONS.index(section_runtime) + 1, section_invariants)
+
+
 def render() -> str:
     """The whole of docs/api.md."""
     columns = os.environ.get("COLUMNS")

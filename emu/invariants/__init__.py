@@ -1,7 +1,7 @@
 """Invariants that watch a run and report what broke: KubeRay's contracts as values.
 
 Attach them before the workload is applied; they observe through ``sim.trace`` and the API
-server's own watches (beside the network, so no fault hides anything from them)::
+server's own commit feed (beside the network, so no fault hides anything from them)::
 
     from emu.invariants import Monitors, kuberay_invariants
 
@@ -9,9 +9,23 @@ server's own watches (beside the network, so no fault hides anything from them):
     ...                                # apply, inject faults, let the world settle
     await monitors.assert_ok(sim)      # InvariantViolated names every violation
 
-The interface is in `emu.invariants.base`; each invariant lives in its own module with its
-rationale and bound. The leadership checkers (`TwoLeaderChecker`, `LeadershipTenures`,
-`LeaseHolderChecker`) are the older, lower-level API in `emu.invariants.leadership`.
+The interface is in `emu.invariants.base`; each invariant's module states its rationale (the
+KubeRay or Kubernetes contract, with its SPEC.md section and Go function) and its bound:
+
+===================================================  ==============================================
+``one-live-head`` (`OneLiveHead`)                    `emu.invariants.heads`
+``one-job-run-per-attempt`` (`OneJobRunPerAttempt`)  `emu.invariants.rayjob`
+``rayjob-status-consistent``                         `emu.invariants.rayjob`
+``retry-attempts-fenced``                            `emu.invariants.rayjob`
+``rayservice-serves-ready-cluster``                  `emu.invariants.rayservice`
+``rayservice-no-refused-requests-during-switch``     `emu.invariants.rayservice`
+``eventually-steady`` (`EventuallySteady`)           `emu.invariants.liveness`
+``cleanup-after-delete`` (`Cleanup`)                 `emu.invariants.cleanup`
+``two-leader-window`` (information only)             `emu.invariants.twoleaders`
+===================================================  ==============================================
+
+The leadership checkers (`TwoLeaderChecker`, `LeadershipTenures`, `LeaseHolderChecker`) are the
+older, lower-level API in `emu.invariants.leadership`.
 """
 
 from __future__ import annotations
@@ -25,6 +39,8 @@ from .base import (
     Violation,
     kuberay_invariants,
 )
+from .cleanup import Cleanup
+from .heads import OneLiveHead
 from .leadership import (
     HolderViolation,
     LeadershipTenures,
@@ -33,11 +49,15 @@ from .leadership import (
     TwoLeaderChecker,
     TwoLeaderWindow,
 )
-from .heads import OneLiveHead
+from .liveness import EventuallySteady
+from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
+from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
 from .twoleaders import TwoLeaderWindows
 
 __all__ = [
-    "BaseMonitor", "HolderViolation", "Invariant", "InvariantViolated", "LeadershipTenures",
-    "LeaseHolderChecker", "Monitor", "Monitors", "OneLiveHead", "Tenure", "TwoLeaderChecker", "TwoLeaderWindow",
-    "TwoLeaderWindows", "Violation", "kuberay_invariants",
+    "BaseMonitor", "Cleanup", "EventuallySteady", "HolderViolation", "Invariant",
+    "InvariantViolated", "LeadershipTenures", "LeaseHolderChecker", "Monitor", "Monitors",
+    "NoRefusedRequestsDuringSwitch", "OneJobRunPerAttempt", "OneLiveHead",
+    "RayJobStatusConsistent", "RetryAttemptsFenced", "ServesReadyCluster", "Tenure",
+    "TwoLeaderChecker", "TwoLeaderWindow", "TwoLeaderWindows", "Violation", "kuberay_invariants",
 ]

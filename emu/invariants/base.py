@@ -37,7 +37,9 @@ class Violation:
     """One broken invariant (or, with ``severity="info"``, one thing worth reporting).
 
     ``message`` names the objects, the virtual time and what was seen; ``at`` is the first virtual
-    instant the violation held; ``objects`` are ``Kind/namespace/name`` strings.
+    instant the violation held; ``objects`` are ``Kind/namespace/name`` strings; ``severity``
+    is "error" for a violation and "info" for something reported that KubeRay does not promise
+    to prevent (a two-leader window).
     """
 
     invariant: str
@@ -91,6 +93,7 @@ class BaseMonitor:
     def __init__(self, invariant: str) -> None:
         self.invariant = invariant
         self._found: list[Violation] = []
+        self._finished = False
 
     def report(self, message: str, at: float, objects: Sequence[str] = (), *,
                severity: Severity = "error") -> Violation:
@@ -110,8 +113,11 @@ class BaseMonitor:
         """Subclasses add end-state checks here (called once by `finish`)."""
 
     async def finish(self, sim: Simulation) -> list[Violation]:
-        await self.check_end(sim)
-        self.close()
+        """Run the end checks once (a second call returns the same violations)."""
+        if not self._finished:
+            self._finished = True
+            await self.check_end(sim)
+            self.close()
         return self.violations()
 
     def close(self) -> None:
@@ -134,7 +140,15 @@ class InvariantViolated(AssertionError):
 
 @attrs.define
 class Monitors:
-    """Several monitors attached to one run, for users' own tests."""
+    """Several monitors attached to one run, for users' own tests.
+
+    ``Monitors.attach(sim, invariants)`` right after the world is built; ``violations()`` are the
+    safety violations so far; ``await finish(sim)`` runs every end check (liveness and cleanup
+    wait, in virtual time, until their deadlines are met or past) and returns all violations in
+    time order; ``await assert_ok(sim)`` raises `InvariantViolated` if there are any; ``info()``
+    holds the information items (never violations); ``settle_time`` is how long after the last
+    fault a caller should let the world run before ``finish``.
+    """
 
     invariants: tuple[Invariant, ...]
     monitors: tuple[Monitor, ...]

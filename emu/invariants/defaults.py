@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from .base import Invariant
+from .cleanup import Cleanup
 from .heads import OneLiveHead
+from .liveness import EventuallySteady
+from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
+from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
 from .twoleaders import TwoLeaderWindows
 
 
@@ -11,5 +15,12 @@ def default_set() -> list[Invariant]:
     """A fresh list, so a caller may append its own invariants."""
     return [
         OneLiveHead(),
+        OneJobRunPerAttempt(),
+        RayJobStatusConsistent(),
+        RetryAttemptsFenced(),
+        ServesReadyCluster(),
+        NoRefusedRequestsDuringSwitch(),
+        EventuallySteady(),
+        Cleanup(),
         TwoLeaderWindows(),
     ]

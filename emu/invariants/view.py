@@ -29,8 +29,8 @@ Key = tuple[str, str]  # (namespace, name)
 Listener = Callable[[str, str, Obj, "Obj | None"], None]
 
 #: The kinds any invariant of this package reads.
-KINDS = frozenset({"Pod", "Service", "Job", "PersistentVolumeClaim", "RayCluster", "RayJob",
-                   "RayService"})
+KINDS = frozenset({"Node", "Pod", "Service", "Job", "PersistentVolumeClaim", "RayCluster",
+                   "RayJob", "RayService"})
 
 _VIEWS: weakref.WeakKeyDictionary[Any, WorldView] = weakref.WeakKeyDictionary()
 
@@ -70,6 +70,8 @@ class WorldView:
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
         self.objects: dict[str, dict[Key, Obj]] = {k: {} for k in sorted(KINDS)}
+        #: (namespace, ``ray.io/cluster`` label) → that cluster's Pods by name.
+        self._ray_pods: dict[Key, dict[str, Obj]] = {}
         #: uid → (kind, namespace, name, owner uids), kept after deletion.
         self.uids: dict[str, tuple[str, str, str, tuple[str, ...]]] = {}
         #: uid → virtual time the object was removed from the API server.
@@ -106,10 +108,28 @@ class WorldView:
         return iter(list(self.objects[kind].values()))
 
     def select(self, kind: str, namespace: str, **want: str) -> list[Obj]:
-        """Objects of ``kind`` in ``namespace`` whose labels include ``want``
-        (keys with ``_`` for ``.``/``/`` are not used: pass a dict via ``**{...}``)."""
-        return [o for (ns, _), o in self.objects[kind].items()
-                if ns == namespace and all(labels(o).get(k) == v for k, v in want.items())]
+        """Objects of ``kind`` in ``namespace`` whose labels include ``want`` (label keys have
+        dots and slashes: pass them as ``**{"ray.io/cluster": name}``). Pods selected by
+        ``ray.io/cluster`` come from an index."""
+        cluster = want.get("ray.io/cluster")
+        if kind == "Pod" and cluster is not None:
+            pool: Iterator[Obj] = iter(list(self._ray_pods.get((namespace, cluster), {})
+                                           .values()))
+        else:
+            pool = (o for (ns, _), o in list(self.objects[kind].items()) if ns == namespace)
+        return [o for o in pool if all(labels(o).get(k) == v for k, v in want.items())]
+
+    def node_note(self, pod: Obj) -> str:
+        """`` on Node N (Ready Unknown)`` when the Pod's Node is not Ready, else "": such a
+        Pod's phase is the last its kubelet reported, not necessarily what runs."""
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        obj = self.objects["Node"].get(("", node)) if node else None
+        if obj is None:
+            return ""
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "Ready" and c.get("status") != "True":
+                return f" on Node {node} (Ready {c.get('status')})"
+        return ""
 
     def owned_by(self, uid: str) -> list[tuple[str, Obj]]:
         """Objects still present whose owner chain (through any kind seen) reaches ``uid``."""
@@ -123,15 +143,34 @@ class WorldView:
     def _reaches(self, uid: str, root: str, depth: int) -> bool:
         if depth > 8 or uid not in self.uids:
             return False
-        for owner in self.uids[uid][3]:
-            if owner == root or self._reaches(owner, root, depth + 1):
-                return True
-        return False
+        return any(owner == root or self._reaches(owner, root, depth + 1)
+                   for owner in self.uids[uid][3])
+
+    def _index(self, kind: str, obj: Obj, present: bool) -> None:
+        if kind != "Pod":
+            return
+        cluster = labels(obj).get("ray.io/cluster")
+        if cluster is None:
+            return
+        meta = obj["metadata"]
+        key = (str(meta.get("namespace", "")), cluster)
+        if present:
+            self._ray_pods.setdefault(key, {})[str(meta.get("name", ""))] = obj
+        else:
+            pods = self._ray_pods.get(key)
+            if pods is not None:
+                pods.pop(str(meta.get("name", "")), None)
+                if not pods:
+                    del self._ray_pods[key]
 
     def _put(self, kind: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        old = self.objects[kind].get(key)
+        if old is not None:
+            self._index(kind, old, False)
         self.objects[kind][key] = obj
+        self._index(kind, obj, True)
         uid = str(meta.get("uid", ""))
         if uid:
             owners = tuple(str(r.get("uid")) for r in meta.get("ownerReferences") or []
@@ -147,6 +186,8 @@ class WorldView:
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         old = self.objects[kind].get(key)
         if change.type == "DELETED":
+            if old is not None:
+                self._index(kind, old, False)
             self.objects[kind].pop(key, None)
             uid = str(meta.get("uid", ""))
             if uid:
