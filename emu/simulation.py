@@ -22,7 +22,7 @@ from .apiserver.request import ApiRequest
 from .apiserver.server import APIServer
 from .client.apply import apply as apply_manifest
 from .client.client import APISERVER, Client
-from .faults import FaultPlan, Faults
+from .faults import FaultPlan, Faults, UnperformedFaults
 from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
 from .kernel.process import Process
@@ -291,4 +291,8 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             done = FaultPlan(sims[0].faults.performed()) if sims else None
             if done:
                 exc.add_note(f"faults performed during the run: {done!r}")
+            missed = sims[0].faults.unperformed() if sims else []
+            if missed and not isinstance(exc, UnperformedFaults):
+                exc.add_note("faults that never took effect: "
+                             + "; ".join(f"{f!r} ({why})" for f, why in missed))
             raise

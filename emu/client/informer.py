@@ -416,6 +416,8 @@ class Informer:
                 h.on_add(obj)
             else:
                 h.on_update(previous, obj)
+
+
 # -- observation faults ----------------------------------------------------------------------------
 
 
@@ -500,5 +502,6 @@ def observation_faults(network: Network) -> ObservationFaults:
     """The observation rules of the world ``network`` belongs to (created on first use)."""
     obs = _OBSERVATION.get(network)
     if obs is None:
-        obs = _OBSERVATION[network] = ObservationFaults(network._clock)
+        clock = getattr(network, "_clock", None) or (lambda: asyncio.get_event_loop().time())
+        obs = _OBSERVATION[network] = ObservationFaults(clock)
     return obs

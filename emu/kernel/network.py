@@ -209,6 +209,12 @@ class Network:
         self._streams_from: dict[int, dict[int, _Stream]] = {}
         self._triggers: dict[int, tuple[Match, int | None, Callable[[CallInfo], None]]] = {}
         self._faulty = False
+        #: How many calls each fail/lose/after-call rule (by id) and each latency match caught,
+        #: kept after a rule expires: a fault whose matcher caught nothing did not happen.
+        self.rule_hits: dict[int, int] = {}
+        self.latency_hits: dict[Match, int] = {}
+        #: Identities of non-process callers seen (a test's ``kubectl`` client), for fault checks.
+        self.callers: dict[str, None] = {}
 
     # -- endpoints -------------------------------------------------------------------------------
 
@@ -233,6 +239,16 @@ class Network:
 
     def endpoint(self, address: str) -> Endpoint | None:
         return self._endpoints.get(address)
+
+    def endpoint_names(self) -> list[str]:
+        """Every name a fault may give an endpoint by: its addresses and its owner process's
+        name, sorted."""
+        names: dict[str, None] = {}
+        for addr, ep in self._endpoints.items():
+            names[addr] = None
+            if ep.owner:
+                names[ep.owner] = None
+        return sorted(names)
 
     def _endpoint_died(self, ep: Endpoint) -> None:
         for stream in list(self._streams_to.get(id(ep), {}).values()):
@@ -292,6 +308,18 @@ class Network:
         self._refresh()
         self._trace.emit("network", "heal", a=a, b=b)
 
+    def partitioned_pairs(self, a: str | None = None, b: str | None = None
+                          ) -> list[tuple[str, str]]:
+        """The partitions in force (sorted pairs); only the one between a and b when given."""
+        if a is None or b is None:
+            return sorted(self._partitions)
+        key = (a, b) if a <= b else (b, a)
+        return [key] if key in self._partitions else []
+
+    def in_outage(self, endpoint: str) -> bool:
+        """Whether ``endpoint`` (as given to `outage`) is down."""
+        return endpoint in self._outages
+
     def outage(self, endpoint: str, mode: str = "refuse") -> None:
         """Take an endpoint down: calls are refused (``mode="refuse"``) or time out
         (``"blackhole"``), and its open streams break. Undo: restore."""
@@ -348,6 +376,7 @@ class Network:
         for rule_id, (match, count, action) in list(self._triggers.items()):
             if match.matches(info, owner):
                 fired.append(action)
+                self.rule_hits[rule_id] = self.rule_hits.get(rule_id, 0) + 1
                 if count is not None:
                     if count <= 1:
                         del self._triggers[rule_id]
@@ -380,6 +409,7 @@ class Network:
                 del self._rules[rule_id]
                 continue
             if rule.kind == kind and rule.match.matches(info, owner):
+                self.rule_hits[rule_id] = self.rule_hits.get(rule_id, 0) + 1
                 if rule.remaining is not None:
                     rule.remaining -= 1
                     if rule.remaining <= 0:
@@ -398,9 +428,12 @@ class Network:
 
     def _latency_for(self, info: CallInfo, owner: str) -> float:
         delay = 0.0
+        hit = None
         for match, seconds in self._latency:
             if match.matches(info, owner):
-                delay = seconds
+                delay, hit = seconds, match
+        if hit is not None:
+            self.latency_hits[hit] = self.latency_hits.get(hit, 0) + 1
         return delay
 
     def _outage_mode(self, info: CallInfo, ep: Endpoint | None) -> str | None:
@@ -417,6 +450,7 @@ class Network:
               namespace: str, caller: str | None) -> CallInfo:
         if src is None:
             who = caller or "test"
+            self.callers[who] = None
             return CallInfo(who, who, dst, verb, kind, name, namespace)
         return CallInfo(src.name, src.host, dst, verb, kind, name, namespace)
 

@@ -13,12 +13,14 @@ SlowKubelet       container starts and pod syncs take longer        after durati
 DelayEndpoints    EndpointSlice updates lag by ``seconds``           after duration
 ================  ===============================================  ==========================
 
-They need a cluster from `emu.kube.cluster.install` in the simulation.
+They need a cluster from `emu.kube.cluster.install` in the simulation. Each `apply` returns what
+``emu.faults.Faults`` records: None when the fault took effect, else why not (a string, or a
+function answering at the end of the run); a Node that does not exist is a `ValueError`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -30,6 +32,13 @@ if TYPE_CHECKING:
     from ..kernel.world import World as Simulation
 
 
+def _node(sim: Simulation, node: str) -> str:
+    known = cluster_of(sim).node_names
+    if node not in known:
+        raise ValueError(f"no Node named {node!r} (known: {', '.join(known) or 'none'})")
+    return node
+
+
 @attrs.frozen
 class DeletePod(Fault):
     """Delete a Pod through the API server, as ``kubectl delete pod`` does."""
@@ -38,18 +47,23 @@ class DeletePod(Fault):
     namespace: str = "default"
     grace_period_seconds: int | None = None
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         client = cluster_of(sim).client("kubectl")
+        outcome: list[str | None] = []
 
         async def delete() -> None:
             try:
                 await client.delete("Pod", self.name, self.namespace,
                                     grace_period_seconds=self.grace_period_seconds)
             except ApiError as err:
+                outcome.append(f"Pod {self.namespace}/{self.name}: {err}")
                 if not is_not_found(err):
                     raise
+            else:
+                outcome.append(None)
 
         sim.loop.create_task(delete())
+        return lambda: outcome[0] if outcome else "the delete never completed"
 
 
 @attrs.frozen
@@ -61,14 +75,20 @@ class KillContainer(Fault):
     namespace: str = "default"
     container: str = ""
 
-    def apply(self, sim: Simulation) -> None:
+    def apply(self, sim: Simulation) -> Any:
         prefix = f"{self.namespace}/{self.pod}/"
+        killed = 0
         for proc in sim.processes.all():
             if not proc.alive or not proc.name.startswith(prefix):
                 continue
             if self.container and proc.name != prefix + self.container:
                 continue
             proc.crash("fault: container killed")
+            killed += 1
+        if killed:
+            return None
+        what = f"container {self.container!r}" if self.container else "container"
+        return f"no running {what} in Pod {self.namespace}/{self.pod} at t={sim.now:g}s"
 
 
 @attrs.frozen
@@ -83,7 +103,7 @@ class FailNode(Fault):
 
     def apply(self, sim: Simulation) -> None:
         cluster = cluster_of(sim)
-        cluster.fail_node(self.node, delete_node=self.delete_node)
+        cluster.fail_node(_node(sim, self.node), delete_node=self.delete_node)
         if self.duration is not None:
             sim.loop.call_later(self.duration, cluster.recover_node, self.node)
 
@@ -95,7 +115,7 @@ class RecoverNode(Fault):
     node: str = ""
 
     def apply(self, sim: Simulation) -> None:
-        cluster_of(sim).recover_node(self.node)
+        cluster_of(sim).recover_node(_node(sim, self.node))
 
 
 @attrs.frozen
@@ -109,7 +129,7 @@ class SlowKubelet(Fault):
 
     def apply(self, sim: Simulation) -> None:
         cluster = cluster_of(sim)
-        nodes = [self.node] if self.node else list(cluster.node_names)
+        nodes = [_node(sim, self.node)] if self.node else list(cluster.node_names)
 
         def set_delay(seconds: float) -> None:
             for node in nodes:

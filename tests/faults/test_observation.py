@@ -65,12 +65,14 @@ async def test_informer_lag_delays_one_kind_of_one_process(sim: emu.Simulation) 
     await sim.sleep(30)
     assert lagging.values("ConfigMap", "one") == ["1"]
     assert sim.faults.unperformed() == []
+    assert sim.faults.performed() == [InformerLag(at=1.0, process="ctl-a", kind="ConfigMap",
+                                                  seconds=30, duration=60)]
 
 
 async def test_informer_lag_keeps_event_order_when_it_ends(sim: emu.Simulation) -> None:
     w = Watcher(sim, "ctl")
     await sim.sleep(1)
-    sim.faults.do(InformerLag(process="ctl", kind="ConfigMap", seconds=10, duration=5))
+    sim.faults.informer_lag("ctl", "ConfigMap", seconds=10, duration=5)
     await sim.apply(cm("one", "1"))
     await sim.sleep(6)  # the lag ended; "1" is still in flight
     await sim.apply(cm("one", "2"))
@@ -84,7 +86,7 @@ async def test_coalesce_events_skips_intermediate_states(sim: emu.Simulation) ->
     w, other = Watcher(sim, "ctl"), Watcher(sim, "other")
     await sim.apply(cm("gone", "0"))
     await sim.sleep(1)
-    sim.faults.do(CoalesceEvents(process="ctl", kind="ConfigMap", duration=10))
+    sim.faults.coalesce_events("ctl", "ConfigMap", duration=10)
     for value in ("1", "2", "3"):
         await sim.apply(cm("one", value))
         await sim.sleep(1)
@@ -125,7 +127,7 @@ async def test_stale_list_starts_the_cache_at_an_older_revision(sim: emu.Simulat
 async def test_stale_list_undoes_deletions(sim: emu.Simulation) -> None:
     await sim.apply(cm("one", "1"))
     await sim.client().delete("ConfigMap", "one", "default")
-    sim.faults.do(StaleList(process="late", revisions_back=1))
+    sim.faults.stale_list("late", revisions_back=1)
     w = Watcher(sim, "late")
     await sim.sleep(1)
     assert w.values("ConfigMap", "one") == ["1", "<deleted>"]
@@ -147,7 +149,7 @@ def test_shuffle_lists_is_seeded(seed: int) -> None:
     async def main(sim: emu.Simulation) -> list[list[str]]:
         for i in range(8):
             await sim.apply(cm(f"cm-{i}", str(i)))
-        sim.faults.do(ShuffleLists(process="ctl", kind="ConfigMap"))
+        sim.faults.shuffle_lists("ctl", "ConfigMap")
         w = Watcher(sim, "ctl")
         plain = Watcher(sim, "plain")
         await sim.sleep(1)
@@ -182,3 +184,60 @@ def test_observation_fault_values_are_checked() -> None:
         InformerLag(process="op", seconds=float("inf"))
     with pytest.raises(ValueError, match="duration"):
         CoalesceEvents(process="op", duration=float("nan"))
+
+
+def test_an_observation_fault_that_changed_nothing_fails_the_run() -> None:
+    async def main(sim: emu.Simulation) -> None:
+        Watcher(sim, "ctl")
+        await sim.sleep(1)
+        sim.faults.informer_lag("ctl", "Secret", seconds=5, duration=10)  # no Secret changes
+        sim.faults.do(ShuffleLists(process="nobody", optional=True))
+        await sim.apply(cm("one", "1"))
+        await sim.sleep(20)
+
+    with pytest.raises(emu.UnperformedFaults) as err:
+        emu.run(main)
+    [(fault, why)] = err.value.items
+    assert isinstance(fault, InformerLag)
+    assert why == ("no Secret informer of process 'ctl' received a watch event while it was "
+                   "active")
+
+
+class ValueRecorder:
+    """A small controller on emu.runtime: each reconcile reads its ConfigMap from the cache and
+    records the value it saw."""
+
+    def __init__(self, mgr: Any, seen: list[str]) -> None:
+        self.client = mgr.get_client()
+        self.seen = seen
+
+    async def reconcile(self, request: Any) -> Any:
+        from emu.runtime.reconcile import Result
+
+        obj = await self.client.get("ConfigMap", request.name, request.namespace)
+        self.seen.append(obj["data"]["v"])
+        return Result()
+
+
+@pytest.mark.parametrize("coalesce", [False, True])
+def test_a_controller_under_coalesced_events_reconciles_only_the_final_state(
+        coalesce: bool) -> None:
+    from emu.runtime.operator_process import OperatorConfig, setup_reconciler, start_operator
+
+    async def main(sim: emu.Simulation) -> list[str]:
+        seen: list[str] = []
+        config = OperatorConfig(setup=setup_reconciler("ConfigMap",
+                                                       lambda m: ValueRecorder(m, seen)),
+                                leader_election=False)
+        start_operator(sim, "ctl", config)
+        await sim.apply(cm("one", "0"))
+        await sim.sleep(1)
+        if coalesce:
+            sim.faults.coalesce_events("ctl", "ConfigMap", duration=10)
+        for value in "123":
+            await sim.apply(cm("one", value))
+            await sim.sleep(1)
+        await sim.sleep(10)
+        return seen
+
+    assert emu.run(main) == (["0", "3"] if coalesce else ["0", "1", "2", "3"])
