@@ -79,10 +79,12 @@ class AtCall(Fault):
         return out
 
 
-def leader_process(sim: Simulation, namespace: str = "default") -> str | None:
-    """The live process whose identity holds KubeRay's Lease (None when nobody valid does)."""
+def leader_process(sim: Simulation, namespace: str = "default",
+                   lease_name: str = OPERATOR_LEASE) -> str | None:
+    """The live process whose identity holds the Lease (KubeRay's by default; None when nobody
+    valid does)."""
     try:
-        lease = sim.api.get("Lease", OPERATOR_LEASE, namespace)
+        lease = sim.api.get("Lease", lease_name, namespace)
     except Exception:  # NotFound: nobody ever led
         return None
     holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
@@ -90,18 +92,20 @@ def leader_process(sim: Simulation, namespace: str = "default") -> str | None:
     if not host:
         return None
     for proc in sim.processes.all():
-        if proc.alive and f"/{host}/" in f"/{proc.name}/":
+        if proc.alive and (f"/{host}/" in f"/{proc.name}/" or proc.host == host):
             return str(proc.name)
     return None
 
 
 @attrs.frozen
 class CrashLeader(Fault):
-    """Crash whichever operator replica holds the Lease now (nothing when nobody does); its
-    container is restarted by the kubelet as a new incarnation."""
+    """Crash whichever operator replica holds the Lease (``lease``) now (nothing when nobody
+    does); its container is restarted by the kubelet as a new incarnation."""
+
+    lease: str = OPERATOR_LEASE
 
     def apply(self, sim: Simulation) -> str | None:
-        proc = leader_process(sim)
+        proc = leader_process(sim, lease_name=self.lease)
         if proc is None:
             return "no live process held the Lease"
         sim.faults.perform_planned(Crash(process=proc))
@@ -114,9 +118,10 @@ class PauseLeader(Fault):
     after 15 s, and the old one's in-flight writes land when it resumes: no fencing)."""
 
     duration: float = 30.0
+    lease: str = OPERATOR_LEASE
 
     def apply(self, sim: Simulation) -> str | None:
-        proc = leader_process(sim)
+        proc = leader_process(sim, lease_name=self.lease)
         if proc is None:
             return "no live process held the Lease"
         sim.faults.perform_planned(Pause(process=proc, duration=self.duration))

@@ -87,19 +87,19 @@ def _names(workload: Workload) -> list[str]:
     return [str(m["metadata"]["name"]) for m in workload.manifests]
 
 
-def _call(a: Obj, then: Any) -> AtCall:
+def _call(a: Obj, then: Any, caller: str) -> AtCall:
     return AtCall(n=int(a["n"]), then=then, verb=a["verb"], kind=a["kind"], name=a["name"],
-                  dst=a["dst"])
+                  caller=caller, dst=a["dst"])
 
 
 def crash_after_writes(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
     for a in _writes(actions, _names(workload)):
-        yield FaultPlan([_call(a, Crash())])
+        yield FaultPlan([_call(a, Crash(), workload.setup.operator)])
 
 
 def pause_before_writes(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
     for a in _writes(actions, _names(workload)):
-        yield FaultPlan([_call(a, Pause(duration=PAUSE_SECONDS))])
+        yield FaultPlan([_call(a, Pause(duration=PAUSE_SECONDS), workload.setup.operator)])
 
 
 def lose_responses(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
@@ -109,7 +109,7 @@ def lose_responses(workload: Workload, actions: Sequence[Obj]) -> Iterator[Fault
         if int(a["n"]) == 1:
             yield FaultPlan([loss])
         else:  # arm the loss right after the previous call of the same key
-            yield FaultPlan([_call(dict(a, n=int(a["n"]) - 1), loss)])
+            yield FaultPlan([_call(dict(a, n=int(a["n"]) - 1), loss, workload.setup.operator)])
 
 
 def _transitions(actions: Sequence[Obj], kinds: tuple[str, ...] | None = None) -> list[Obj]:
@@ -119,6 +119,8 @@ def _transitions(actions: Sequence[Obj], kinds: tuple[str, ...] | None = None) -
 
 def pod_loss_at_transitions(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
     owner = _owner(workload)
+    if not owner:
+        return
     kinds = tuple(sorted({str(m.get("kind")) for m in workload.manifests}))
     for a in _transitions(actions, kinds):
         for node_type, how in (("head", "delete"), ("worker", "delete"), ("head", "gcs"),
@@ -133,15 +135,25 @@ def outages(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
     for t in times:
         for d in OUTAGE_SECONDS:
             yield FaultPlan([Outage(at=t, endpoint="apiserver", duration=d)])
-        yield FaultPlan([PartitionLeaderFromHead(at=t, owner=owner, duration=45.0)])
-        yield FaultPlan([PauseLeader(at=t, duration=PAUSE_SECONDS)])
-        yield FaultPlan([CrashLeader(at=t)])
+        if owner:
+            yield FaultPlan([PartitionLeaderFromHead(at=t, owner=owner, duration=45.0)])
+        yield FaultPlan([PauseLeader(at=t, duration=PAUSE_SECONDS, lease=workload.setup.lease)])
+        yield FaultPlan([CrashLeader(at=t, lease=workload.setup.lease)])
         if workload.setup.redis:
             yield FaultPlan([RedisDown(at=t, address="redis:6379", duration=30.0)])
 
 
-#: The kinds the operator watches whose observation the perturbations target.
+#: The kinds KubeRay watches whose observation the perturbations target (with your own
+#: controller: the kinds of the workload's manifests and what it creates).
 OBSERVED_KINDS = ("Pod", "RayCluster", "Job", "Service")
+
+
+def _observed_kinds(workload: Workload, actions: Sequence[Obj]) -> tuple[str, ...]:
+    if workload.setup.install is None:
+        return OBSERVED_KINDS
+    kinds = {str(m.get("kind")) for m in workload.manifests}
+    kinds |= {str(a["kind"]) for a in actions if a["type"] == "call" and a.get("kind")}
+    return tuple(sorted(kinds))
 
 
 def operators(actions: Sequence[Obj]) -> list[str]:
@@ -155,17 +167,19 @@ def perturbations(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultP
     from an older revision; a transition's intermediate states coalesced away; List results in
     a seeded random order."""
     procs = operators(actions)
+    kinds = _observed_kinds(workload, actions)
     times = sorted({float(a["t"]) for a in _transitions(actions)})
     for proc in procs:
-        for kind in OBSERVED_KINDS:
+        for kind in kinds:
             yield FaultPlan([InformerLag(at=0.0, process=proc, kind=kind, seconds=30.0,
                                          duration=120.0)])
         yield FaultPlan([ShuffleLists(at=0.0, process=proc)])
     for t in times:
         for proc in procs:
-            for kind in OBSERVED_KINDS[:2]:
+            for kind in kinds[:2]:
                 yield FaultPlan([StaleList(at=t, process=proc, kind=kind, revisions_back=20,
-                                           duration=60.0), CrashLeader(at=t)])
+                                           duration=60.0),
+                                 CrashLeader(at=t, lease=workload.setup.lease)])
                 yield FaultPlan([CoalesceEvents(at=t, process=proc, kind=kind,
                                                 duration=20.0)])
 

@@ -158,10 +158,28 @@ async def prepare(sim: Simulation, workload: Workload) -> None:
     if setup.redis:
         for obj in REDIS_MANIFESTS:
             await sim.apply(dict(obj))
+    if setup.install is not None:
+        await _install_own(sim, setup)
+        return
     resources = {"limits": {"cpu": "100m", "memory": "512Mi"},
                  "requests": {"cpu": "100m", "memory": "512Mi"}}
     kuberay = await sim.install_kuberay(replicas=setup.operator_replicas, resources=resources)
     await kuberay.wait_for_leader(timeout=120)
+
+
+async def _install_own(sim: Simulation, setup: Any) -> None:
+    """Start the user's controller (``module:function``) and wait until one replica leads."""
+    import importlib
+    import inspect
+
+    module, _, name = str(setup.install).partition(":")
+    fn = getattr(importlib.import_module(module), name)
+    started = fn(sim)
+    if inspect.isawaitable(started):
+        await started
+    await sim.wait_for("Lease", setup.lease,
+                       lambda le: bool((le.get("spec") or {}).get("holderIdentity")),
+                       timeout=120)
 
 
 def default_invariants() -> list[Any]:
@@ -208,12 +226,13 @@ class _Recorder:
         from ..kernel.network import Match
 
         self.sim = sim
+        self.operator = workload.setup.operator
         self.kinds = {m.get("kind") for m in workload.manifests}
         self.actions: list[Obj] = []
         self._states: dict[tuple[str, str], Any] = {}
         self._counts: dict[tuple[str, ...], int] = {}
         for proc in sorted(sim.processes.all(), key=lambda p: p.name):
-            if proc.alive and "kuberay-operator" in proc.name:
+            if proc.alive and self.operator in proc.name:
                 self.actions.append({"t": round(sim.now, 6), "type": "operator",
                                      "name": proc.name})
         sim.network.after_call(Match(), self._on_call, count=None)
@@ -224,7 +243,7 @@ class _Recorder:
         return self._counts[key]
 
     def _on_call(self, info: Any) -> None:
-        if "kuberay-operator" not in info.src:
+        if self.operator not in info.src:
             return
         if info.dst == "apiserver" and info.verb not in self.WRITES:
             return

@@ -72,11 +72,11 @@ class ExploreResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_batch(args: tuple[Workload, int, list[Obj], bool]) -> list[Obj]:
+def _run_batch(args: tuple[Workload, int, list[Obj], bool, Any]) -> list[Obj]:
     """A worker's job (a -j process or a Ray task): one fork-server batch; plain dicts cross
     the process boundary."""
-    workload, seed, specs, fork = args
-    server = ForkServer(workload, seed, fork=fork)
+    workload, seed, specs, fork, invariants = args
+    server = ForkServer(workload, seed, invariants, fork=fork)
     return [r.to_dict() for r in server.run([RunSpec.from_dict(s) for s in specs])]
 
 
@@ -87,11 +87,13 @@ class Executor:
 
     def __init__(self, fork: bool | None = None) -> None:
         self.fork = fork
+        #: The invariants every run checks (None: `emu.invariants.kuberay_invariants()`).
+        self.invariants: Any = None
 
     def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
             ) -> Iterator[tuple[int, list[RunResult]]]:
         for i, batch in enumerate(batches):
-            server = ForkServer(workload, seed, fork=self.fork)
+            server = ForkServer(workload, seed, self.invariants, fork=self.fork)
             yield i, list(server.run(batch))
 
     def close(self) -> None:
@@ -115,7 +117,7 @@ class ProcessExecutor(Executor):
         from concurrent.futures import as_completed
 
         futures = {self.pool.submit(_run_batch, (workload, seed, [s.to_dict() for s in b],
-                                                 self.fork is not False)): i
+                                                 self.fork is not False, self.invariants)): i
                    for i, b in enumerate(batches)}
         for fut in as_completed(futures):
             yield futures[fut], [RunResult.from_dict(d) for d in fut.result()]
@@ -149,7 +151,8 @@ class RayExecutor(Executor):
     def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
             ) -> Iterator[tuple[int, list[RunResult]]]:
         refs = {self.task.remote((workload, seed, [s.to_dict() for s in b],
-                                  self.fork is not False)): i for i, b in enumerate(batches)}
+                                  self.fork is not False, self.invariants)): i
+                for i, b in enumerate(batches)}
         pending = list(refs)
         while pending:
             done, pending = self.ray.wait(pending, num_returns=1)
@@ -174,21 +177,24 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
             seed: int = 0, executor: Executor | None = None, out: str | Path | None = None,
             shrink_budget: int = 60, export: bool = True,
             progress: Callable[[int, int, int], None] | None = None,
-            replay_command: str = "", batch: int = BATCH, per_invariant: int = 3
-            ) -> ExploreResult:
+            replay_command: str = "", batch: int = BATCH, per_invariant: int = 3,
+            invariants: Sequence[Any] | None = None) -> ExploreResult:
     """Search ``workload`` for invariant violations with ``budget`` runs (or for ``duration``
     wall seconds) from ``seed``; shrink and export each distinct finding (into ``out``/findings
     when ``out`` is given). ``progress(done, total, findings)`` is told after each batch. At
     most ``per_invariant`` failing runs of each invariant are shrunk (the simplest first); the
-    findings are what remains distinct by (invariant, minimized plan shape)."""
+    findings are what remains distinct by (invariant, minimized plan shape). ``invariants``
+    replace `emu.invariants.kuberay_invariants()` (values, so they travel to workers)."""
     from .export import export_finding
 
     executor = executor or Executor()
+    executor.invariants = list(invariants) if invariants is not None else None
     store = Store(out, workload=workload.name, seed=seed)
     start = time.perf_counter()
     total = budget if budget is not None else 10_000
     # 1. the reference run (no faults, default knobs), and the candidates it suggests
-    [reference] = list(ForkServer(workload, seed, fork=False).run([RunSpec()], record=True))
+    [reference] = list(ForkServer(workload, seed, executor.invariants, fork=False)
+                       .run([RunSpec()], record=True))
     if reference.error:
         raise RuntimeError(f"the reference run of {workload.name!r} raised: {reference.error}")
     specs = plans.candidates(workload, reference.actions, seed, total)
@@ -239,6 +245,7 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
                 groups[key] = (i, r, v)
     # 4. shrink each, then dedupe again by (invariant, minimized shape)
     shrink_exec = Executor(executor.fork)
+    shrink_exec.invariants = executor.invariants
 
     def run_specs(batch_specs: list[RunSpec]) -> list[RunResult]:
         out_results: list[RunResult] = []

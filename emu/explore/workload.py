@@ -59,12 +59,20 @@ class Knob:
 @attrs.frozen
 class Setup:
     """The world a workload runs in: operator replicas (leader election on), an in-cluster Redis
-    at ``redis:6379``, the number of Nodes, and fast Serve builds for ``serve_import_paths``."""
+    at ``redis:6379``, the number of Nodes, and fast Serve builds for ``serve_import_paths``.
+
+    ``install`` (``"module:function"``) starts *your* controller instead of KubeRay: it is called
+    as ``function(sim)`` (awaited when it returns an awaitable) once the Nodes are ready;
+    ``operator`` is a part of its processes' names and ``lease`` its leader-election Lease, so
+    the plans can find its writes and its leader."""
 
     operator_replicas: int = 2
     redis: bool = False
     nodes: int = 3
     serve_import_paths: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    install: str | None = None
+    operator: str = "kuberay-operator"
+    lease: str = "ray-operator-leader"
 
 
 @attrs.frozen
