@@ -233,13 +233,21 @@ def random_combination(workload: Workload, actions: Sequence[Obj], pool: Sequenc
 
 def candidates(workload: Workload, actions: Sequence[Obj], seed: int, count: int,
                knobs: dict[str, Any] | None = None) -> list[RunSpec]:
-    """``count`` run specs: the systematic single-fault plans first (on ``knobs``), then seeded
-    random combinations with random knobs."""
+    """``count`` run specs: the systematic single-fault plans (on ``knobs``) alternating with
+    seeded random combinations on random knobs; only combinations once the systematic ones are
+    used up."""
     knobs = dict(knobs or {})
     pool = systematic(workload, actions)
-    specs = [RunSpec(knobs, plan) for plan in pool[:count]]
     rng = random.Random(f"explore:{workload.name}:{seed}:{sorted(knobs.items())!r}")
+    specs: list[RunSpec] = []
+    single = iter(pool)
     while len(specs) < count and pool:
-        specs.append(RunSpec(random_knobs(workload, rng),
-                             random_combination(workload, actions, pool, rng)))
+        # alternate: the next systematic single fault, then a random combination (single
+        # faults rarely break recovery alone; combinations on other knobs do)
+        plan = next(single, None)
+        if plan is not None:
+            specs.append(RunSpec(knobs, plan))
+        if len(specs) < count:
+            specs.append(RunSpec(random_knobs(workload, rng),
+                                 random_combination(workload, actions, pool, rng)))
     return specs
