@@ -32,6 +32,16 @@ if TYPE_CHECKING:
     from .apiserver.errors import RequestEntityTooLarge as RequestEntityTooLarge
     from .client.client import Client as Client
     from .client.informer import Informer as Informer
+    from .explore.faults import AtCall as AtCall
+    from .explore.faults import CrashLeader as CrashLeader
+    from .explore.faults import LoseRayPod as LoseRayPod
+    from .explore.faults import PartitionLeaderFromHead as PartitionLeaderFromHead
+    from .explore.faults import PauseLeader as PauseLeader
+    from .explore.runner import RunSpec as RunSpec
+    from .explore.workload import Goal as Goal
+    from .explore.workload import Knob as Knob
+    from .explore.workload import Setup as Setup
+    from .explore.workload import Workload as Workload
     from .faults import AfterRequest as AfterRequest
     from .faults import CoalesceEvents as CoalesceEvents
     from .faults import Crash as Crash
@@ -102,6 +112,16 @@ _EXPORTS = {
     "VirtualTimeExceeded": ".simulation",
     "WaitTimeout": ".simulation",
     "run": ".simulation",
+    "AtCall": ".explore.faults",
+    "CrashLeader": ".explore.faults",
+    "LoseRayPod": ".explore.faults",
+    "PartitionLeaderFromHead": ".explore.faults",
+    "PauseLeader": ".explore.faults",
+    "RunSpec": ".explore.runner",
+    "Goal": ".explore.workload",
+    "Knob": ".explore.workload",
+    "Setup": ".explore.workload",
+    "Workload": ".explore.workload",
 }
 
 __all__ = [
@@ -114,6 +134,9 @@ __all__ = [
 ]
 # Observation faults and strict-fault reporting (emu.faults).
 __all__ += ["CoalesceEvents", "InformerLag", "ShuffleLists", "StaleList", "UnperformedFaults"]
+# The explorer's workloads, run specs and fault values (emu.explore; docs/explore.md).
+__all__ += ["AtCall", "CrashLeader", "Goal", "Knob", "LoseRayPod", "PartitionLeaderFromHead",
+            "PauseLeader", "RunSpec", "Setup", "Workload"]
 
 
 def __getattr__(name: str) -> Any:

@@ -172,7 +172,7 @@ def _cmd_explore_seeds(args: argparse.Namespace) -> int:
 BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("apiserver", ()), ("controller", ()), ("leader_election", ()), ("gcs_storage", ()),
     ("gcs", ()), ("kube", ()), ("reconcile", ()), ("reconcile", ("--kube",)), ("rayjob", ()),
-    ("rayservice", ()),
+    ("rayservice", ()), ("explore", ("--no-ray",)),
 )
 
 
