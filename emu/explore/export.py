@@ -65,9 +65,6 @@ def workload_code(workload: Workload) -> str:
 def pytest_source(workload: Workload, spec: RunSpec, seed: int, invariant: str, message: str,
                 replay_command: str = "") -> str:
     """The text of the pytest file for a finding."""
-    opts = world_options(workload)
-    mark_opts = "".join(f", {k}={v!r}" for k, v in sorted(opts.items()))
-    needs_kube = "KubeConfig(" in mark_opts
     name = _slug(f"{workload.name} {invariant}")
     header = (f'"""Found by the explorer: {invariant} on workload {workload.name!r}, seed {seed}.\n\n'
               f"{_wrap(message)}\n\n"
@@ -76,16 +73,15 @@ def pytest_source(workload: Workload, spec: RunSpec, seed: int, invariant: str, 
         header += f"Found with: {replay_command}\n"
     header += '"""\n'
     lines = [header, "import pytest", ""]
-    if needs_kube:
-        lines.append("from emu.kube.config import KubeConfig")
     lines += ["from emu.explore.export import replay",
+              "from emu.explore.runner import world_options",
               "from emu.explore.workload import Goal, Knob, Setup, Workload"]
     lines += _imports(spec, workload)
     lines += ["", f"WORKLOAD = {workload_code(workload)}", "",
               f"KNOBS = {pprint.pformat(spec.knob_map, width=96)}", "",
               f"PLAN = {spec.plan!r}", "",
               f"INVARIANT = {invariant!r}", "", "",
-              f"@pytest.mark.emu(seed={seed}{mark_opts})",
+              f"@pytest.mark.emu(seed={seed}, **world_options(WORKLOAD))",
               f"async def test_{name}(sim):",
               "    found = await replay(sim, WORKLOAD, KNOBS, PLAN)",
               "    broken = [v for v in found if v['invariant'] == INVARIANT]",
