@@ -516,6 +516,9 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
                 emit: Callable[[RunResult], None]) -> None:
     from ..simulation import run
 
+    # resolved (and their modules imported) once here, not in every child
+    checks = default_invariants() if invariants is None else list(invariants)
+
     async def main(sim: Simulation) -> None:
         await prepare(sim, workload)
         had_workdir = getattr(sim, "_workdir", None) is not None
@@ -529,7 +532,7 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
         actions: list[Obj] = []
         error = ""
         try:
-            found, actions = await play(sim, workload, spec, invariants, record=record)
+            found, actions = await play(sim, workload, spec, checks, record=record)
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exc}"
         _report(sim, spec, found, actions, error, fd, had_workdir)
