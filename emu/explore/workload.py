@@ -262,7 +262,8 @@ def raycluster_workload() -> Workload:
         Knob("scale", "RayCluster", "spec.workerGroupSpecs.0.replicas", (None, 3), at=20.0),
     ]
     return Workload("raycluster", [manifest], knobs, setup=Setup(redis=True),
-                    goal=Goal("RayCluster", "status.state", ("ready",), horizon=120.0))
+                    goal=Goal("RayCluster", "status.state", ("ready", "suspended"),
+                              horizon=120.0))
 
 
 SERVE_PATH = "fruit.deployment_graph"
