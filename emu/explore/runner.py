@@ -177,6 +177,8 @@ async def _install_own(sim: Simulation, setup: Any) -> None:
     started = fn(sim)
     if inspect.isawaitable(started):
         await started
+    if not setup.lease:
+        return  # no leader election to wait for
     await sim.wait_for("Lease", setup.lease,
                        lambda le: bool((le.get("spec") or {}).get("holderIdentity")),
                        timeout=120)

@@ -142,8 +142,15 @@ class RayExecutor(Executor):
                                       "configure_logging": False}
             if address:
                 kwargs["address"] = address
-            elif num_cpus:
-                kwargs["num_cpus"] = num_cpus
+            else:
+                import os
+                import sys
+
+                # local workers import what the driver can (your workload's install module)
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(
+                    p for p in sys.path if p)}}
+                if num_cpus:
+                    kwargs["num_cpus"] = num_cpus
             ray.init(**kwargs)
         self.jobs = int(ray.cluster_resources().get("CPU", 1))
         self.task = ray.remote(num_cpus=1)(_run_batch)

@@ -63,8 +63,8 @@ class Setup:
 
     ``install`` (``"module:function"``) starts *your* controller instead of KubeRay: it is called
     as ``function(sim)`` (awaited when it returns an awaitable) once the Nodes are ready;
-    ``operator`` is a part of its processes' names and ``lease`` its leader-election Lease, so
-    the plans can find its writes and its leader."""
+    ``operator`` is a part of its processes' names and ``lease`` its leader-election Lease (empty:
+    none to wait for), so the plans can find its writes and its leader."""
 
     operator_replicas: int = 2
     redis: bool = False

@@ -18,11 +18,17 @@ CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": {"name": "settings", "namespace": "default"}, "data": {"k": "1"}}
 
 
+def no_controller(sim: object) -> None:
+    """No controller at all (``Setup.install``): the cheapest world, for tests of the search."""
+
+
+BARE = Setup(nodes=1, install="explore_worlds:no_controller", lease="")
+
+
 def unreachable() -> Workload:
     """A ConfigMap whose ``data.k`` is expected to become "2": it never does."""
     return Workload("unreachable", [CONFIGMAP],
-                    [Knob("value", "ConfigMap", "data.k", ("1", "3"))],
-                    setup=Setup(operator_replicas=1, nodes=1),
+                    [Knob("value", "ConfigMap", "data.k", ("1", "3"))], setup=BARE,
                     goal=Goal("ConfigMap", "data.k", ("2",), horizon=5.0, delete=False))
 
 
@@ -40,7 +46,7 @@ kind: KnobSpace
 knobs:
   - {name: value, kind: ConfigMap, path: data.k, values: ["1", "3"]}
 goal: {kind: ConfigMap, path: data.k, states: ["2"], horizon: 5, delete: false}
-setup: {operator_replicas: 1, nodes: 1}
+setup: {nodes: 1, install: "explore_worlds:no_controller", lease: ""}
 """
 
 FINE_YAML = """\
@@ -51,5 +57,5 @@ data: {k: "1"}
 ---
 kind: KnobSpace
 goal: {kind: ConfigMap, path: data.k, states: ["1"], horizon: 5, delete: false}
-setup: {operator_replicas: 1, nodes: 1}
+setup: {nodes: 1, install: "explore_worlds:no_controller", lease: ""}
 """

@@ -35,7 +35,7 @@ def test_findings_exit_1_with_the_json_shape_and_a_test_file_that_fails_on_its_o
     assert finding["invariant"] == "workload-goal"
     assert finding["plan"].startswith("[") and finding["knobs"] == {}
     assert finding["replay"] == f"pytest {finding['test_file']}"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(ROOT), str(Path(__file__).parent))))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            finding["test_file"]], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=300)

@@ -8,6 +8,7 @@ from explore_worlds import one_replica_raycluster, unreachable
 
 import controllers.expectations as expectations
 from emu.explore.search import Executor, ProcessExecutor, RayExecutor, explore
+from emu.invariants import OneLiveHead
 
 
 def _summary(result):
@@ -22,7 +23,8 @@ def test_explore_finds_the_duplicate_head_of_kuberay_715_only_when_expectations_
     wl = one_replica_raycluster()
     # the 11th candidate lags the leader's Pod watch by 30 s (systematic and random plans
     # alternate; the perturbations are the sixth systematic family)
-    port = explore(wl, budget=11, seed=1, shrink_budget=0, export=False)
+    port = explore(wl, budget=11, seed=1, shrink_budget=0, export=False,
+                   invariants=[OneLiveHead()])
     assert "one-live-head" not in {f.invariant for f in port.findings}
 
     async def always_satisfied(self, namespace, name, group):
@@ -30,7 +32,8 @@ def test_explore_finds_the_duplicate_head_of_kuberay_715_only_when_expectations_
 
     monkeypatch.setattr(expectations.RayClusterScaleExpectation, "is_satisfied",
                         always_satisfied)
-    buggy = explore(wl, budget=11, seed=1, shrink_budget=0, export=False)
+    buggy = explore(wl, budget=11, seed=1, shrink_budget=0, export=False,
+                    invariants=[OneLiveHead()])
     [finding] = [f for f in buggy.findings if f.invariant == "one-live-head"]
     assert "RayCluster default/raycluster had 2 live head Pods" in finding.message
     assert "InformerLag(" in repr(finding.plan) and "kind='Pod'" in repr(finding.plan)
