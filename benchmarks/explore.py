@@ -79,7 +79,7 @@ def main() -> None:
             rows.append(row("explore", "rayjob search runs/s, local Ray (2 CPUs)", ray_rate,
                             "runs/s", baseline=one))
         start = time.perf_counter()
-        result = explore(builtin("rayjob"), budget=max(runs, 200), seed=1, shrink_budget=0,
+        result = explore(builtin("rayjob"), budget=runs * 5, seed=1, shrink_budget=0,
                          export=False, duration=None)
         first = result.first_finding_wall
         print(f"  rayjob first finding after {first if first is not None else float('nan'):.1f}s"
