@@ -233,10 +233,10 @@ class _Recorder:
         self.actions: list[Obj] = []
         self._states: dict[tuple[str, str], Any] = {}
         self._counts: dict[tuple[str, ...], int] = {}
+        self._operators: set[str] = set()
         for proc in sorted(sim.processes.all(), key=lambda p: p.name):
             if proc.alive and self.operator in proc.name:
-                self.actions.append({"t": round(sim.now, 6), "type": "operator",
-                                     "name": proc.name})
+                self._operator(proc.name)
         sim.network.after_call(Match(), self._on_call, count=None)
         sim.trace.subscribe(self._on_event)
 
@@ -244,9 +244,17 @@ class _Recorder:
         self._counts[key] = self._counts.get(key, 0) + 1
         return self._counts[key]
 
+    def _operator(self, name: str) -> None:
+        """A replica seen for the first time (at the start, or at its first call when a
+        scenario installs the operator itself)."""
+        if name not in self._operators:
+            self._operators.add(name)
+            self.actions.append({"t": round(self.sim.now, 6), "type": "operator", "name": name})
+
     def _on_call(self, info: Any) -> None:
         if self.operator not in info.src:
             return
+        self._operator(info.src)
         if info.dst == "apiserver" and info.verb not in self.WRITES:
             return
         if info.dst != "apiserver" and info.dst[:1].isdigit():
