@@ -60,7 +60,7 @@ def main() -> None:
         print(f"emu explore throughput ({runs} runs per figure)")
         for name in ("rayjob", "raycluster", "rayservice"):
             specs = specs_for(name, runs)
-            fresh = rate(name, specs[: max(2, runs // 4)], fork=False)
+            fresh = rate(name, specs, fork=False)
             forked = rate(name, specs, fork=True)
             print(f"  {name:<11} forked {forked:6.2f} runs/s   fresh worlds {fresh:6.2f} runs/s"
                   f"   ({forked / fresh:.2f}x)")
