@@ -1,3 +1,5 @@
+# Written by emu explore (emu.explore.export): the long lines are data.
+# ruff: noqa: E501, I001
 """Found by the explorer: one-job-run-per-attempt on workload 'rayjob', seed 1.
 
 RayJob default/demo-job: Ray job demo-job-x99hk started 2 times (t=17.850s on default/demo-

@@ -1,3 +1,5 @@
+# Written by emu explore (emu.explore.export): the long lines are data.
+# ruff: noqa: E501, I001
 """Found by the explorer: one-live-head on workload 'rayjob', seed 1.
 
 RayCluster default/demo-job-mq29w had 2 live head Pods (demo-job-mq29w-head-h4xrx, demo-job-
