@@ -58,9 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="end with one JSON object")
     p.add_argument("--shrink-budget", type=int, default=60,
                    help="runs spent shrinking each finding (default 60)")
-    p.add_argument("--fork", action="store_true",
-                   help="fork every run from a once-prepared world (the fork-server; "
-                        "measured slower than fresh worlds here, see benchmarks/explore.py)")
+    p.add_argument("--no-fork", action="store_true",
+                   help="build a fresh world for every run (slower; for comparison)")
     p.add_argument("--seeds", type=int, default=None,
                    help="legacy: run the scenario WORKLOAD under N seeds, its own checks only")
     p.add_argument("--start", type=int, default=0, help="legacy: the first seed of --seeds")
@@ -109,7 +108,7 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
     from .search import Executor, ProcessExecutor, RayExecutor, explore
     from .store import StoreMismatch
 
-    fork = bool(args.fork)
+    fork = False if args.no_fork else None
     if args.ray is not None:
         executor: Executor = RayExecutor(args.ray or None, args.ray_cpus, fork=fork)
     elif args.jobs > 1:

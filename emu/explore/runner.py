@@ -464,17 +464,15 @@ def run_one(workload: Workload, spec: RunSpec, seed: int = 0,
 
 
 class ForkServer:
-    """Runs many specs of one (workload, seed): with ``fork=True`` the world is prepared once and
-    each run is a forked child of the prepared process; by default a fresh world per run."""
+    """Runs many specs of one (workload, seed): the world is prepared once, then each run is a
+    forked child of the prepared process (``fork=False``: a fresh world per run instead)."""
 
     def __init__(self, workload: Workload, seed: int = 0,
                  invariants: Sequence[Any] | None = None, *, fork: bool | None = None) -> None:
         self.workload = workload
         self.seed = seed
         self.invariants = invariants
-        # fresh worlds by default: measured faster here (benchmarks/explore.py: a KubeRay world
-        # is built in ~15 ms, less than a fork of the prepared process and its copy-on-write)
-        self.fork = bool(fork) and hasattr(os, "fork")
+        self.fork = hasattr(os, "fork") if fork is None else fork
 
     def run(self, specs: Sequence[RunSpec], *, record: bool = False) -> Iterator[RunResult]:
         """Each spec's result, in order."""

@@ -2,8 +2,8 @@
 → findings, deduplicated, shrunk, exported.
 
 `explore` is what ``emu explore`` calls; each stage it uses is a module of its own. Runs are
-cut into batches of consecutive specs; a batch is one `runner.ForkServer` (a fresh world per
-run, or with ``fork`` one prepared world that each run forks from). Results are put back in spec order before
+cut into batches of consecutive specs; a batch is one fork-server (`runner.ForkServer`): the
+world is prepared once, each run forks from it. Results are put back in spec order before
 anything is decided, so the findings of a ``--seed`` and ``--budget`` (a number of runs) are the
 same whichever executor ran them. A duration budget stops after the batch that crosses it, so
 what it finds depends on the machine's speed (said in docs/explore.md).
@@ -117,7 +117,7 @@ class ProcessExecutor(Executor):
         from concurrent.futures import as_completed
 
         futures = {self.pool.submit(_run_batch, (workload, seed, [s.to_dict() for s in b],
-                                                 bool(self.fork), self.invariants)): i
+                                                 self.fork is not False, self.invariants)): i
                    for i, b in enumerate(batches)}
         for fut in as_completed(futures):
             yield futures[fut], [RunResult.from_dict(d) for d in fut.result()]
@@ -158,7 +158,7 @@ class RayExecutor(Executor):
     def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
             ) -> Iterator[tuple[int, list[RunResult]]]:
         refs = {self.task.remote((workload, seed, [s.to_dict() for s in b],
-                                  bool(self.fork), self.invariants)): i
+                                  self.fork is not False, self.invariants)): i
                 for i, b in enumerate(batches)}
         pending = list(refs)
         while pending:

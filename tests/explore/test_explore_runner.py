@@ -15,7 +15,7 @@ def test_a_forked_run_is_the_same_run_as_a_fresh_one() -> None:
     spec = RunSpec({"workers": 2}, [CrashLeader(at=3.0),
                                     AtCall(n=1, verb="create", kind="Pod", then=Crash())])
     fresh = run_one(wl, spec, seed=3)
-    forked = list(ForkServer(wl, 3, fork=True).run([spec, spec]))
+    forked = list(ForkServer(wl, 3).run([spec, spec]))
     assert fresh.error == "" and fresh.digest
     assert [r.digest for r in forked] == [fresh.digest, fresh.digest]
     assert [r.violations for r in forked] == [fresh.violations] * 2
