@@ -472,6 +472,8 @@ class ForkServer:
         self.workload = workload
         self.seed = seed
         self.invariants = invariants
+        # forked by default: the parent bounds each run's wall time (a livelock cannot hang the
+        # search); not for speed (benchmarks/explore.py: 0.77-0.86x of fresh worlds here)
         self.fork = hasattr(os, "fork") if fork is None else fork
 
     def run(self, specs: Sequence[RunSpec], *, record: bool = False) -> Iterator[RunResult]:
