@@ -46,7 +46,7 @@ Obj = dict[str, Any]
 #: How often a run looks at the goal (virtual seconds).
 POLL = 2.0
 #: Wall seconds a forked run may take before it is stopped and reported as an error.
-WALL_LIMIT = float(os.environ.get("EMU_EXPLORE_RUN_WALL_LIMIT", "120"))
+WALL_LIMIT = float(os.environ.get("EMU_EXPLORE_RUN_WALL_LIMIT", "30"))
 
 
 def _knobs(value: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
