@@ -33,6 +33,16 @@ if TYPE_CHECKING:
     from .client.apply import ApplyOutcome as ApplyOutcome
     from .client.client import Client as Client
     from .client.informer import Informer as Informer
+    from .explore.faults import AtCall as AtCall
+    from .explore.faults import CrashLeader as CrashLeader
+    from .explore.faults import LoseRayPod as LoseRayPod
+    from .explore.faults import PartitionLeaderFromHead as PartitionLeaderFromHead
+    from .explore.faults import PauseLeader as PauseLeader
+    from .explore.runner import RunSpec as RunSpec
+    from .explore.workload import Goal as Goal
+    from .explore.workload import Knob as Knob
+    from .explore.workload import Setup as Setup
+    from .explore.workload import Workload as Workload
     from .faults import AfterRequest as AfterRequest
     from .faults import CoalesceEvents as CoalesceEvents
     from .faults import Crash as Crash
@@ -118,6 +128,16 @@ _EXPORTS = {
     "ReconcilePanic": ".simulation",
     "WaitTimeout": ".simulation",
     "run": ".simulation",
+    "AtCall": ".explore.faults",
+    "CrashLeader": ".explore.faults",
+    "LoseRayPod": ".explore.faults",
+    "PartitionLeaderFromHead": ".explore.faults",
+    "PauseLeader": ".explore.faults",
+    "RunSpec": ".explore.runner",
+    "Goal": ".explore.workload",
+    "Knob": ".explore.workload",
+    "Setup": ".explore.workload",
+    "Workload": ".explore.workload",
 }
 
 __all__ = [
@@ -156,6 +176,9 @@ if TYPE_CHECKING:
 _EXPORTS.update({name: ".snapshots" for name in (
     "NotQuiescent", "RestoredRunError", "Snapshot", "SnapshotError", "snapshot_world")})
 __all__ += ["NotQuiescent", "RestoredRunError", "Snapshot", "SnapshotError", "snapshot_world"]
+# The explorer's workloads, run specs and fault values (emu.explore; docs/explore.md).
+__all__ += ["AtCall", "CrashLeader", "Goal", "Knob", "LoseRayPod", "PartitionLeaderFromHead",
+            "PauseLeader", "RunSpec", "Setup", "Workload"]
 
 
 def __getattr__(name: str) -> Any:

@@ -110,6 +110,16 @@ def _explore_one(job: tuple[str, int]) -> dict[str, object]:
 
 
 def _cmd_explore(args: argparse.Namespace) -> int:
+    """``emu explore WORKLOAD``: the explorer (emu.explore); with ``--seeds``, the old seed
+    sweep of a scenario."""
+    if args.seeds is not None:
+        return _cmd_explore_seeds(args)
+    from .explore.cli import run_explore
+
+    return run_explore(args)
+
+
+def _cmd_explore_seeds(args: argparse.Namespace) -> int:
     import multiprocessing
     import time
     from concurrent.futures import ProcessPoolExecutor
@@ -120,7 +130,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     from . import scenarios
 
     try:
-        scenarios.get(args.scenario)
+        scenarios.get(args.workload)
     except KeyError as err:
         print(f"emu explore: {err.args[0]}", file=sys.stderr)
         return 2
@@ -131,13 +141,13 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         print(f"emu explore: --jobs must be at least 1, not {args.jobs}", file=sys.stderr)
         return 2
     seeds = range(args.start, args.start + args.seeds)
-    jobs = [(args.scenario, seed) for seed in seeds]
+    jobs = [(args.workload, seed) for seed in seeds]
     console = Console(stderr=True)
     results: list[dict[str, object]] = []
     start = time.perf_counter()
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
-        task = progress.add_task(f"exploring {args.scenario}", total=len(jobs))
+        task = progress.add_task(f"exploring {args.workload}", total=len(jobs))
         if args.jobs == 1:
             for job in jobs:
                 results.append(_explore_one(job))
@@ -153,7 +163,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     for r in failed:
         claims = "; ".join(str(c) for c in r["failed"])  # type: ignore[attr-defined]
         print(f"seed {r['seed']} FAILED: {claims}")
-        print(f"  replay: emu run {args.scenario} --seed {r['seed']}")
+        print(f"  replay: emu run {args.workload} --seed {r['seed']}")
     print(f"{len(results) - len(failed)}/{len(results)} seeds passed in {wall:.2f}s wall "
           f"({len(results) / wall:.1f} seeds/s with {args.jobs} process(es))")
     return 1 if failed else 0
@@ -163,7 +173,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 BENCHMARKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("apiserver", ()), ("controller", ()), ("leader_election", ()), ("gcs_storage", ()),
     ("gcs", ()), ("kube", ()), ("reconcile", ()), ("reconcile", ("--kube",)), ("rayjob", ()),
-    ("rayservice", ()), ("scenarios", ()), ("http", ()),
+    ("rayservice", ()), ("scenarios", ()), ("http", ()), ("explore", ("--no-ray",)),
 )
 
 
@@ -332,12 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--verbose", "-v", action="store_true", help="print every trace event")
     p_run.set_defaults(fn=_cmd_run)
 
-    p_explore = sub.add_parser("explore", help="run a scenario under many seeds in parallel")
-    p_explore.add_argument("scenario", help="a scenario name (see `emu list`)")
-    p_explore.add_argument("--seeds", type=int, default=20, help="how many seeds (default 20)")
-    p_explore.add_argument("--start", type=int, default=0, help="the first seed (default 0)")
-    p_explore.add_argument("--jobs", "-j", type=int, default=2,
-                           help="worker processes (default 2)")
+    p_explore = sub.add_parser(
+        "explore", help="search a workload for recovery bugs: generated fault plans, "
+        "KubeRay's invariants, findings shrunk to pytest files")
+    from .explore.cli import add_arguments
+
+    add_arguments(p_explore)
     p_explore.set_defaults(fn=_cmd_explore)
 
     p_bench = sub.add_parser("bench", help="run the benchmarks and print one table of figures")

@@ -1,0 +1,167 @@
+"""``emu explore WORKLOAD [--budget N|DURATION] [--seed S] [-j N | --ray [ADDR]] [--out DIR]
+[--json]``: the command line of the explorer.
+
+Exit status: 1 when there are findings, 0 when none, 2 on bad input (an unknown workload, a
+budget that is neither a count nor a duration, a store made for another workload). With
+``--json`` the last line of output is ``{"runs": N, "findings": [{"invariant", "message", "plan",
+"knobs", "replay", "test_file"}, ...]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Any
+
+import orjson
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h)$")
+
+
+def parse_budget(text: str) -> tuple[int | None, float | None]:
+    """``"2000"`` → 2000 runs; ``"90s"``, ``"5m"``, ``"1h"`` → a wall-clock duration (seconds).
+    A `ValueError` naming the text otherwise."""
+    text = text.strip()
+    if text.isdigit():
+        n = int(text)
+        if n < 1:
+            raise ValueError(f"--budget must be at least 1 run, not {text!r}")
+        return n, None
+    m = _DURATION.match(text)
+    if m:
+        seconds = float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]
+        if seconds <= 0:
+            raise ValueError(f"--budget must be a positive duration, not {text!r}")
+        return None, seconds
+    raise ValueError(f"--budget takes a number of runs (2000) or a duration (90s, 5m, 1h), "
+                     f"not {text!r}")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", nargs="?", default=None,
+                   help="a built-in workload (raycluster, rayjob, rayservice) or a scenario name "
+                        "(see `emu list`)")
+    p.add_argument("-f", "--file", metavar="FILE.yaml",
+                   help="explore your own manifests (a kind: KnobSpace document declares knobs)")
+    p.add_argument("--budget", default="200",
+                   help="runs (e.g. 2000) or a wall-clock duration (90s, 5m); default 200")
+    p.add_argument("--seed", type=int, default=0, help="the seed of every run (default 0)")
+    p.add_argument("--jobs", "-j", type=int, default=1, help="local worker processes (default 1)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on a Ray cluster (ray.init() locally when no ADDRESS)")
+    p.add_argument("--ray-cpus", type=int, default=None,
+                   help="CPUs of a local Ray started by --ray (default: Ray's)")
+    p.add_argument("--out", metavar="DIR",
+                   help="the result store and findings (default emu-explore/WORKLOAD-seedS); "
+                        "a later run with the same DIR resumes")
+    p.add_argument("--json", action="store_true", help="end with one JSON object")
+    p.add_argument("--shrink-budget", type=int, default=60,
+                   help="runs spent shrinking each finding (default 60)")
+    p.add_argument("--no-fork", action="store_true",
+                   help="build a fresh world for every run (slower; for comparison)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="legacy: run the scenario WORKLOAD under N seeds, its own checks only")
+    p.add_argument("--start", type=int, default=0, help="legacy: the first seed of --seeds")
+
+
+def _fail(message: str) -> int:
+    print(f"emu explore: {message}", file=sys.stderr)
+    return 2
+
+
+def run_explore(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from . import workload as wl_mod
+
+    if (args.workload is None) == (args.file is None):
+        return _fail("give a WORKLOAD (raycluster, rayjob, rayservice or a scenario) or -f FILE")
+    try:
+        budget, duration = parse_budget(args.budget)
+    except ValueError as err:
+        return _fail(str(err))
+    if args.jobs < 1:
+        return _fail(f"--jobs must be at least 1, not {args.jobs}")
+    if args.jobs > 1 and args.ray is not None:
+        return _fail("choose -j N or --ray, not both")
+    if args.shrink_budget < 0:
+        return _fail(f"--shrink-budget must be 0 or more, not {args.shrink_budget}")
+    try:
+        workload = (wl_mod.from_file(args.file) if args.file
+                    else wl_mod.resolve(args.workload))
+    except (KeyError, ValueError) as err:
+        return _fail(str(err.args[0]) if err.args else str(err))
+    out = Path(args.out) if args.out else Path("emu-explore") / f"{workload.name}-seed{args.seed}"
+    source = f"-f {args.file}" if args.file else workload.name
+    command = f"emu explore {source} --seed {args.seed} --budget {args.budget}"
+    return _explore(args, workload, budget, duration, out, command)
+
+
+def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
+             duration: float | None, out: Any, command: str) -> int:
+    import time
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .search import Executor, ProcessExecutor, RayExecutor, explore
+    from .store import StoreMismatch
+
+    fork = False if args.no_fork else None
+    if args.ray is not None:
+        executor: Executor = RayExecutor(args.ray or None, args.ray_cpus, fork=fork)
+    elif args.jobs > 1:
+        executor = ProcessExecutor(args.jobs, fork=fork)
+    else:
+        executor = Executor(fork=fork)
+    console = Console(stderr=True)
+    start = time.perf_counter()
+    try:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[rate]:.1f} runs/s"),
+                      TextColumn("findings: {task.fields[found]}"), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:
+            task = bar.add_task(f"explore {workload.name}", total=budget or 0, rate=0.0,
+                                found=0)
+
+            def progress(done: int, total: int, found: int) -> None:
+                wall = time.perf_counter() - start
+                bar.update(task, completed=done, total=total, found=found,
+                           rate=done / wall if wall > 0 else 0.0)
+
+            result = explore(workload, budget=budget, duration=duration, seed=args.seed,
+                             executor=executor, out=out, shrink_budget=args.shrink_budget,
+                             progress=progress, replay_command=command)
+    except StoreMismatch as err:
+        return _fail(str(err))
+    finally:
+        executor.close()
+    findings = []
+    for f in result.findings:
+        item = f.to_json()
+        item["replay"] = f"pytest {f.test_file}" if f.test_file else command
+        findings.append(item)
+    if args.json:
+        sys.stdout.write(orjson.dumps({"runs": result.runs, "findings": findings,
+                                       "errors": [e.error for e in result.errors],
+                                       "wall_seconds": round(result.wall, 3)},
+                                      default=str).decode() + "\n")
+        return 1 if findings else 0
+    for n, f in enumerate(result.findings, 1):
+        print(f"finding {n}: [{f.invariant}] {f.message}")
+        print(f"  plan:   {f.plan!r}")
+        if f.knobs:
+            print(f"  knobs:  {f.knobs}")
+        print(f"  test:   {f.test_file}")
+        print(f"  html:   {f.html}")
+        print(f"  replay: pytest {f.test_file}")
+    for e in result.errors[:5]:
+        print(f"run error: {e.error}  (plan {e.spec.plan!r})")
+    rate = result.runs / result.wall if result.wall > 0 else 0.0
+    first = (f", first after {result.first_finding_wall:.1f}s"
+             if result.first_finding_wall is not None else "")
+    print(f"{result.runs} runs ({result.reused} from {out}) in {result.wall:.1f}s wall "
+          f"({rate:.1f} runs/s, {executor.jobs} worker(s)); {len(result.findings)} distinct "
+          f"finding(s){first}")
+    return 1 if result.findings else 0

@@ -1,0 +1,177 @@
+"""Exporting a finding: a standalone pytest file that fails the same way, and its HTML timeline.
+
+The file holds everything the run needs as code — the workload (manifests, knobs, setup, goal),
+the knobs set, the fault plan, the seed — and runs the same two halves the explorer ran
+(`replay`: `runner.prepare` then `runner.play`) inside the ``sim`` fixture, so the run is the same
+run, digest included. It asserts that the violated invariant is not violated: it fails while the
+port keeps the behaviour and passes once the behaviour is gone.
+"""
+
+from __future__ import annotations
+
+import pprint
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..kernel.trace import TraceEvent, render_timeline
+from .runner import RunSpec, play, prepare, world_options
+from .workload import Workload
+
+if TYPE_CHECKING:
+    from ..simulation import Simulation
+
+
+async def replay(sim: Simulation, workload: Workload, knobs: dict[str, Any], plan: Any,
+                 invariants: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """Run ``workload`` with ``knobs`` under ``plan`` in ``sim`` (a fresh world from the ``sim``
+    fixture or `emu.run`, with `runner.world_options`) and return the violations, as the
+    explorer found them."""
+    await prepare(sim, workload)
+    found, _ = await play(sim, workload, RunSpec(knobs, plan), invariants)
+    return found
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:60] or "finding"
+
+
+def _imports(spec: RunSpec, workload: Workload) -> list[str]:
+    types: dict[str, set[str]] = {}
+
+    def add(obj: Any) -> None:
+        module = type(obj).__module__
+        types.setdefault(module, set()).add(type(obj).__name__)
+        then = getattr(obj, "then", None)
+        if then is not None:
+            add(then)
+
+    for f in spec.plan:
+        add(f)
+    lines = [f"from {m} import {', '.join(sorted(n))}" for m, n in sorted(types.items())]
+    return lines
+
+
+def workload_code(workload: Workload) -> str:
+    """The workload as Python code (``Workload(...)``)."""
+    manifests = pprint.pformat(list(workload.manifests), indent=1, width=96, sort_dicts=False)
+    knobs = ",\n    ".join(repr(k) for k in workload.knobs)
+    return (f"Workload(\n    name={workload.name!r},\n    manifests={manifests},\n"
+            f"    knobs=[\n    {knobs}],\n    setup={workload.setup!r},\n"
+            f"    goal={workload.goal!r},\n    scenario={workload.scenario!r})")
+
+
+def pytest_source(workload: Workload, spec: RunSpec, seed: int, invariant: str, message: str,
+                replay_command: str = "") -> str:
+    """The text of the pytest file for a finding."""
+    name = _slug(f"{workload.name} {invariant}")
+    header = ("# Written by emu explore (emu.explore.export): the long lines are data.\n"
+              "# ruff: noqa: E501, I001\n"
+              f'"""Found by the explorer: {invariant} on workload {workload.name!r}, seed {seed}.\n\n'
+              f"{_wrap(message)}\n\n"
+              f"Fails while the port keeps the behaviour (KubeRay's, see docs/findings.md).\n")
+    if replay_command:
+        header += f"Found with: {replay_command}\n"
+    header += '"""\n'
+    lines = [header, "import pytest", ""]
+    lines += ["from emu.explore.export import replay",
+              "from emu.explore.runner import world_options",
+              "from emu.explore.workload import Goal, Knob, Setup, Workload"]
+    lines += _imports(spec, workload)
+    lines += ["", f"WORKLOAD = {workload_code(workload)}", "",
+              f"KNOBS = {pprint.pformat(spec.knob_map, width=96)}", "",
+              f"PLAN = {spec.plan!r}", "",
+              f"INVARIANT = {invariant!r}", "", "",
+              f"@pytest.mark.emu(seed={seed}, **world_options(WORKLOAD))",
+              f"async def test_{name}(sim):",
+              "    found = await replay(sim, WORKLOAD, KNOBS, PLAN)",
+              "    broken = [v for v in found if v['invariant'] == INVARIANT]",
+              "    assert not broken, '\\n'.join(f\"t={v['at']:.3f}s {v['message']}\" "
+              "for v in broken)", ""]
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int = 96) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+#: Events worth showing in a finding's timeline excerpt.
+EXCERPT_EVENTS = ("fault", "write", "leader_acquired", "leader_lost", "process_crashed",
+                  "process_started", "response_lost", "call_timeout", "outage", "restore",
+                  "partition", "heal", "node_failed", "knob_change", "workload_delete",
+                  "job_submission_received", "gcs_started", "pod_deleted")
+
+
+def excerpt(events: list[TraceEvent], *, around: float | None = None,
+            limit: int = 40) -> str:
+    """A readable slice of the run's timeline: faults, the operator's writes (not Leases or
+    Events), leadership and process changes — ``limit`` lines, centred on ``around``."""
+    def keep(e: TraceEvent) -> bool:
+        if e.event not in EXCERPT_EVENTS:
+            return False
+        if e.event == "write":
+            caller = str(e.fields.get("caller", ""))
+            return "kuberay-operator" in caller and e.fields.get("kind") not in ("Lease", "Event")
+        if e.event == "process_started":
+            return "kuberay-operator" in e.process
+        return True
+
+    shown = [e for e in events if keep(e)]
+    if around is not None and len(shown) > limit:
+        idx = min(range(len(shown)), key=lambda i: abs(shown[i].t - around))
+        lo = max(0, idx - limit * 2 // 3)
+        shown = shown[lo:lo + limit]
+    else:
+        shown = shown[:limit]
+    return render_timeline(shown, width=28)
+
+
+def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int,
+                   invariant: str, message: str, at: float, *, replay_command: str = ""
+                   ) -> dict[str, str]:
+    """Write ``test_<slug>.py`` and its ``.html`` timeline into ``directory``; returns their
+    paths and the timeline excerpt."""
+    import attrs
+
+    from ..faults import FaultPlan, UnperformedFaults
+    from ..simulation import run
+    from ..timeline import render_html
+
+    directory.mkdir(parents=True, exist_ok=True)
+    base = f"test_{_slug(f'{workload.name} {invariant}')}_{abs(hash_spec(spec)) % 10**6:06d}"
+    box: dict[str, Any] = {}
+
+    async def main(sim: Simulation) -> None:
+        box["sim"] = sim
+        box["found"] = await replay(sim, workload, spec.knob_map, spec.plan)
+
+    try:
+        run(main, seed=seed, **world_options(workload))
+    except UnperformedFaults as exc:
+        # a fault of the plan that did not take effect in this run is marked optional, so the
+        # exported test fails only for the invariant
+        missed = [attrs.evolve(f, at=0.0, optional=False) for f, _ in exc.items]
+        spec = attrs.evolve(spec, plan=FaultPlan(
+            attrs.evolve(f, optional=True) if attrs.evolve(f, at=0.0) in missed else f
+            for f in spec.plan))
+    except Exception as exc:  # still write what was seen
+        box["error"] = str(exc)
+    test_path = directory / f"{base}.py"
+    test_path.write_text(pytest_source(workload, spec, seed, invariant, message, replay_command))
+    sim = box["sim"]
+    html_path = directory / f"{base}.html"
+    html_path.write_text(render_html(
+        f"{workload.name}: {invariant} (seed {seed})", sim.trace.events,
+        [{"claim": f"{invariant}: {message}", "ok": False, "detail": ""}], {},
+        sim.trace.digest()))
+    return {"test_file": str(test_path), "html": str(html_path),
+            "excerpt": excerpt(sim.trace.events, around=at)}
+
+
+def hash_spec(spec: RunSpec) -> int:
+    import hashlib
+
+    return int(hashlib.sha256(spec.key().encode()).hexdigest()[:12], 16)

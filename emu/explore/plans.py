@@ -1,0 +1,253 @@
+"""Plan generators: candidate fault plans from a reference run (Sieve's method, in-process).
+
+The reference run (`runner.run_one(..., record=True)`) lists every controller action: each call
+an operator replica made (API writes with verb/kind/name, dashboard calls) and each state
+transition of the workload's objects and Ray Pods. From it:
+
+- `crash_after_writes`: crash the writer right after each of its writes took effect (the
+  kubelet restarts it as a new incarnation; a standby may win the Lease first);
+- `pause_before_writes`: right after write *k*, freeze the writer for long enough that a
+  successor takes over, then let it resume, so write *k+1* lands late (no fencing);
+- `lose_responses`: write *k* takes effect but the writer never hears back;
+- `pod_loss_at_transitions`: at each state transition, lose the head or a worker Pod (delete,
+  kill, its GCS, or its Node);
+- `outages`: API-server outages, dashboard/GCS blips, Redis down, operator↔head partitions,
+  starting at the transition times;
+- `random_combinations`: seeded random 1-3 faults drawn from all of the above, at random times
+  and on random knob settings.
+
+Every plan is a `FaultPlan` of fault values, so it prints as code and replays exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from ..faults import (
+    CoalesceEvents,
+    Crash,
+    FaultPlan,
+    InformerLag,
+    LoseResponses,
+    Outage,
+    Pause,
+    RedisDown,
+    ShuffleLists,
+    StaleList,
+)
+from .faults import AtCall, CrashLeader, LoseRayPod, PartitionLeaderFromHead, PauseLeader
+from .runner import RunSpec
+from .workload import Workload
+
+Obj = dict[str, Any]
+
+#: How long a paused leader stays frozen: past the 15 s Lease and a successor's first actions.
+PAUSE_SECONDS = 30.0
+#: API-server outages: shorter than the Node monitor grace period (40 s), past which every Node
+#: is tainted unreachable and (in this emulator, see docs/findings.md) stays so.
+OUTAGE_SECONDS = (10.0, 30.0)
+
+
+def _writes(actions: Sequence[Obj], names: Sequence[str] = ()) -> list[Obj]:
+    """The operator's writes: API writes and dashboard calls other than GET, each keyed so it
+    still matches when generated names differ (a name is kept only when the workload's
+    manifests fix it; a dashboard call keeps only its verb), with ``n`` recounted per key."""
+    out: list[Obj] = []
+    counts: dict[tuple[Any, ...], int] = {}
+    for a in actions:
+        if a["type"] != "call":
+            continue
+        if a["dst"] == "apiserver":
+            name = a["name"] if a["name"] in names else None
+            item = {**a, "name": name, "kind": a["kind"] or None}
+        elif a["verb"] != "GET":
+            item = {**a, "name": None, "kind": None, "dst": None}
+        else:
+            continue
+        key = (item["verb"], item["kind"], item["name"], item["dst"])
+        counts[key] = counts.get(key, 0) + 1
+        item["n"] = counts[key]
+        out.append(item)
+    return out
+
+
+def _owner(workload: Workload) -> str:
+    """The name the workload's Ray clusters start with (its first Ray object)."""
+    for obj in workload.manifests:
+        if obj.get("kind") in ("RayCluster", "RayJob", "RayService"):
+            return str(obj["metadata"]["name"])
+    return ""
+
+
+def _names(workload: Workload) -> list[str]:
+    return [str(m["metadata"]["name"]) for m in workload.manifests]
+
+
+def _call(a: Obj, then: Any, caller: str) -> AtCall:
+    return AtCall(n=int(a["n"]), then=then, verb=a["verb"], kind=a["kind"], name=a["name"],
+                  caller=caller, dst=a["dst"])
+
+
+def crash_after_writes(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    for a in _writes(actions, _names(workload)):
+        yield FaultPlan([_call(a, Crash(), workload.setup.operator)])
+
+
+def pause_before_writes(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    for a in _writes(actions, _names(workload)):
+        yield FaultPlan([_call(a, Pause(duration=PAUSE_SECONDS), workload.setup.operator)])
+
+
+def lose_responses(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    for a in _writes(actions, _names(workload)):
+        loss = LoseResponses(verb=a["verb"], kind=a["kind"], name=a["name"], dst=a["dst"],
+                             caller=None, count=1)
+        if int(a["n"]) == 1:
+            yield FaultPlan([loss])
+        else:  # arm the loss right after the previous call of the same key
+            yield FaultPlan([_call(dict(a, n=int(a["n"]) - 1), loss, workload.setup.operator)])
+
+
+def _transitions(actions: Sequence[Obj], kinds: tuple[str, ...] | None = None) -> list[Obj]:
+    return [a for a in actions if a["type"] == "transition"
+            and (kinds is None or a["kind"] in kinds)]
+
+
+def pod_loss_at_transitions(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    owner = _owner(workload)
+    if not owner:
+        return
+    kinds = tuple(sorted({str(m.get("kind")) for m in workload.manifests}))
+    for a in _transitions(actions, kinds):
+        for node_type, how in (("head", "delete"), ("worker", "delete"), ("head", "gcs"),
+                               ("head", "node"), ("head", "kill")):
+            yield FaultPlan([LoseRayPod(at=float(a["t"]), owner=owner, node_type=node_type,
+                                        how=how, duration=60.0 if how == "node" else None)])
+
+
+def outages(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    owner = _owner(workload)
+    times = sorted({float(a["t"]) for a in _transitions(actions)})
+    for t in times:
+        for d in OUTAGE_SECONDS:
+            yield FaultPlan([Outage(at=t, endpoint="apiserver", duration=d)])
+        if owner:
+            yield FaultPlan([PartitionLeaderFromHead(at=t, owner=owner, duration=45.0)])
+        yield FaultPlan([PauseLeader(at=t, duration=PAUSE_SECONDS, lease=workload.setup.lease)])
+        yield FaultPlan([CrashLeader(at=t, lease=workload.setup.lease)])
+        if workload.setup.redis:
+            yield FaultPlan([RedisDown(at=t, address="redis:6379", duration=30.0)])
+
+
+#: The kinds KubeRay watches whose observation the perturbations target (with your own
+#: controller: the kinds of the workload's manifests and what it creates).
+OBSERVED_KINDS = ("Pod", "RayCluster", "Job", "Service")
+
+
+def _observed_kinds(workload: Workload, actions: Sequence[Obj]) -> tuple[str, ...]:
+    if workload.setup.install is None:
+        return OBSERVED_KINDS
+    kinds = {str(m.get("kind")) for m in workload.manifests}
+    kinds |= {str(a["kind"]) for a in actions if a["type"] == "call" and a.get("kind")}
+    return tuple(sorted(kinds))
+
+
+def operators(actions: Sequence[Obj]) -> list[str]:
+    """The operator replicas' process names, as the reference run started them."""
+    return [str(a["name"]) for a in actions if a["type"] == "operator"]
+
+
+def perturbations(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    """Sieve's stale-state and unobserved-state testing: one operator's watch of one kind
+    30 s late; a crash of the leader at a transition with the successor's first LIST served
+    from an older revision; a transition's intermediate states coalesced away; List results in
+    a seeded random order."""
+    procs = operators(actions)
+    kinds = _observed_kinds(workload, actions)
+    times = sorted({float(a["t"]) for a in _transitions(actions)})
+    for proc in procs:
+        for kind in kinds:
+            yield FaultPlan([InformerLag(at=0.0, process=proc, kind=kind, seconds=30.0,
+                                         duration=120.0)])
+        yield FaultPlan([ShuffleLists(at=0.0, process=proc)])
+    for t in times:
+        for proc in procs:
+            for kind in kinds[:2]:
+                yield FaultPlan([StaleList(at=t, process=proc, kind=kind, revisions_back=20,
+                                           duration=60.0),
+                                 CrashLeader(at=t, lease=workload.setup.lease)])
+                yield FaultPlan([CoalesceEvents(at=t, process=proc, kind=kind,
+                                                duration=20.0)])
+
+
+def systematic(workload: Workload, actions: Sequence[Obj]) -> list[FaultPlan]:
+    """Every single-fault plan of the generators above, interleaved family by family (so a
+    small budget still tries each kind of fault), duplicates removed, in a stable order."""
+    families = [list(crash_after_writes(workload, actions)),
+                list(pause_before_writes(workload, actions)),
+                list(lose_responses(workload, actions)), list(pod_loss_at_transitions(workload, actions)),
+                list(outages(workload, actions)), list(perturbations(workload, actions))]
+    out: list[FaultPlan] = []
+    seen: set[str] = set()
+    i = 0
+    while any(i < len(f) for f in families):
+        for fam in families:
+            if i < len(fam):
+                key = fam[i].to_json()
+                if key not in seen:
+                    seen.add(key)
+                    out.append(fam[i])
+        i += 1
+    return out
+
+
+def random_knobs(workload: Workload, rng: random.Random, p: float = 0.35) -> dict[str, Any]:
+    """Each knob moved off its default with probability ``p`` (to a random other value)."""
+    out: dict[str, Any] = {}
+    for k in workload.knobs:
+        if len(k.values) > 1 and rng.random() < p:
+            out[k.name] = k.values[rng.randrange(1, len(k.values))]
+    return out
+
+
+def random_combination(workload: Workload, actions: Sequence[Obj], pool: Sequence[FaultPlan],
+                       rng: random.Random) -> FaultPlan:
+    """1-3 faults drawn from ``pool`` (single-fault plans), some moved to random times within
+    the reference run."""
+    end = max([float(a["t"]) for a in actions] or [60.0])
+    faults: list[Any] = []
+    want = rng.choice((1, 1, 2, 2, 3))
+    while len(faults) < want:
+        picked = list(pool[rng.randrange(len(pool))].faults)
+        if len(faults) + len(picked) > 3:
+            continue
+        if len(picked) == 1 and not isinstance(picked[0], AtCall) and rng.random() < 0.5:
+            picked = [attrs.evolve(picked[0], at=round(rng.uniform(0.0, end), 3))]
+        faults.extend(picked)
+    return FaultPlan(sorted(faults, key=lambda f: f.at))
+
+
+def candidates(workload: Workload, actions: Sequence[Obj], seed: int, count: int,
+               knobs: dict[str, Any] | None = None) -> list[RunSpec]:
+    """``count`` run specs: the systematic single-fault plans (on ``knobs``) alternating with
+    seeded random combinations on random knobs; only combinations once the systematic ones are
+    used up."""
+    knobs = dict(knobs or {})
+    pool = systematic(workload, actions)
+    rng = random.Random(f"explore:{workload.name}:{seed}:{sorted(knobs.items())!r}")
+    specs: list[RunSpec] = []
+    single = iter(pool)
+    while len(specs) < count and pool:
+        # alternate: the next systematic single fault, then a random combination (single
+        # faults rarely break recovery alone; combinations on other knobs do)
+        plan = next(single, None)
+        if plan is not None:
+            specs.append(RunSpec(knobs, plan))
+        if len(specs) < count:
+            specs.append(RunSpec(random_knobs(workload, rng),
+                                 random_combination(workload, actions, pool, rng)))
+    return specs

@@ -1,0 +1,294 @@
+"""The search: reference run → candidate plans → runs (here, ``-j N`` processes, or Ray tasks)
+→ findings, deduplicated, shrunk, exported.
+
+`explore` is what ``emu explore`` calls; each stage it uses is a module of its own. Runs are
+cut into batches of consecutive specs; a batch is one fork-server (`runner.ForkServer`): the
+world is prepared once, each run forks from it. Results are put back in spec order before
+anything is decided, so the findings of a ``--seed`` and ``--budget`` (a number of runs) are the
+same whichever executor ran them. A duration budget stops after the batch that crosses it, so
+what it finds depends on the machine's speed (said in docs/explore.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..faults import FaultPlan
+from . import plans
+from .runner import ForkServer, RunResult, RunSpec
+from .shrink import shape, shrink
+from .store import Store
+from .workload import Workload
+
+Obj = dict[str, Any]
+
+#: Runs per fork-server batch (one `prepare` each).
+BATCH = 16
+
+
+@attrs.frozen
+class Finding:
+    """A distinct violation: the invariant, what was seen, the minimized run that shows it and
+    where its pytest file and timeline were written."""
+
+    invariant: str
+    message: str
+    at: float
+    knobs: dict[str, Any]
+    plan: FaultPlan
+    seed: int
+    workload: str
+    replay: str = ""
+    test_file: str = ""
+    html: str = ""
+    excerpt: str = attrs.field(default="", repr=False)
+    runs_to_find: int = 0
+    shrink_runs: int = 0
+
+    def to_json(self) -> Obj:
+        return {"invariant": self.invariant, "message": self.message, "at": self.at,
+                "plan": repr(self.plan), "knobs": dict(self.knobs), "replay": self.replay,
+                "test_file": self.test_file, "html": self.html,
+                "runs_to_find": self.runs_to_find, "shrink_runs": self.shrink_runs}
+
+
+@attrs.frozen
+class ExploreResult:
+    runs: int
+    findings: tuple[Finding, ...]
+    errors: tuple[RunResult, ...]
+    wall: float
+    first_finding_wall: float | None
+    reused: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Executors: each runs batches of specs and yields (batch index, results) as they finish
+# ---------------------------------------------------------------------------------------------
+
+
+def _run_batch(args: tuple[Workload, int, list[Obj], bool, Any]) -> list[Obj]:
+    """A worker's job (a -j process or a Ray task): one fork-server batch; plain dicts cross
+    the process boundary."""
+    workload, seed, specs, fork, invariants = args
+    server = ForkServer(workload, seed, invariants, fork=fork)
+    return [r.to_dict() for r in server.run([RunSpec.from_dict(s) for s in specs])]
+
+
+class Executor:
+    """Runs batches in this process."""
+
+    jobs = 1
+
+    def __init__(self, fork: bool | None = None) -> None:
+        self.fork = fork
+        #: The invariants every run checks (None: `emu.invariants.kuberay_invariants()`).
+        self.invariants: Any = None
+
+    def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
+            ) -> Iterator[tuple[int, list[RunResult]]]:
+        for i, batch in enumerate(batches):
+            server = ForkServer(workload, seed, self.invariants, fork=self.fork)
+            yield i, list(server.run(batch))
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessExecutor(Executor):
+    """``-j N``: batches in N worker processes (each a fork-server)."""
+
+    def __init__(self, jobs: int, fork: bool | None = None) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        super().__init__(fork)
+        self.jobs = jobs
+        self.pool = ProcessPoolExecutor(max_workers=jobs,
+                                        mp_context=multiprocessing.get_context("fork"))
+
+    def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
+            ) -> Iterator[tuple[int, list[RunResult]]]:
+        from concurrent.futures import as_completed
+
+        futures = {self.pool.submit(_run_batch, (workload, seed, [s.to_dict() for s in b],
+                                                 self.fork is not False, self.invariants)): i
+                   for i, b in enumerate(batches)}
+        for fut in as_completed(futures):
+            yield futures[fut], [RunResult.from_dict(d) for d in fut.result()]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor(Executor):
+    """``--ray [ADDRESS]``: batches as tasks on a Ray cluster (``ray.init()`` locally when no
+    address is given, with ``num_cpus`` CPUs); the worker processes run fork-servers too."""
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None,
+                 fork: bool | None = None) -> None:
+        import ray
+
+        super().__init__(fork)
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started:
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "configure_logging": False}
+            if address:
+                kwargs["address"] = address
+            else:
+                import os
+                import sys
+
+                # local workers import what the driver can (your workload's install module)
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(
+                    p for p in sys.path if p)}}
+                if num_cpus:
+                    kwargs["num_cpus"] = num_cpus
+            ray.init(**kwargs)
+        self.jobs = int(ray.cluster_resources().get("CPU", 1))
+        self.task = ray.remote(num_cpus=1)(_run_batch)
+
+    def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
+            ) -> Iterator[tuple[int, list[RunResult]]]:
+        refs = {self.task.remote((workload, seed, [s.to_dict() for s in b],
+                                  self.fork is not False, self.invariants)): i
+                for i, b in enumerate(batches)}
+        pending = list(refs)
+        while pending:
+            done, pending = self.ray.wait(pending, num_returns=1)
+            for ref in done:
+                yield refs[ref], [RunResult.from_dict(d) for d in self.ray.get(ref)]
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
+
+
+# ---------------------------------------------------------------------------------------------
+# The search
+# ---------------------------------------------------------------------------------------------
+
+
+def _batches(specs: Sequence[RunSpec], size: int) -> list[list[RunSpec]]:
+    return [list(specs[i:i + size]) for i in range(0, len(specs), size)]
+
+
+def explore(workload: Workload, *, budget: int | None = 200, duration: float | None = None,
+            seed: int = 0, executor: Executor | None = None, out: str | Path | None = None,
+            shrink_budget: int = 60, export: bool = True,
+            progress: Callable[[int, int, int], None] | None = None,
+            replay_command: str = "", batch: int = BATCH, per_invariant: int = 3,
+            invariants: Sequence[Any] | None = None) -> ExploreResult:
+    """Search ``workload`` for invariant violations with ``budget`` runs (or for ``duration``
+    wall seconds) from ``seed``; shrink and export each distinct finding (into ``out``/findings
+    when ``out`` is given). ``progress(done, total, findings)`` is told after each batch. At
+    most ``per_invariant`` failing runs of each invariant are shrunk (the simplest first); the
+    findings are what remains distinct by (invariant, minimized plan shape). ``invariants``
+    replace `emu.invariants.kuberay_invariants()` (values, so they travel to workers)."""
+    from .export import export_finding
+
+    executor = executor or Executor()
+    executor.invariants = list(invariants) if invariants is not None else None
+    store = Store(out, workload=workload.name, seed=seed)
+    start = time.perf_counter()
+    total = budget if budget is not None else 10_000
+    # 1. the reference run (no faults, default knobs), and the candidates it suggests
+    [reference] = list(ForkServer(workload, seed, executor.invariants, fork=False)
+                       .run([RunSpec()], record=True))
+    if reference.error:
+        raise RuntimeError(f"the reference run of {workload.name!r} raised: {reference.error}")
+    specs = plans.candidates(workload, reference.actions, seed, total)
+    # 2. run them (the store's results are reused), in order
+    results: list[RunResult | None] = [None] * len(specs)
+    reused = 0
+    todo: list[int] = []
+    for i, spec in enumerate(specs):
+        hit = store.get(spec.key())
+        if hit is not None:
+            results[i] = hit
+            reused += 1
+        else:
+            todo.append(i)
+    first_finding: float | None = None
+    done = reused
+    findings_seen = 0
+    if progress:
+        progress(done, len(specs), 0)
+    batches = _batches([specs[i] for i in todo], batch)
+    offsets = [todo[j * batch:(j + 1) * batch] for j in range(len(batches))]
+    stopped = False
+    for bi, batch_results in executor.map(workload, seed, batches):
+        for idx, r in zip(offsets[bi], batch_results, strict=True):
+            results[idx] = r
+            store.add(r)
+            done += 1
+            if r.violations:
+                findings_seen += 1
+                if first_finding is None:
+                    first_finding = time.perf_counter() - start
+        if progress:
+            progress(done, len(specs), findings_seen)
+        if duration is not None and time.perf_counter() - start >= duration:
+            stopped = True
+            break
+    if stopped:
+        # keep only the prefix of runs that finished, so the outcome is a prefix of the order
+        cut = next((i for i, r in enumerate(results) if r is None), len(results))
+        results = results[:cut]
+    finished = [r for r in results if r is not None]
+    # 3. distinct findings: first run of each (invariant, plan shape), in spec order
+    groups: dict[tuple[Any, ...], tuple[int, RunResult, Obj]] = {}
+    for i, r in enumerate(finished):
+        for v in r.violations:
+            key = (v["invariant"], shape(r.spec))
+            if key not in groups:
+                groups[key] = (i, r, v)
+    # 4. shrink each, then dedupe again by (invariant, minimized shape)
+    shrink_exec = Executor(executor.fork)
+    shrink_exec.invariants = executor.invariants
+
+    def run_specs(batch_specs: list[RunSpec]) -> list[RunResult]:
+        out_results: list[RunResult] = []
+        for _, rs in executor.map(workload, seed, _batches(batch_specs, batch)) \
+                if executor.jobs > 1 else shrink_exec.map(workload, seed, [batch_specs]):
+            out_results.extend(rs)
+        key_order = {s.key(): n for n, s in enumerate(batch_specs)}
+        return sorted(out_results, key=lambda r: key_order[r.spec.key()])
+
+    minimized: dict[tuple[Any, ...], Finding] = {}
+    shrunk_per_invariant: dict[str, int] = {}
+    # simplest first (fewest faults, fewest knobs changed, earliest run), at most
+    # `per_invariant` shrinks for each invariant
+    order = sorted(groups.items(), key=lambda kv: (
+        len(kv[1][1].spec.plan), len(workload.changed(kv[1][1].spec.knob_map)), kv[1][0]))
+    for (invariant, _), (i, r, _v) in order:
+        if shrunk_per_invariant.get(invariant, 0) >= per_invariant:
+            continue
+        shrunk_per_invariant[invariant] = shrunk_per_invariant.get(invariant, 0) + 1
+        small, spent = shrink(workload, r, invariant, run_specs, budget=shrink_budget)
+        sv = next(x for x in small.violations if x["invariant"] == invariant)
+        key = (invariant, shape(small.spec))
+        if key in minimized:
+            continue
+        knobs = workload.changed(small.spec.knob_map)
+        finding = Finding(invariant=invariant, message=str(sv["message"]), at=float(sv["at"]),
+                          knobs=knobs, plan=small.spec.plan, seed=seed, workload=workload.name,
+                          replay=replay_command, runs_to_find=i + 1, shrink_runs=spent)
+        if export and out is not None:
+            paths = export_finding(Path(out) / "findings", workload,
+                                   RunSpec(knobs, small.spec.plan), seed, invariant,
+                                   finding.message, finding.at, replay_command=replay_command)
+            finding = attrs.evolve(finding, test_file=paths["test_file"], html=paths["html"],
+                                   excerpt=paths["excerpt"])
+        minimized[key] = finding
+    errors = tuple(r for r in finished if r.error)
+    return ExploreResult(runs=len(finished), findings=tuple(minimized.values()), errors=errors,
+                         wall=time.perf_counter() - start, first_finding_wall=first_finding,
+                         reused=reused)

@@ -1,0 +1,380 @@
+"""Workloads to explore: manifests, the knob space that varies them, and how a run drives them.
+
+A `Workload` is data: the manifests a user would ``kubectl apply``, a `Knob` per spec field the
+explorer may vary (`Knob.values[0]` is the default, ``None`` meaning "leave the field out"), the
+world it needs (`Setup`: operator replicas, Redis, Nodes) and when a run is over (`Goal`). Knobs
+with an ``at`` are changes made *during* a run (``kubectl patch`` of that field at that many
+virtual seconds after the manifests were applied): suspend toggles, a serve config change, a
+cluster spec change.
+
+Built-ins (`builtin`): ``raycluster``, ``rayjob`` and ``rayservice``, each a small but realistic
+manifest set with KubeRay installed with two replicas. `from_file` reads any YAML manifests; a
+document of ``kind: KnobSpace`` in the file declares its knobs (see docs/explore.md). A scenario
+name is a workload too (`scenario_workload`): the scenario drives the world, the explorer adds
+faults and invariants on top.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+Obj = dict[str, Any]
+
+NS = "default"
+RAY_IMAGE = "rayproject/ray:2.46.0"
+
+
+def _tuple(values: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(values)
+
+
+@attrs.frozen
+class Knob:
+    """One spec field the explorer may vary: ``path`` (dotted, e.g. ``spec.backoffLimit``) of
+    every manifest of ``kind`` (and ``name`` when given). ``values[0]`` is the default; ``None``
+    removes the field. With ``at``, the value is patched in ``at`` virtual seconds after the
+    manifests were applied (``None`` then means "no change")."""
+
+    name: str
+    kind: str
+    path: str
+    values: tuple[Any, ...] = attrs.field(converter=_tuple)
+    at: float | None = None
+    object_name: str | None = None
+
+    @property
+    def default(self) -> Any:
+        return self.values[0] if self.values else None
+
+    def to_dict(self) -> Obj:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class Setup:
+    """The world a workload runs in: operator replicas (leader election on), an in-cluster Redis
+    at ``redis:6379``, the number of Nodes, and fast Serve builds for ``serve_import_paths``.
+
+    ``install`` (``"module:function"``) starts *your* controller instead of KubeRay: it is called
+    as ``function(sim)`` (awaited when it returns an awaitable) once the Nodes are ready;
+    ``operator`` is a part of its processes' names and ``lease`` its leader-election Lease (empty:
+    none to wait for), so the plans can find its writes and its leader."""
+
+    operator_replicas: int = 2
+    redis: bool = False
+    nodes: int = 3
+    serve_import_paths: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    install: str | None = None
+    operator: str = "kuberay-operator"
+    lease: str = "ray-operator-leader"
+
+
+@attrs.frozen
+class Goal:
+    """When a run is over: every object of ``kind`` reached ``path`` in ``states`` (or the run
+    reached ``horizon`` virtual seconds after the apply); then, when ``delete`` is set, the
+    workload's objects are deleted and the run waits ``after_delete`` seconds (the cleanup
+    invariants look at what is left)."""
+
+    kind: str
+    path: str
+    states: tuple[str, ...] = attrs.field(converter=_tuple)
+    horizon: float = 400.0
+    delete: bool = True
+    after_delete: float = 60.0
+
+
+@attrs.frozen(eq=False)
+class Workload:
+    """Manifests, the knob space, the world they need, and when a run is over."""
+
+    name: str
+    manifests: tuple[Obj, ...] = attrs.field(converter=_tuple, repr=False)
+    knobs: tuple[Knob, ...] = attrs.field(converter=_tuple, factory=tuple)
+    setup: Setup = attrs.field(factory=Setup)
+    goal: Goal | None = None
+    scenario: str | None = None
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        known = ", ".join(k.name for k in self.knobs) or "none"
+        raise KeyError(f"workload {self.name!r} has no knob {name!r}; its knobs: {known}")
+
+    def check_knobs(self, knobs: Mapping[str, Any]) -> None:
+        """A `KeyError` naming an unknown knob, a `ValueError` naming a value not in its space."""
+        for name, value in knobs.items():
+            k = self.knob(name)
+            if value not in k.values:
+                raise ValueError(f"knob {name!r} of workload {self.name!r} takes one of "
+                                 f"{list(k.values)!r}, not {value!r}")
+
+    def manifests_for(self, knobs: Mapping[str, Any]) -> list[Obj]:
+        """The manifests with the static knobs (those without ``at``) set."""
+        out = copy.deepcopy(list(self.manifests))
+        for name, value in sorted(knobs.items()):
+            k = self.knob(name)
+            if k.at is not None:
+                continue
+            for obj in out:
+                if _targets(k, obj):
+                    set_path(obj, k.path, value)
+        return out
+
+    def changes_for(self, knobs: Mapping[str, Any]) -> list[tuple[float, Knob, Any]]:
+        """The timed knob changes ``(at, knob, value)`` to make during the run, by time."""
+        out = []
+        for name, value in sorted(knobs.items()):
+            k = self.knob(name)
+            if k.at is not None and value is not None:
+                out.append((k.at, k, value))
+        return sorted(out, key=lambda c: (c[0], c[1].name))
+
+    def changed(self, knobs: Mapping[str, Any]) -> dict[str, Any]:
+        """Only the knobs that differ from their default, by name."""
+        return {n: v for n, v in sorted(knobs.items()) if self.knob(n).default != v}
+
+
+def _targets(knob: Knob, obj: Obj) -> bool:
+    return obj.get("kind") == knob.kind and (
+        knob.object_name is None or (obj.get("metadata") or {}).get("name") == knob.object_name)
+
+
+def _parts(path: str) -> list[str]:
+    """``spec.a.0.b`` or, for keys with dots, a JSON pointer ``/metadata/annotations/ray.io~1x``."""
+    if path.startswith("/"):
+        return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+    return path.split(".")
+
+
+def _step(cur: Any, part: str, create: bool) -> Any:
+    if isinstance(cur, list):
+        i = int(part)
+        return cur[i] if -len(cur) <= i < len(cur) else None
+    if not isinstance(cur, dict):
+        return None
+    nxt = cur.get(part)
+    if nxt is None and create:
+        nxt = cur[part] = {}
+    return nxt
+
+
+def set_path(obj: Obj, path: str, value: Any) -> None:
+    """Set a dotted ``path`` in ``obj`` (list items by index; maps created on the way);
+    ``None`` removes the field."""
+    parts = _parts(path)
+    cur: Any = obj
+    for part in parts[:-1]:
+        cur = _step(cur, part, create=value is not None)
+        if cur is None:
+            return
+    last = parts[-1]
+    if isinstance(cur, list):
+        cur[int(last)] = copy.deepcopy(value)
+    elif value is None:
+        cur.pop(last, None)
+    else:
+        cur[last] = copy.deepcopy(value)
+
+
+def get_path(obj: Obj | None, path: str) -> Any:
+    """The value at ``path`` in ``obj``, or None."""
+    cur: Any = obj
+    for part in _parts(path):
+        cur = _step(cur, part, create=False)
+        if cur is None:
+            return None
+    return cur
+
+
+# ---------------------------------------------------------------------------------------------
+# Built-in workloads
+# ---------------------------------------------------------------------------------------------
+
+
+def _cluster_spec(workers: int = 1) -> Obj:
+    return {
+        "rayVersion": "2.46.0",
+        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
+            "name": "ray-head", "image": RAY_IMAGE,
+            "ports": [{"name": "gcs-server", "containerPort": 6379},
+                      {"name": "dashboard", "containerPort": 8265},
+                      {"name": "client", "containerPort": 10001}]}]}}},
+        "workerGroupSpecs": [{
+            "groupName": "workers", "replicas": workers, "minReplicas": 0, "maxReplicas": 10,
+            "rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-worker", "image": RAY_IMAGE}]}}}],
+    }
+
+
+SLEEP_OK = "python -c 'import time; time.sleep(20)'"
+SLEEP_FAIL = "python -c 'import sys, time; time.sleep(20); sys.exit(1)'"
+
+
+def rayjob_workload() -> Workload:
+    """A RayJob (K8sJobMode, a 20 s job, the cluster shut down when it finishes)."""
+    manifest = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+                "metadata": {"name": "demo-job", "namespace": NS},
+                "spec": {"entrypoint": SLEEP_OK, "submissionMode": "K8sJobMode",
+                         "shutdownAfterJobFinishes": True, "rayClusterSpec": _cluster_spec(1)}}
+    knobs = [
+        Knob("submissionMode", "RayJob", "spec.submissionMode",
+             ("K8sJobMode", "HTTPMode", "SidecarMode")),
+        Knob("entrypoint", "RayJob", "spec.entrypoint", (SLEEP_OK, SLEEP_FAIL)),
+        Knob("backoffLimit", "RayJob", "spec.backoffLimit", (None, 1, 2)),
+        Knob("submitterBackoffLimit", "RayJob", "spec.submitterConfig.backoffLimit",
+             (None, 0, 1)),
+        Knob("shutdownAfterJobFinishes", "RayJob", "spec.shutdownAfterJobFinishes",
+             (True, False)),
+        Knob("ttlSecondsAfterFinished", "RayJob", "spec.ttlSecondsAfterFinished", (None, 10)),
+        Knob("activeDeadlineSeconds", "RayJob", "spec.activeDeadlineSeconds", (None, 30, 120)),
+        Knob("workers", "RayJob", "spec.rayClusterSpec.workerGroupSpecs.0.replicas", (1, 0, 2)),
+        Knob("suspend", "RayJob", "spec.suspend", (None, True), at=8.0),
+        Knob("unsuspend", "RayJob", "spec.suspend", (None, False), at=40.0),
+    ]
+    return Workload("rayjob", [manifest], knobs,
+                    goal=Goal("RayJob", "status.jobDeploymentStatus",
+                              ("Complete", "Failed", "Suspended", "ValidationFailed"),
+                              horizon=400.0))
+
+
+def raycluster_workload() -> Workload:
+    """A RayCluster of a head and one worker; GCS fault tolerance is a knob."""
+    manifest = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                "metadata": {"name": "raycluster", "namespace": NS}, "spec": _cluster_spec(1)}
+    knobs = [
+        Knob("gcsFaultTolerance", "RayCluster", "spec.gcsFaultToleranceOptions",
+             (None, {"redisAddress": "redis:6379"})),
+        Knob("externalStorageNamespace", "RayCluster",
+             "spec.gcsFaultToleranceOptions.externalStorageNamespace", (None, "shared-ns")),
+        Knob("workers", "RayCluster", "spec.workerGroupSpecs.0.replicas", (1, 0, 2)),
+        Knob("suspend", "RayCluster", "spec.suspend", (None, True), at=30.0),
+        Knob("unsuspend", "RayCluster", "spec.suspend", (None, False), at=60.0),
+        Knob("disableHeadRestart", "RayCluster",
+             "/metadata/annotations/ray.io~1disable-provisioned-head-restart", (None, "true")),
+        Knob("scale", "RayCluster", "spec.workerGroupSpecs.0.replicas", (None, 3), at=20.0),
+    ]
+    return Workload("raycluster", [manifest], knobs, setup=Setup(redis=True),
+                    goal=Goal("RayCluster", "status.state", ("ready", "suspended"),
+                              horizon=120.0))
+
+
+SERVE_PATH = "fruit.deployment_graph"
+
+
+def _serve_config(import_path: str = SERVE_PATH, replicas: int = 1) -> str:
+    return yaml.safe_dump({"applications": [{
+        "name": "app1", "import_path": import_path, "route_prefix": "/fruit",
+        "deployments": [{"name": "MangoStand", "num_replicas": replicas,
+                         "ray_actor_options": {"num_cpus": 0.1}}]}]}, sort_keys=False)
+
+
+def rayservice_workload() -> Workload:
+    """A RayService (NewCluster upgrades) with a head-only cluster serving one application."""
+    spec = _cluster_spec(0)
+    spec["workerGroupSpecs"] = []
+    # KubeRay's default ports (serve 8000 included) only when the container names none
+    spec["headGroupSpec"]["template"]["spec"]["containers"][0].pop("ports")
+    manifest = {"apiVersion": "ray.io/v1", "kind": "RayService",
+                "metadata": {"name": "rs", "namespace": NS},
+                "spec": {"upgradeStrategy": {"type": "NewCluster"},
+                         "serveConfigV2": _serve_config(), "rayClusterConfig": spec}}
+    knobs = [
+        Knob("upgradeStrategy", "RayService", "spec.upgradeStrategy.type",
+             ("NewCluster", "None")),
+        Knob("deletionDelay", "RayService", "spec.rayClusterDeletionDelaySeconds", (None, 0, 5)),
+        Knob("serveConfigChange", "RayService", "spec.serveConfigV2",
+             (None, _serve_config(replicas=2)), at=40.0),
+        Knob("clusterSpecChange", "RayService", "spec.rayClusterConfig.rayVersion",
+             (None, "2.47.0"), at=40.0),
+        Knob("gcsFaultTolerance", "RayService", "spec.rayClusterConfig.gcsFaultToleranceOptions",
+             (None, {"redisAddress": "redis:6379"})),
+        Knob("externalStorageNamespace", "RayService",
+             "spec.rayClusterConfig.gcsFaultToleranceOptions.externalStorageNamespace",
+             (None, "shared-ns")),
+    ]
+    return Workload("rayservice", [manifest], knobs,
+                    setup=Setup(redis=True, serve_import_paths=(SERVE_PATH,)),
+                    goal=Goal("RayService", "status.serviceStatus", ("Running",),
+                              horizon=300.0))
+
+
+BUILTINS = {"raycluster": raycluster_workload, "rayjob": rayjob_workload,
+            "rayservice": rayservice_workload}
+
+
+def builtin(name: str) -> Workload:
+    """The built-in workload ``name`` (``raycluster``, ``rayjob``, ``rayservice``)."""
+    try:
+        return BUILTINS[name]()
+    except KeyError:
+        raise KeyError(f"no built-in workload {name!r}; built-ins: "
+                       + ", ".join(sorted(BUILTINS))) from None
+
+
+def scenario_workload(name: str) -> Workload:
+    """A registered scenario as a workload: it drives its own world; no knobs."""
+    from .. import scenarios
+
+    scenarios.get(name)  # KeyError naming the known scenarios
+    return Workload(name, [], scenario=name)
+
+
+def resolve(name: str) -> Workload:
+    """A built-in workload or a scenario, by name (a `KeyError` listing both otherwise)."""
+    if name in BUILTINS:
+        return builtin(name)
+    try:
+        return scenario_workload(name)
+    except KeyError as err:
+        raise KeyError(f"no workload {name!r}: not a built-in ("
+                       + ", ".join(sorted(BUILTINS)) + f") and {err.args[0]}") from None
+
+
+def from_file(path: str | Path) -> Workload:
+    """Manifests from a YAML file; a ``kind: KnobSpace`` document declares the knobs (``knobs:``
+    a list of {name, kind, path, values, at}) and optionally ``goal:`` and ``setup:``. Raises
+    `ValueError` naming what was wrong."""
+    p = Path(path)
+    try:
+        docs = [d for d in yaml.safe_load_all(p.read_text()) if d]
+    except OSError as err:
+        raise ValueError(f"cannot read workload file {p}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"workload file {p} is not valid YAML: {err}") from None
+    manifests: list[Obj] = []
+    knobs: list[Knob] = []
+    goal: Goal | None = None
+    setup = Setup()
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict) or "kind" not in doc:
+            raise ValueError(f"workload file {p}: document {i + 1} is not a manifest "
+                             "(a mapping with a kind)")
+        if doc["kind"] == "KnobSpace":
+            for j, item in enumerate(doc.get("knobs") or []):
+                try:
+                    knobs.append(Knob(name=str(item["name"]), kind=str(item["kind"]),
+                                      path=str(item["path"]), values=list(item["values"]),
+                                      at=item.get("at"), object_name=item.get("objectName")))
+                except (KeyError, TypeError) as err:
+                    raise ValueError(f"workload file {p}: knob {j + 1} needs name, kind, path "
+                                     f"and values ({err})") from None
+            if doc.get("goal"):
+                g = doc["goal"]
+                goal = Goal(kind=g["kind"], path=g["path"], states=list(g["states"]),
+                            horizon=float(g.get("horizon", 400.0)),
+                            delete=bool(g.get("delete", True)))
+            if doc.get("setup"):
+                setup = Setup(**doc["setup"])
+            continue
+        manifests.append(doc)
+    if not manifests:
+        raise ValueError(f"workload file {p} has no manifests")
+    return Workload(p.stem, manifests, knobs, setup=setup, goal=goal)

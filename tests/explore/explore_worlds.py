@@ -1,0 +1,61 @@
+"""Small workloads for the explorer's tests (imported by name: pytest puts this directory on
+``sys.path``).
+
+`unreachable` is a workload whose goal can never be reached: every run is a finding of the
+runner's own ``workload-goal`` check, so the tests of determinism, the store and the command
+line have findings to compare without depending on a KubeRay bug. `one_replica_raycluster` is
+the built-in RayCluster with one operator replica, so the first operator in the reference run is
+the leader (the plan that lags its Pod watch is then the 6th candidate).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from emu.explore.workload import Goal, Knob, Setup, Workload, builtin
+
+CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "settings", "namespace": "default"}, "data": {"k": "1"}}
+
+
+def no_controller(sim: object) -> None:
+    """No controller at all (``Setup.install``): the cheapest world, for tests of the search."""
+
+
+BARE = Setup(nodes=1, install="explore_worlds:no_controller", lease="")
+
+
+def unreachable() -> Workload:
+    """A ConfigMap whose ``data.k`` is expected to become "2": it never does."""
+    return Workload("unreachable", [CONFIGMAP],
+                    [Knob("value", "ConfigMap", "data.k", ("1", "3"))], setup=BARE,
+                    goal=Goal("ConfigMap", "data.k", ("2",), horizon=5.0, delete=False))
+
+
+def one_replica_raycluster() -> Workload:
+    return attrs.evolve(builtin("raycluster"), setup=Setup(operator_replicas=1, redis=True))
+
+
+UNREACHABLE_YAML = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+data: {k: "1"}
+---
+kind: KnobSpace
+knobs:
+  - {name: value, kind: ConfigMap, path: data.k, values: ["1", "3"]}
+goal: {kind: ConfigMap, path: data.k, states: ["2"], horizon: 5, delete: false}
+setup: {nodes: 1, install: "explore_worlds:no_controller", lease: ""}
+"""
+
+FINE_YAML = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+data: {k: "1"}
+---
+kind: KnobSpace
+goal: {kind: ConfigMap, path: data.k, states: ["1"], horizon: 5, delete: false}
+setup: {nodes: 1, install: "explore_worlds:no_controller", lease: ""}
+"""
