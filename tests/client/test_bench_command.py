@@ -14,7 +14,7 @@ def test_bench_only_matching_nothing_is_a_usage_error_naming_the_benchmarks(caps
     assert cli.main(["bench", "--only", "nope"]) == 2
     assert capsys.readouterr().err == (
         "emu bench: --only matched no benchmark (there are: apiserver, controller, "
-        "leader_election, gcs_storage, gcs, kube, reconcile, rayjob, rayservice, scenarios, http)\n")
+        "leader_election, gcs_storage, gcs, kube, reconcile, rayjob, rayservice, scenarios, http, explore)\n")
 
 
 def test_bench_tables_each_figure_with_its_value_and_target(capsys):
