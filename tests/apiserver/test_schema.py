@@ -211,3 +211,16 @@ def test_applying_a_ray_crd_replaces_the_builtin_kind_with_its_schema():
     rc, err = emu.run(main)
     assert rc["spec"] == {"rayVersion": "from-the-crd", "suspend": False}
     assert err.code == 422 and "spec.suspend" in str(err)
+
+
+def test_a_body_validated_again_gets_the_same_answer_from_the_schemas_cache():
+    from emu.apiserver.schema import compile_schema
+
+    schema = compile_schema({"type": "object", "properties": {"spec": {
+        "type": "object", "required": ["size"],
+        "properties": {"size": {"type": "integer", "maximum": 5}}}}})
+    bad = {"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "a"}, "spec": {"size": 9}}
+    first = schema.validate(bad)
+    assert first and schema.validate({**bad, "metadata": {"name": "b"}}) == first  # a hit
+    assert schema.validate({**bad, "spec": {"size": 2}}) == []                      # a miss, valid
+    assert schema.validate({**bad, "spec": {"size": 2**70}}) != []                  # not cacheable
