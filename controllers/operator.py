@@ -42,6 +42,7 @@ from emu.runtime import Manager, OperatorConfig, operator_main, start_operator
 from . import helm
 from .raycluster import RayClusterReconciler, RayClusterReconcilerOptions
 from .utils import constant as C
+from .utils.features import RAY_CLUSTER_MTLS as C_RAY_CLUSTER_MTLS
 from .utils.features import FeatureGates, parse_feature_gates
 
 #: controller-runtime's ``LeaderElectionID`` as KubeRay sets it.
@@ -286,6 +287,8 @@ class OperatorContext:
     env: Mapping[str, str] = attrs.field(factory=dict)
     #: Seeds the reconcilers' randomness (auth tokens, generated names).
     seed: int = 0
+    #: main.go's ``certManagerAPIAvailable`` (`operator_cert_manager_check`).
+    cert_manager_available: bool = False
 
 
 def setup_ray_cluster_controller(mgr: Manager, ctx: OperatorContext) -> RayClusterReconciler:
@@ -299,7 +302,7 @@ def setup_ray_cluster_controller(mgr: Manager, ctx: OperatorContext) -> RayClust
         default_container_envs=tuple(cfg.default_container_envs),
         default_pod_annotations=dict(cfg.default_pod_annotations),
         default_pod_labels=dict(cfg.default_pod_labels),
-        env=dict(ctx.env), gates=ctx.gates)
+        env=dict(ctx.env), gates=ctx.gates, cert_manager_available=ctx.cert_manager_available)
     reconciler = RayClusterReconciler(mgr.get_client(), options,
                                       rng=random.Random(f"{ctx.seed}:raycluster"))
     reconciler.setup_with_manager(mgr, cfg.reconcile_concurrency)
@@ -308,9 +311,9 @@ def setup_ray_cluster_controller(mgr: Manager, ctx: OperatorContext) -> RayClust
 
 #: main.go's controllers after RayCluster, in order: (name, module). A module registers itself by
 #: defining ``setup(mgr: Manager, ctx: OperatorContext) -> object``; until it exists, its entry
-#: is skipped; a ``setup`` returning None was gated off. (mTLS and NetworkPolicy are not
-#: emulated.)
+#: is skipped; a ``setup`` returning None was gated off. (NetworkPolicy is not emulated.)
 CONTROLLER_HOOKS: tuple[tuple[str, str], ...] = (
+    ("RayClusterMTLS", "controllers.raycluster_mtls"),
     ("RayService", "controllers.rayservice"),
     ("RayJob", "controllers.rayjob"),
     ("RayCronJob", "controllers.raycronjob"),
@@ -338,14 +341,15 @@ def setup_controllers(mgr: Manager, ctx: OperatorContext) -> dict[str, Any]:
 def operator_config(config: Configuration, gates: FeatureGates, *,
                     env: Mapping[str, str] | None = None, pod_namespace: str | None = None,
                     seed: int = 0, hostname: str | None = None,
-                    on_setup: Callable[[Manager, dict[str, Any]], None] | None = None
-                    ) -> OperatorConfig:
+                    on_setup: Callable[[Manager, dict[str, Any]], None] | None = None,
+                    cert_manager_available: bool = False) -> OperatorConfig:
     """The `emu.runtime.OperatorConfig` main.go's manager options amount to.
 
     The lock namespace is ``leaderElectionNamespace``, else ``pod_namespace`` (the service
     account's namespace file, which only a Pod has); with neither, the manager fails to build as
     controller-runtime does."""
-    ctx = OperatorContext(config, gates, dict(env or {}), seed)
+    ctx = OperatorContext(config, gates, dict(env or {}), seed,
+                          cert_manager_available=cert_manager_available)
 
     def setup(mgr: Manager, _cfg: OperatorConfig) -> None:
         reconcilers = setup_controllers(mgr, ctx)
@@ -408,6 +412,17 @@ async def _config_map_file(ctx: Any, path: str) -> str | None:
         data = cm.get("data") or {}
         return str(data[key]) if key in data else None
     return None
+
+
+async def operator_cert_manager_check(client: Client, gates: FeatureGates) -> bool:
+    """main.go's ``certManagerAPIAvailable(restConfig)`` before the manager starts. Go asks
+    discovery on every start; its answer is used only with the RayClusterMTLS gate on, so the
+    emulated operator asks only then (a gate-off start sends no extra request)."""
+    if not gates.enabled(C_RAY_CLUSTER_MTLS):
+        return False
+    from .raycluster_mtls import cert_manager_api_available
+
+    return await cert_manager_api_available(client)
 
 
 def metrics_port(addr: str) -> int | None:
@@ -475,9 +490,11 @@ def make_operator_program(on_replica: Callable[[OperatorReplica], None] | None =
             replica.manager = mgr
             replica.reconcilers = reconcilers
 
+        cert_manager = await operator_cert_manager_check(
+            Client(ctx.network, process=ctx.process), gates)
         op_config = operator_config(config, gates, env=env, pod_namespace=ctx.namespace,
                                     seed=ctx.rng.randrange(2**31), hostname=ctx.hostname,
-                                    on_setup=on_setup)
+                                    on_setup=on_setup, cert_manager_available=cert_manager)
         if on_replica is not None:
             on_replica(replica)
         world = SimpleNamespace(network=ctx.network, rng=ctx.rng)
@@ -680,6 +697,7 @@ async def _start_direct(sim: Any, install: KubeRayInstall, manifests: list[dict[
         raise FileNotFoundError(f"open {path}: no such file or directory")
 
     config, gates = load_configuration(parse_flags(args), env, read_file)
+    cert_manager = await operator_cert_manager_check(sim.client("kuberay-operator"), gates)
     name = deployment["metadata"]["name"]
     for i in range(int(deployment["spec"]["replicas"])):
         replica = OperatorReplica(None)
@@ -692,5 +710,5 @@ async def _start_direct(sim: Any, install: KubeRayInstall, manifests: list[dict[
             replica.reconcilers = reconcilers
 
         op_config = operator_config(config, gates, env=env, pod_namespace=namespace, seed=i,
-                                    on_setup=on_setup)
+                                    on_setup=on_setup, cert_manager_available=cert_manager)
         replica.process = start_operator(sim, f"{name}-{i}", op_config)

@@ -726,6 +726,8 @@ class RayClusterReconciler:
                                                         C.RAY_CLUSTER_PROVISIONED)
             if provisioned and should_skip_head_pod_restart(instance):
                 return
+            if util.is_tls_enabled(spec, self.options.gates):
+                await self.check_mtls_secrets_ready(instance)
             try:
                 await self.create_head_pod(instance, cluster_hash)
             except Exception as err:
@@ -815,6 +817,8 @@ class RayClusterReconciler:
                 if text is not None and text.lstrip("-").isdigit():
                     used_indices[int(text)] = None
         if diff > 0:
+            if util.is_tls_enabled(instance.get("spec"), self.options.gates):
+                await self.check_mtls_secrets_ready(instance)
             if multi_host_indexing:
                 index = 0
                 for _ in range(diff):
@@ -961,6 +965,38 @@ class RayClusterReconciler:
         return job.build_redis_cleanup_job(instance, self._pod_options)
 
     # -- SetupWithManager ----------------------------------------------------------------------
+
+    async def check_mtls_secrets_ready(self, instance: Obj) -> None:
+        """Port of `RayClusterReconciler.checkMTLSSecretsReady` (raycluster_controller.go).
+
+        Before creating Pods with TLS on: the head and worker Certificates are Ready at their
+        current generation, and their Secrets hold ``tls.crt``, ``tls.key`` and ``ca.crt``;
+        otherwise an error ``mTLS secrets not ready: …`` (the work queue's backoff retries)."""
+        from .raycluster_mtls import is_certificate_ready
+
+        name = dig(instance, "metadata", "name") or ""
+        namespace = dig(instance, "metadata", "namespace") or ""
+        try:
+            for cert_name in (util.get_tls_cert_name(name, C.HEAD_NODE),
+                              util.get_tls_cert_name(name, C.WORKER_NODE)):
+                try:
+                    cert = await self.client.get("Certificate", cert_name, namespace)
+                except ApiError as err:
+                    raise RuntimeError(f"certificate {cert_name} not found: {err}") from err
+                if not is_certificate_ready(cert):
+                    raise RuntimeError(f"certificate {cert_name} is not ready at current "
+                                       f"generation {dig(cert, 'metadata', 'generation') or 0}")
+            for secret_name in (util.get_tls_secret_name(name, C.HEAD_NODE),
+                                util.get_tls_secret_name(name, C.WORKER_NODE)):
+                try:
+                    secret = await self.client.get("Secret", secret_name, namespace)
+                except ApiError as err:
+                    raise RuntimeError(f"secret {secret_name} not found: {err}") from err
+                for key in ("tls.crt", "tls.key", "ca.crt"):
+                    if key not in (secret.get("data") or {}):
+                        raise RuntimeError(f"secret {secret_name} missing required key {key}")
+        except RuntimeError as err:
+            raise RuntimeError(f"mTLS secrets not ready: {err}") from err
 
     def setup_with_manager(self, mgr: Any, reconcile_concurrency: int) -> Any:
         """Port of `RayClusterReconciler.SetupWithManager` (raycluster_controller.go).

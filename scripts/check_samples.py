@@ -115,7 +115,8 @@ _TPU_V6E_256 = _tpu("tpu-v6e-slice", "16x16", 4, 64)
 #: Nodes a nodeSelector asks for), ``feature_gates`` (operator feature gates the sample says to
 #: enable), ``objects`` (what an add-on or the sample's instructions create first: CRDs,
 #: Secrets), ``ray_images`` (an image the sample says to build or substitute, e.g. ``$VLLM_IMAGE``:
-#: it runs as a Ray image).
+#: it runs as a Ray image), ``cert_manager`` (cert-manager installed before KubeRay,
+#: `emu.kube.certmanager`).
 WORLD_OPTIONS: dict[str, Obj] = {
     "agent-sandbox/sandbox.yaml": {"objects": [
         _crd("extensions.agents.x-k8s.io", "v1beta1", "SandboxTemplate", "sandboxtemplates"),
@@ -139,7 +140,7 @@ WORLD_OPTIONS: dict[str, Obj] = {
     "ray-cluster.historyserver.yaml": {"feature_gates": {"RayClusterHistoryServer": True}},
     "ray-cluster.kai-gpu-sharing.yaml": {"objects": [_KAI_QUEUE]},
     "ray-cluster.kai-scheduler.yaml": {"objects": [_KAI_QUEUE]},
-    "ray-cluster.mtls.yaml": {"feature_gates": {"RayClusterMTLS": True}},
+    "ray-cluster.mtls.yaml": {"feature_gates": {"RayClusterMTLS": True}, "cert_manager": True},
     "ray-cluster.network-policy-deny-all.yaml": {"feature_gates": {
         "RayClusterNetworkPolicy": True}},
     "ray-cluster.tpu-v4-multihost.yaml": {"node_pools": [
@@ -253,6 +254,10 @@ async def check_documents(sim: Any, text: str, options: Obj, *,
     record: ``applied`` [(kind, name, outcome)], ``ray`` [(kind, name, ok, detail)]."""
     from emu.client.apply import apply_each
 
+    if options.get("cert_manager"):  # before KubeRay: the operator looks for it at start
+        from emu.kube.certmanager import install_cert_manager
+
+        await install_cert_manager(sim)
     kuberay = await sim.install_kuberay(feature_gates=options.get("feature_gates"))
     await kuberay.wait_for_leader(timeout=300)
     await _world_setup(sim, options)

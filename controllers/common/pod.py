@@ -18,9 +18,14 @@ What the Pods carry that the emulated world reads (SPEC §2.3, §2.8, §2.11):
 The kubelet must resolve ``fieldRef`` (``metadata.labels['…']``, ``metadata.name``,
 ``metadata.namespace``, ``status.podIP``) and ``secretKeyRef`` env values.
 
-Not ported (the features are alpha-gated or out of scope, SPEC §7.3): mTLS (``configureTLS``, the
-``wait-for-tls-ip-san`` init container), the history-server collector container, batch-scheduler
-metadata. With those features requested the Pods are built as if they were off.
+mTLS (gate ``RayClusterMTLS``, ``tlsOptions.enabled``): `configure_tls` mounts the cert-manager
+Secret of the node type at ``/etc/ray/tls``, sets ``RAY_USE_TLS`` and the three file variables on
+the Ray container, ``wait-gcs-ready`` and the autoscaler sidecar, and prepends the
+``wait-for-tls-ip-san`` init container.
+
+Not ported (the features are alpha-gated or out of scope, SPEC §7.3): the history-server collector
+container, batch-scheduler metadata. With those features requested the Pods are built as if they
+were off.
 """
 
 from __future__ import annotations
@@ -296,6 +301,8 @@ def default_head_pod_template(instance: Obj, head_spec: Obj, pod_name: str, head
         autoscaler = build_autoscaler_container(_ray_container(template).get("image", ""), options.env)
         if util.is_auth_enabled(spec):
             set_container_token_auth_env_vars(cluster_name, autoscaler, spec.get("authOptions"))
+        if util.is_tls_enabled(spec, options.gates):
+            set_container_tls_config(autoscaler)
         merge_autoscaler_overrides(autoscaler, spec.get("autoscalerOptions"))
         template["spec"]["containers"].append(autoscaler)
         if util.is_autoscaling_v2_enabled(spec):
@@ -309,6 +316,7 @@ def default_head_pod_template(instance: Obj, head_spec: Obj, pod_name: str, head
     _add_metrics_port_if_missing(template)
     if util.is_auth_enabled(spec):
         configure_token_auth(cluster_name, template, spec.get("authOptions"))
+    configure_tls(template, instance, C.HEAD_NODE, options.gates)
     return template
 
 
@@ -404,7 +412,89 @@ def default_worker_pod_template(instance: Obj, worker_spec: Obj, pod_name: str, 
         template["spec"]["restartPolicy"] = "Never"
     if util.is_auth_enabled(spec):
         configure_token_auth(cluster_name, template, spec.get("authOptions"))
+    configure_tls(template, instance, C.WORKER_NODE, options.gates)
     return template
+
+
+# ---------------------------------------------------------------------------------------------
+# mTLS (configureTLS, SetContainerTLSConfig)
+# ---------------------------------------------------------------------------------------------
+
+#: The shell loop of ``wait-for-tls-ip-san`` (pod.go ``configureTLS``): until the mounted
+#: certificate lists the Pod's IP as a SAN, every 5 s.
+WAIT_FOR_TLS_IP_SAN_SCRIPT = """CERT="%s"
+if [ -z "${POD_IP}" ]; then
+  POD_IP=$(hostname -i 2>/dev/null | awk '{print $1}')
+fi
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "openssl not found; cannot verify IP SAN" >&2
+  exit 1
+fi
+echo "Waiting for TLS cert to include IP SAN for ${POD_IP}..."
+while true; do
+  if openssl x509 -in "${CERT}" -noout -text 2>/dev/null | grep -qE "IP Address:${POD_IP}([^0-9.]|$)"; then
+    echo "TLS cert now includes IP SAN for ${POD_IP}"
+    exit 0
+  fi
+  echo "IP SAN for ${POD_IP} not yet in cert, retrying in 5s..."
+  sleep 5
+done"""
+
+
+def configure_tls(pod_template: Obj, instance: Mapping[str, Any], node_type: str,
+                  gates: FeatureGates = DEFAULTS) -> None:
+    """Port of `configureTLS` (pod.go): with TLS on, the node type's cert-manager Secret as volume
+    ``ray-tls`` (once), the TLS env and mount on the Ray container and on ``wait-gcs-ready`` (not
+    on other init containers), and the ``wait-for-tls-ip-san`` init container prepended (once)."""
+    if not util.is_tls_enabled(instance.get("spec"), gates):
+        return
+    spec = pod_template.setdefault("spec", {})
+    secret_name = util.get_tls_secret_name(dig(instance, "metadata", "name") or "", node_type)
+    volumes = spec.setdefault("volumes", [])
+    if not any(v.get("name") == C.RAY_TLS_VOLUME_NAME for v in volumes):
+        volumes.append({"name": C.RAY_TLS_VOLUME_NAME, "secret": {"secretName": secret_name}})
+    ray = _ray_container(pod_template)
+    set_container_tls_config(ray)
+    inits = spec.setdefault("initContainers", [])
+    for init in inits:
+        if init.get("name") == C.WAIT_GCS_READY_CONTAINER_NAME:
+            set_container_tls_config(init)
+    wait: Obj = {
+        "name": C.WAIT_FOR_TLS_IP_SAN_CONTAINER_NAME,
+        "image": ray.get("image", ""),
+        "command": ["sh", "-c"],
+        "args": [WAIT_FOR_TLS_IP_SAN_SCRIPT % f"{C.RAY_TLS_CERT_MOUNT_PATH}/tls.crt"],
+        "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        "volumeMounts": [{"name": C.RAY_TLS_VOLUME_NAME, "mountPath": C.RAY_TLS_CERT_MOUNT_PATH,
+                          "readOnly": True}],
+        "resources": {"limits": {"cpu": "50m", "memory": "64Mi"},
+                      "requests": {"cpu": "50m", "memory": "64Mi"}},
+    }
+    if ray.get("imagePullPolicy"):
+        wait["imagePullPolicy"] = ray["imagePullPolicy"]
+    if ray.get("securityContext") is not None:
+        wait["securityContext"] = util.deep_copy(ray["securityContext"])
+    if any(init.get("name") == C.WAIT_FOR_TLS_IP_SAN_CONTAINER_NAME for init in inits):
+        return
+    inits.insert(0, wait)
+
+
+def set_container_tls_config(container: Obj) -> None:
+    """Port of `SetContainerTLSConfig` (pod.go): ``RAY_USE_TLS=1`` and the cert, key and CA paths
+    under ``/etc/ray/tls`` (each only if the container does not set it), and the ``ray-tls``
+    mount unless one has that name or path."""
+    env = container.setdefault("env", [])
+    present = {e.get("name") for e in env}
+    mount_path = C.RAY_TLS_CERT_MOUNT_PATH
+    for name, value in ((C.RAY_USE_TLS, "1"), (C.RAY_TLS_SERVER_CERT, f"{mount_path}/tls.crt"),
+                        (C.RAY_TLS_SERVER_KEY, f"{mount_path}/tls.key"),
+                        (C.RAY_TLS_CA_CERT, f"{mount_path}/ca.crt")):
+        if name not in present:
+            env.append({"name": name, "value": value})
+    mounts = container.setdefault("volumeMounts", [])
+    if not any(m.get("name") == C.RAY_TLS_VOLUME_NAME or m.get("mountPath") == mount_path
+               for m in mounts):
+        mounts.append({"name": C.RAY_TLS_VOLUME_NAME, "mountPath": mount_path, "readOnly": True})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -632,6 +632,33 @@ def get_tls_secret_name(cluster_name: str, node_type: str) -> str:
     return f"{prefix}-{cluster_name}"
 
 
+def get_ca_secret_name(cluster_name: str, cluster_uid: str) -> str:
+    """Port of `GetCASecretName` (util.go): ``<cluster>-ca-secret-<first 8 chars of the UID>``,
+    so a cluster recreated under the same name gets a new CA."""
+    return f"{cluster_name}-{C.RAY_CA_SECRET_PREFIX}-{cluster_uid[:8]}"
+
+
+def get_tls_cert_name(cluster_name: str, node_type: str) -> str:
+    """Port of `GetTLSCertName` (util.go)."""
+    prefix = C.RAY_HEAD_CERT_PREFIX if node_type == C.HEAD_NODE else C.RAY_WORKER_CERT_PREFIX
+    return f"{prefix}-{cluster_name}"
+
+
+def get_self_signed_issuer_name(cluster_name: str) -> str:
+    """Port of `GetSelfSignedIssuerName` (util.go)."""
+    return f"{C.RAY_SELF_SIGNED_ISSUER_PREFIX}-{cluster_name}"
+
+
+def get_ca_cert_name(cluster_name: str) -> str:
+    """Port of `GetCACertName` (util.go)."""
+    return f"{C.RAY_CA_CERTIFICATE_PREFIX}-{cluster_name}"
+
+
+def get_ca_issuer_name(cluster_name: str) -> str:
+    """Port of `GetCAIssuerName` (util.go)."""
+    return f"{C.RAY_CA_ISSUER_PREFIX}-{cluster_name}"
+
+
 def get_ray_cluster_name_from_service(svc: Mapping[str, Any] | None) -> str:
     """Port of `GetRayClusterNameFromService` (util.go): the Service's ``ray.io/cluster`` selector."""
     if svc is None:

@@ -537,6 +537,56 @@ def _stored_kinds() -> list[KindInfo]:
     ]
 
 
+#: cert-manager's API group (the CRDs `cert_manager_crds` describes).
+CERT_MANAGER_GROUP = "cert-manager.io"
+
+
+def _open_object(**properties: Obj) -> Obj:
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+            **({"properties": properties} if properties else {})}
+
+
+def cert_manager_crds() -> list[Obj]:
+    """The CustomResourceDefinitions cert-manager installs that KubeRay's mTLS uses:
+    ``Certificate``, ``Issuer`` and ``ClusterIssuer`` (``cert-manager.io/v1``), with the parts of
+    their schemas a caller trips over — a Certificate needs ``spec.secretName`` and
+    ``spec.issuerRef.name``, and its SAN lists are string lists — and the rest kept open.
+    Not served until applied (`emu.kube.certmanager.install_cert_manager`), as on a cluster
+    without cert-manager."""
+    strings = {"type": "array", "items": {"type": "string"}}
+    certificate_spec = {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True,
+        "required": ["issuerRef", "secretName"],
+        "properties": {
+            "secretName": {"type": "string"}, "commonName": {"type": "string"},
+            "isCA": {"type": "boolean"}, "duration": {"type": "string"},
+            "renewBefore": {"type": "string"}, "dnsNames": strings, "ipAddresses": strings,
+            "usages": strings,
+            "issuerRef": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"}, "kind": {"type": "string"},
+                "group": {"type": "string"}}}}}
+    out = []
+    for kind, plural, scope, short, spec in (
+            ("Certificate", "certificates", "Namespaced", ["cert", "certs"], certificate_spec),
+            ("Issuer", "issuers", "Namespaced", [], _open_object()),
+            ("ClusterIssuer", "clusterissuers", "Cluster", [], _open_object())):
+        schema = {"type": "object", "required": ["spec"], "properties": {
+            "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+            "metadata": {"type": "object"}, "spec": spec, "status": _open_object()}}
+        out.append({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{CERT_MANAGER_GROUP}",
+                         "labels": {"app.kubernetes.io/name": "cert-manager"}},
+            "spec": {"group": CERT_MANAGER_GROUP, "scope": scope,
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                               "listKind": f"{kind}List", "shortNames": short,
+                               "categories": ["cert-manager"]},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema},
+                                   "subresources": {"status": {}}}]}})
+    return out
+
+
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
