@@ -89,6 +89,9 @@ class PodSandbox:
     backoff: dict[str, tuple[float, float]] = attrs.field(factory=dict)
     #: Called (synchronously) whenever a container starts, exits or changes readiness.
     listener: Callable[[], None] | None = None
+    #: What the kubelet offers the Pod's programs (``ContainerContext.services``), e.g.
+    #: ``sync_volumes``.
+    services: dict[str, Any] = attrs.field(factory=dict)
 
     def notify(self) -> None:
         if self.listener is not None:
@@ -197,7 +200,7 @@ class NodeRuntime:
         async def main(proc: Process) -> int | None:
             ctx = ContainerContext(process=proc, network=self.world.network, rng=rng, pod=pod,
                                    container=spec, env=env, ip=box.ip, hostname=hostname,
-                                   volumes=volumes, init=rec.init)
+                                   volumes=volumes, services=box.services, init=rec.init)
             rec.ctx = ctx
             ctx.on_ready_change(lambda _ready: box.notify())
             return await program(ctx)

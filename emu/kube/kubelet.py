@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import math
 import re
 import shutil
 from pathlib import Path
@@ -56,6 +57,8 @@ KUBELET_VERSION = "v1.33.0"
 #: Conditions the kubelet owns; any other condition on a Pod is kept as it is.
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 CONFIG_RETRY = 10.0
+#: ``syncFrequency``: how often Secret and ConfigMap volumes are refreshed (`sync_projected_volumes`).
+VOLUME_SYNC_PERIOD = 60.0
 STATUS_RETRY = 1.0
 #: ``nodeStatusReportFrequency``: the Node's status is posted at least this often, changed or not.
 NODE_STATUS_REPORT_FREQUENCY = 300.0
@@ -351,6 +354,7 @@ class PodWorker:
         self._timer: asyncio.TimerHandle | None = None
         self._last_status: Obj | None = None
         self._volumes: dict[str, Path] | None = None
+        self._volumes_synced_at = 0.0
         self._config_errors: dict[str, str] = {}
         #: The waiting reason of a container in `_config_errors` (CreateContainerConfigError or
         #: CreateContainerError).
@@ -493,6 +497,8 @@ class PodWorker:
             except VolumeError as err:
                 self._mount_failed(pod, name, err)
                 return
+            self._volumes_synced_at = clock.now()
+            box.services["sync_volumes"] = lambda: self.sync_projected_volumes(pod)
         try:
             env = await self.resolve_env(pod, c, box)
             mounts = self.mounts(c)
@@ -688,6 +694,27 @@ class PodWorker:
             for k, v in sorted(self._data(obj or {}).items()):
                 (path / k).write_text(v)
             out[name] = path
+
+    async def sync_projected_volumes(self, pod: Obj) -> None:
+        """The kubelet's periodic refresh of Secret and ConfigMap volumes (every
+        ``syncFrequency``, `VOLUME_SYNC_PERIOD`, since the volumes were set up): a program that
+        re-reads such a file sees the object as of the latest sync. Done lazily, when a program
+        asks (``ContainerContext.services["sync_volumes"]``), so a Pod whose programs never
+        re-read their files costs nothing; a failed read keeps the old files, as the kubelet
+        does."""
+        if self._volumes is None:
+            return
+        ticks = math.floor((clock.now() - self._volumes_synced_at) / VOLUME_SYNC_PERIOD)
+        if ticks < 1:
+            return
+        self._volumes_synced_at += ticks * VOLUME_SYNC_PERIOD
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            if "configMap" not in vol and "secret" not in vol:
+                continue
+            try:
+                await self._resolve_volume(vol, {})
+            except (ConfigError, ApiError, NetworkError, OSError):
+                continue
 
     def mounts(self, c: Obj) -> dict[str, Path]:
         out: dict[str, Path] = {}

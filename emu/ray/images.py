@@ -51,6 +51,7 @@ from emu.kernel import clock
 from emu.kernel.process import Process
 from emu.kernel.programs import ContainerContext, ProgramRegistry, idle_program
 
+from . import tls
 from .cli import classify, expand, parse_ray_start, script_of, wait_gcs_ready
 from .config import RayConfig
 from .dashboard import Dashboard
@@ -58,6 +59,7 @@ from .gcs import GcsServer
 from .gcs_client import DEFAULT_RECONNECT_TIMEOUT_S
 from .raylet import Raylet
 from .redis_server import NetworkRedis, parse_redis_address, redis_program, resolve_in_volumes
+from .tls import WAIT_FOR_TLS_IP_SAN_MARK, wait_for_tls_ip_san
 
 RAY_IMAGES = ("rayproject/ray", "rayproject/ray-ml", "rayproject/ray-llm", "ray")
 REDIS_IMAGES = ("redis", "bitnami/redis")
@@ -95,6 +97,13 @@ def register_ray_programs(registry: ProgramRegistry, config: RayConfig | None = 
 async def ray_program(ctx: ContainerContext, config: RayConfig) -> int:
     """A Ray image container: dispatch on its command line."""
     text = expand(ctx.command_line, ctx.env)
+    if WAIT_FOR_TLS_IP_SAN_MARK in text:  # KubeRay's mTLS init container (before any Ray)
+        return await wait_for_tls_ip_san(ctx, text)
+    try:
+        tls.register(ctx, tls.container_tls(ctx))
+    except tls.TlsSetupError as err:
+        ctx.process.log("ray_tls_setup_failed", error=str(err))
+        return 1
     if "kuberay-autoscaler" in text:  # the autoscaler sidecar (enableInTreeAutoscaling)
         from .autoscaler import autoscaler_program
 

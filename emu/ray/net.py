@@ -32,6 +32,8 @@ from emu.kernel.network import CallInfo, ConnectionRefused, ConnectionReset
 from emu.kernel.process import Process, ProcessGone
 from emu.kernel.programs import ContainerContext
 
+from .tls import check_handshake
+
 RpcMethod = Callable[[dict[str, Any]], Coroutine[Any, Any, Any]]
 HttpHandler = Callable[["HttpRequest"], Coroutine[Any, Any, dict[str, Any]]]
 
@@ -71,6 +73,7 @@ def serve_rpc(ctx: ContainerContext, port: int, methods: Mapping[str, RpcMethod]
     address = f"{ctx.ip}:{port}"
 
     async def handler(payload: Any, info: CallInfo) -> Any:
+        check_handshake(ctx.network, ctx.process.name, info)  # RAY_USE_TLS (emu.ray.tls)
         name = payload.get("method") if isinstance(payload, dict) else None
         method = methods.get(name) if isinstance(name, str) else None
         if method is None:
