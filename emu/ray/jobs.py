@@ -167,6 +167,25 @@ class JobSupervisor:
                     raise ProcessGone("job supervisor exited: the GCS is gone") from err
                 await rt.sleep(1.0)
 
+    async def _set_up_runtime_env(self, info: JobInfoClient) -> None:
+        """The runtime-env agent builds the job's environment on this node before the driver
+        starts (`emu.ray.config.RuntimeEnvCosts`); the job stays PENDING. A node that built
+        the same environment before reuses it."""
+        rt = self.rt
+        assert rt is not None
+        record = await self._retry(lambda: info.get(self.submission_id)) or {}
+        env = {k: v for k, v in (record.get("runtime_env") or {}).items() if k != "env_vars"}
+        seconds = rt.config.runtime_env_costs.seconds(env)
+        if not seconds:
+            return
+        cache: dict[str, None] = rt.raylet.runtime_env_cache
+        key = orjson.dumps(env, option=orjson.OPT_SORT_KEYS).decode()
+        if key in cache:
+            return
+        rt.log("runtime_env_setup", submission_id=self.submission_id, seconds=seconds)
+        await rt.sleep(seconds)
+        cache[key] = None
+
     def _logs(self) -> list[str]:
         assert self.rt is not None
         logs: dict[str, list[str]] = self.rt.raylet.job_logs
@@ -177,6 +196,7 @@ class JobSupervisor:
         assert rt is not None
         behaviour = rt.config.job_behaviour(self.entrypoint)
         info = JobInfoClient(rt.gcs)
+        await self._set_up_runtime_env(info)
         if behaviour.start_delay:
             await rt.sleep(behaviour.start_delay)
         await self._retry(lambda: info.put_status(

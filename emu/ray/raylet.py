@@ -83,6 +83,8 @@ class Raylet:
         self.tasks_run = 0
         #: Job driver logs on this node (the files a driver writes), by submission id.
         self.job_logs: dict[str, list[str]] = {}
+        #: Runtime environments built on this node (`emu.ray.jobs`), reused by later jobs.
+        self.runtime_env_cache: dict[str, None] = {}
 
     @property
     def now(self) -> float:
