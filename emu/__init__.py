@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from .kernel.network import Timeout as Timeout
     from .kernel.process import Panic as Panic
     from .kernel.process import Process as Process
+    from .kube.certmanager import install_cert_manager as install_cert_manager
     from .kube.config import KubeConfig as KubeConfig
     from .kube.config import NodePool as NodePool
     from .simulation import ReconcilePanic as ReconcilePanic
@@ -122,6 +123,7 @@ _EXPORTS = {
     "Process": ".kernel.process",
     "KubeConfig": ".kube.config",
     "NodePool": ".kube.config",
+    "install_cert_manager": ".kube.certmanager",
     "Simulation": ".simulation",
     "VirtualTimeExceeded": ".simulation",
     "Panic": ".kernel.process",
@@ -179,6 +181,8 @@ __all__ += ["NotQuiescent", "RestoredRunError", "Snapshot", "SnapshotError", "sn
 # The explorer's workloads, run specs and fault values (emu.explore; docs/explore.md).
 __all__ += ["AtCall", "CrashLeader", "Goal", "Knob", "LoseRayPod", "PartitionLeaderFromHead",
             "PauseLeader", "RunSpec", "Setup", "Workload"]
+# cert-manager for KubeRay's mTLS (emu.kube.certmanager).
+__all__ += ["install_cert_manager"]
 
 
 def __getattr__(name: str) -> Any:
