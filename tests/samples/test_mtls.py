@@ -256,3 +256,37 @@ def test_a_tls_file_missing_from_its_secret_volume_fails_the_ray_start(tmp_path:
                [{"name": "ray-tls", "emptyDir": {}}], mounts)
     assert tls.container_tls(ctx) is not None
     assert tls.container_tls(_ctx(None, "p", {})) is None
+
+
+@pytest.mark.emu(cluster=True)
+async def test_a_secret_volume_shows_a_change_at_the_kubelets_next_sync(sim):
+    seen: list[tuple[float, str]] = []
+
+    async def reader(ctx):
+        while True:
+            await ctx.services["sync_volumes"]()
+            text = (ctx.volumes["/etc/s"] / "k").read_text()
+            if not seen or seen[-1][1] != text:
+                seen.append((ctx.process.table.loop.time(), text))
+            await ctx.process.sleep(5.0)
+
+    sim.programs.register("example/reader", reader)
+    client = sim.client()
+    await client.create({"apiVersion": "v1", "kind": "Secret",
+                         "metadata": {"name": "s", "namespace": "default"},
+                         "stringData": {"k": "one"}})
+    await client.create({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "p", "namespace": "default"},
+                         "spec": {"containers": [{"name": "c", "image": "example/reader",
+                                                  "volumeMounts": [{"name": "s",
+                                                                    "mountPath": "/etc/s"}]}],
+                                  "volumes": [{"name": "s", "secret": {"secretName": "s"}}]}})
+    await sim.wait_for("Pod", "p", lambda p: (p.get("status") or {}).get("phase") == "Running",
+                       timeout=60)
+    await sim.sleep(10)
+    secret = await client.get("Secret", "s", "default")
+    await client.update({**secret, "data": {"k": base64.b64encode(b"two").decode()}})
+    await sim.sleep(120)
+    (t0, first), (t1, second) = seen
+    assert (first, second) == ("one", "two")
+    assert 60 <= t1 - t0 <= 65  # the sync after the change (60 s), not the change itself
