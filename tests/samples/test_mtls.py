@@ -290,3 +290,75 @@ async def test_a_secret_volume_shows_a_change_at_the_kubelets_next_sync(sim):
     (t0, first), (t1, second) = seen
     assert (first, second) == ("one", "two")
     assert 60 <= t1 - t0 <= 65  # the sync after the change (60 s), not the change itself
+
+
+TLS_HEAD_ONLY = """
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: half
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/ray:2.52.0
+          env:
+          - {name: RAY_USE_TLS, value: "1"}
+          - {name: RAY_TLS_SERVER_CERT, value: /etc/ray/tls/tls.crt}
+          - {name: RAY_TLS_SERVER_KEY, value: /etc/ray/tls/tls.key}
+          - {name: RAY_TLS_CA_CERT, value: /etc/ray/tls/ca.crt}
+          volumeMounts: [{name: tls, mountPath: /etc/ray/tls}]
+        volumes: [{name: tls, emptyDir: {}}]
+  workerGroupSpecs:
+  - groupName: plain
+    replicas: 1
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - name: ray-worker
+          image: rayproject/ray:2.52.0
+"""
+
+
+@pytest.mark.emu(cluster=True)
+async def test_a_plaintext_worker_never_joins_a_tls_head(sim):
+    kuberay = await sim.install_kuberay()
+    await kuberay.wait_for_leader(timeout=300)
+    await sim.apply(TLS_HEAD_ONLY)
+    await sim.sleep(300)
+    pods = await sim.client().list("Pod", "default", label_selector="ray.io/cluster=half")
+    worker = next(p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "worker")
+    head = next(p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "head")
+    assert head["status"]["phase"] == "Running"
+    # the worker's wait-gcs-ready (plaintext `ray health-check`) is refused by the TLS GCS
+    assert worker["status"]["initContainerStatuses"][0]["state"] == {
+        "running": worker["status"]["initContainerStatuses"][0]["state"]["running"]}
+    assert (await sim.get("RayCluster", "half"))["status"].get("state") != "ready"
+
+
+def test_configure_tls_autoscaler_container_and_head_pod():
+    """Go's TestConfigureTLS_AutoGenerate_HeadPod and TestConfigureTLS_AutoscalerContainer."""
+    from controllers.common.pod import PodBuildOptions, build_head_pod
+
+    instance = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                "metadata": {"name": "secure", "namespace": "default", "uid": "u"},
+                "spec": {"enableInTreeAutoscaling": True, "tlsOptions": {"enabled": True},
+                         "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+                             "containers": [{"name": "ray-head",
+                                             "image": "rayproject/ray:2.55.1"}]}}}}}
+    pod = build_head_pod(instance, PodBuildOptions(gates=FeatureGates({"RayClusterMTLS": True})))
+    spec = pod["spec"]
+    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-tls-ip-san"]
+    assert {"name": "ray-tls", "secret": {"secretName": "ray-head-secret-secure"}} in \
+        spec["volumes"]
+    for container in spec["containers"]:  # the Ray container and the autoscaler sidecar
+        names = [e["name"] for e in container["env"]]
+        assert {"RAY_USE_TLS", "RAY_TLS_SERVER_CERT", "RAY_TLS_SERVER_KEY",
+                "RAY_TLS_CA_CERT"} <= set(names), container["name"]
+        assert {"name": "ray-tls", "mountPath": "/etc/ray/tls", "readOnly": True} in \
+            container["volumeMounts"]
+    assert len(spec["containers"]) == 2
