@@ -362,3 +362,19 @@ def test_configure_tls_autoscaler_container_and_head_pod():
         assert {"name": "ray-tls", "mountPath": "/etc/ray/tls", "readOnly": True} in \
             container["volumeMounts"]
     assert len(spec["containers"]) == 2
+
+
+@pytest.mark.emu(cluster=True)
+async def test_deleting_an_mtls_cluster_collects_its_pki(sim):
+    await install_cert_manager(sim)
+    kuberay = await sim.install_kuberay(feature_gates=GATES)
+    await kuberay.wait_for_leader(timeout=300)
+    await sim.apply(MTLS_CLUSTER)
+    await sim.wait_for("RayCluster", "secure", _ready, timeout=900)
+    client = sim.client()
+    await client.delete("RayCluster", "secure", "default")
+    await sim.sleep(120)
+    assert await client.list("Certificate", "default") == []
+    assert await client.list("Issuer", "default") == []
+    assert [s["metadata"]["name"] for s in await client.list("Secret", "default")
+            if "secure" in s["metadata"]["name"]] == []
