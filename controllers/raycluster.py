@@ -15,8 +15,9 @@ Errors follow Go's ``(ctrl.Result, error)``: the internal functions return ``(Re
 Result, as controller-runtime does) or returns the Result.
 
 Not ported (SPEC §7.3): the autoscaler Role/RoleBinding and Ingress/Route (the emulated API server
-serves no RBAC or networking kinds: those steps log and do nothing), mTLS, batch schedulers,
-metrics, multi-host groups' per-replica naming beyond what the builders do.
+serves no RBAC or networking kinds: those steps log and do nothing), batch schedulers,
+metrics, multi-host groups' per-replica naming beyond what the builders do. mTLS is ported: the
+cert-manager check and `check_mtls_secrets_ready` here, the PKI in `controllers.raycluster_mtls`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Port of ``ray-operator/controllers/ray/utils/constant.go`` plus the enum-like co
 unchanged. The module is long because it is a table: it holds no logic besides
 `ray_cluster_replica_failure_reason`.
 
-Constants of features the emulator does not model (history server, mTLS, network policy, cron jobs)
+Constants of features the emulator does not model (history server, network policy)
 are kept so that validation messages and builders can name them exactly as KubeRay does.
 """
 
