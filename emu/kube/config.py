@@ -106,6 +106,11 @@ class KubeConfig:
     #: Defaults to ``"Delete"``.
     provisioned_reclaim_policy: str = attrs.field(
         default="Delete", validator=attrs.validators.in_(("Delete", "Retain")))
+    #: GatewayClasses a Gateway API implementation manages (`emu.kube.gateway`; e.g.
+    #: ``("istio",)``, as installing Istio does): it creates them, accepts their Gateways and
+    #: HTTPRoutes and routes the Gateways' traffic by the routes' weights. Defaults to none (no
+    #: Gateway API implementation, as on a bare cluster).
+    gateway_classes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     #: Which built-ins `install` starts besides the kubelets (all by default). Leave one out to
     #: observe the cluster without it. (Namespace termination is done by the API server.)
     controllers: tuple[str, ...] = (
