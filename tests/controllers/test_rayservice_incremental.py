@@ -8,6 +8,7 @@ rollback when the spec goes back mid-upgrade. Requests go through the Gateway's 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 from test_rayservice_support import (
@@ -103,7 +104,7 @@ async def watch_fields(sim: Any, until: Any, timeout: float) -> list[tuple[float
 
 
 async def test_first_deployment_creates_gateway_route_and_per_cluster_service(sim):
-    kube, first = await ready_incremental(sim)
+    _kube, first = await ready_incremental(sim)
     rs = await sim.get("RayService", "rs", NS)
     assert upgrade_fields(rs) == (100, 100, None, None)
     gw = await sim.get("Gateway", "rs-gateway", NS)
@@ -144,10 +145,10 @@ async def test_upgrade_moves_traffic_in_steps_then_promotes_without_a_failed_req
         assert 100 <= a_cap + p_cap <= 100 + SURGE
     traffic_steps = sorted({f[3] for f in steps})
     assert traffic_steps == [0, 25, 50, 75, 100]
-    moves = [t for (_, f), (t, g) in zip(seen, seen[1:], strict=False)
+    moves = [t for (_, f), (t, g) in itertools.pairwise(seen)
              if None not in (f[3], g[3]) and f[3] != g[3]]
     assert len(moves) == 4
-    assert all(b - a >= INTERVAL - 1 for a, b in zip(moves, moves[1:], strict=False))
+    assert all(b - a >= INTERVAL - 1 for a, b in itertools.pairwise(moves))
     rs = await sim.get("RayService", "rs", NS)
     assert pending_name(rs) == "" and is_ready(rs)
     assert condition(rs, "UpgradeInProgress")["reason"] == C.NO_PENDING_CLUSTER
@@ -165,7 +166,7 @@ async def test_upgrade_moves_traffic_in_steps_then_promotes_without_a_failed_req
 
 
 async def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(sim):
-    kube, old = await ready_incremental(sim)
+    _kube, old = await ready_incremental(sim)
     traffic = GatewayTraffic(sim)
     await update_rs(sim, "rs", bump_ray_version("2.47.0"))
     rs = await sim.wait_for("RayService", "rs", lambda o: bool(pending_name(o)), timeout=60)
