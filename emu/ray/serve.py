@@ -302,10 +302,6 @@ class ServeController:
         if lightweight:
             self._rt.log("serve_lightweight_update", app=app["name"])
 
-    async def _lightweight_update(self, app: dict[str, Any], spec: dict[str, Any]) -> None:
-        """Kept for callers of the earlier API: `_apply_config`."""
-        self._apply_config(app, spec)
-
     def _adjusted(self, num_replicas: int) -> int:
         return capacity_adjusted(num_replicas, self.state.get("target_capacity"))
 
