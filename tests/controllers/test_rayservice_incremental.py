@@ -76,15 +76,18 @@ class GatewayTraffic:
         return [(t, s) for t, s in self.results if s != 200]
 
 
-async def ready_incremental(sim: Any, gateway: bool = True) -> tuple[Any, str]:
-    kube, _ = await world(sim, kube={"gateway_classes": ("istio",) if gateway else ()})
+async def ready_incremental(sim: Any, gateway: bool = True, **install: Any
+                            ) -> tuple[Any, str, Any]:
+    """(the Kubernetes cluster, the first active cluster's name, the KubeRay install)."""
+    kube, kuberay = await world(sim, kube={"gateway_classes": ("istio",) if gateway else ()},
+                                **install)
     await sim.apply(incremental_rs())
     # Ready comes first (the pending cluster's per-cluster serve Service counts, as in Go), then
     # the promotion, then the HTTPRoute and the traffic fields
     rs = await sim.wait_for("RayService", "rs",
                             lambda o: is_ready(o) and upgrade_fields(o)[:2] == (100, 100),
                             timeout=300)
-    return kube, active_name(rs)
+    return kube, active_name(rs), kuberay
 
 
 async def watch_fields(sim: Any, until: Any, timeout: float) -> list[tuple[float, tuple[Any, ...]]]:
@@ -104,7 +107,7 @@ async def watch_fields(sim: Any, until: Any, timeout: float) -> list[tuple[float
 
 
 async def test_first_deployment_creates_gateway_route_and_per_cluster_service(sim):
-    _kube, first = await ready_incremental(sim)
+    _kube, first, _ = await ready_incremental(sim)
     rs = await sim.get("RayService", "rs", NS)
     assert upgrade_fields(rs) == (100, 100, None, None)
     gw = await sim.get("Gateway", "rs-gateway", NS)
@@ -125,7 +128,7 @@ async def test_first_deployment_creates_gateway_route_and_per_cluster_service(si
 
 
 async def test_upgrade_moves_traffic_in_steps_then_promotes_without_a_failed_request(sim):
-    kube, old = await ready_incremental(sim)
+    kube, old, _ = await ready_incremental(sim)
     traffic = GatewayTraffic(sim)
     await sim.sleep(2)
     t0 = sim.now
@@ -166,7 +169,7 @@ async def test_upgrade_moves_traffic_in_steps_then_promotes_without_a_failed_req
 
 
 async def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(sim):
-    _kube, old = await ready_incremental(sim)
+    _kube, old, _ = await ready_incremental(sim)
     traffic = GatewayTraffic(sim)
     await update_rs(sim, "rs", bump_ray_version("2.47.0"))
     rs = await sim.wait_for("RayService", "rs", lambda o: bool(pending_name(o)), timeout=60)
@@ -189,11 +192,50 @@ async def test_reverting_the_spec_mid_upgrade_rolls_traffic_back(sim):
     assert await sim.get("RayCluster", old, NS) is not None
 
 
+async def test_a_new_leader_mid_upgrade_carries_on_from_the_status(sim):
+    """Everything the upgrade needs is in the RayService status (capacities, weights, their
+    times): a leader crash mid-upgrade costs the Lease wait and one more Serve PUT (the new
+    leader's config cache is empty), no step is repeated or skipped, no request fails."""
+    _, _old, kuberay = await ready_incremental(sim, replicas=2)
+    traffic = GatewayTraffic(sim)
+    await update_rs(sim, "rs", bump_ray_version("2.47.0"))
+    rs = await sim.wait_for("RayService", "rs", lambda o: (upgrade_fields(o)[3] or 0) >= 25,
+                            timeout=300)
+    new = pending_name(rs)
+    leader = kuberay.leader()
+    sim.faults.crash(leader)
+    await sim.wait_until(lambda: kuberay.leader() not in (None, leader), timeout=120)
+    seen = await watch_fields(sim, lambda o: active_name(o) == new, timeout=600)
+    steps = sorted({25, *(f[3] for _, f in seen if f[3] is not None)})
+    assert steps == [25, 50, 75, 100]  # from where the old leader left it, step by step
+    assert not traffic.failures()
+
+
+async def test_a_third_spec_mid_upgrade_rolls_back_then_upgrades_afresh(sim):
+    _, old, _ = await ready_incremental(sim)
+    await update_rs(sim, "rs", bump_ray_version("2.47.0"))
+    rs = await sim.wait_for("RayService", "rs", lambda o: (upgrade_fields(o)[3] or 0) >= 25,
+                            timeout=300)
+    second = pending_name(rs)
+    await update_rs(sim, "rs", bump_ray_version("2.48.0"))
+    rs = await sim.wait_for("RayService", "rs",
+                            lambda o: condition(o, "RollbackInProgress").get("status") == "True",
+                            timeout=30)
+    assert condition(rs, "RollbackInProgress")["message"] == \
+        "Goal state changed mid-upgrade, rolling back to original cluster."
+    rs = await sim.wait_for("RayService", "rs",
+                            lambda o: pending_name(o) not in ("", second), timeout=300)
+    third = pending_name(rs)
+    assert active_name(rs) == old and third != second
+    rs = await sim.wait_for("RayService", "rs", lambda o: active_name(o) == third, timeout=600)
+    assert pending_name(rs) == ""
+
+
 async def test_without_a_gateway_implementation_the_upgrade_waits(sim):
     """No Gateway controller accepts the Gateway: Go's checkIfNeedTargetCapacityUpdate never
     moves a capacity, so the new cluster stays at 0% and gets no traffic (as on a real cluster
     without Istio or another implementation)."""
-    _, old = await ready_incremental(sim, gateway=False)
+    _, old, _ = await ready_incremental(sim, gateway=False)
     rs = await sim.get("RayService", "rs", NS)
     assert is_ready(rs) and active_name(rs) == old
     await update_rs(sim, "rs", bump_ray_version("2.47.0"))
