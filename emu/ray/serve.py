@@ -415,10 +415,15 @@ class ServeController:
             if app["status"] == "DELETING" or "target_config" in app \
                     or app["status"] == "DEPLOY_FAILED":
                 continue
+            # Serve's _determine_app_status: a deployment UPDATING, or scaling because of a
+            # config update (num_replicas, target_capacity), keeps the app DEPLOYING
             statuses = [d["status"] for d in app["deployments"].values()]
+            updating = any(d["status"] == "UPDATING" or (
+                d["status"] in ("UPSCALING", "DOWNSCALING")
+                and d["status_trigger"] == "CONFIG_UPDATE_STARTED")
+                for d in app["deployments"].values())
             status = next((s for s in _APP_PRIORITY
-                           if s in statuses or (s == "DEPLOYING" and "UPDATING" in statuses)),
-                          "RUNNING")
+                           if s in statuses or (s == "DEPLOYING" and updating)), "RUNNING")
             app["status"] = status
             app["message"] = "" if status == "RUNNING" else app["message"]
         await self._push_routes()

@@ -248,3 +248,43 @@ async def test_a_proxy_whose_node_lost_its_replicas_drains_30s_then_stops(ray_wo
 
 def test_behaviour_has_a_request_time():
     assert ServeAppBehaviour().request_seconds == 0.0
+
+
+async def test_scaling_by_a_config_update_keeps_the_app_deploying_until_done(ray_world):
+    """Serve's ``_determine_app_status``: UPSCALING started by a config update counts as
+    DEPLOYING (so KubeRay does not call the cluster ready mid-scale)."""
+    rw = ray_world
+    await cluster(rw)
+    _behave(rw, replica_start_seconds=5.0)
+    await rw.http(DASH, "PUT", "/api/serve/applications/", _config(1))
+    await rw.sleep(10)
+    assert (await apps(rw))["fruit"]["status"] == "RUNNING"
+    await rw.http(DASH, "PUT", "/api/serve/applications/", _config(3))
+    await rw.sleep(2)
+    fruit = (await apps(rw))["fruit"]
+    dep = fruit["deployments"]["FruitMarket"]
+    assert (fruit["status"], dep["status"], dep["status_trigger"]) == (
+        "DEPLOYING", "UPSCALING", "CONFIG_UPDATE_STARTED")
+    await rw.sleep(6)
+    fruit = (await apps(rw))["fruit"]
+    dep = fruit["deployments"]["FruitMarket"]
+    assert (fruit["status"], dep["status"], dep["status_trigger"]) == (
+        "RUNNING", "HEALTHY", "UPSCALE_COMPLETED")
+
+
+async def test_a_ray_actor_options_change_rolls_replicas(ray_world):
+    rw = ray_world
+    await cluster(rw)
+    await rw.http(DASH, "PUT", "/api/serve/applications/", _config(2))
+    await rw.sleep(8)
+    before = _replicas((await apps(rw))["fruit"])
+    await rw.http(DASH, "PUT", "/api/serve/applications/",
+                  _config(2, ray_actor_options={"num_cpus": 0.25}))
+    await rw.sleep(1)
+    fruit = (await apps(rw))["fruit"]
+    assert fruit["status"] == "DEPLOYING"  # no build (same code): the roll starts at once
+    assert sorted(_replicas(fruit).values()).count("STOPPING") == 1
+    await rw.sleep(15)
+    fruit = (await apps(rw))["fruit"]
+    assert fruit["status"] == "RUNNING"
+    assert len(_replicas(fruit)) == 2 and not set(_replicas(fruit)) & set(before)
