@@ -246,6 +246,33 @@ async def test_without_a_gateway_implementation_the_upgrade_waits(sim):
     assert upgrade_fields(rs)[2:] == (0, 0)
 
 
+async def test_serve_replicas_no_node_can_take_scale_workers_up_and_keep_them(sim):
+    """The sample's shape: a head with ``num-cpus: 0`` and workers from ``minReplicas: 0``. The
+    Serve replicas (0.5 CPU) are pending actors to the autoscaler, which adds a worker; a worker
+    running replicas is not idle, so it stays past the idle timeout."""
+    await world(sim, kube={"gateway_classes": ("istio",)})
+    rs = incremental_rs()
+    cfg = rs["spec"]["rayClusterConfig"]
+    cfg["headGroupSpec"]["rayStartParams"] = {"num-cpus": "0"}
+    group = cfg["workerGroupSpecs"][0]
+    group.update(replicas=0, minReplicas=0, maxReplicas=4)
+    group["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    rs["spec"]["serveConfigV2"] = rs["spec"]["serveConfigV2"].replace("num_cpus: 0.1",
+                                                                      "num_cpus: 0.5")
+    await sim.apply(rs)
+    rs = await sim.wait_for("RayService", "rs",
+                            lambda o: is_ready(o) and upgrade_fields(o)[:2] == (100, 100),
+                            timeout=600)
+    cluster = await sim.get("RayCluster", active_name(rs), NS)
+    assert cluster["spec"]["workerGroupSpecs"][0]["replicas"] == 1
+    await sim.sleep(150)  # past the autoscaler's 60 s idle timeout
+    cluster = await sim.get("RayCluster", active_name(rs), NS)
+    assert cluster["spec"]["workerGroupSpecs"][0]["replicas"] == 1
+    apps = (await sim.get("RayService", "rs", NS))["status"]["activeServiceStatus"][
+        "applicationStatuses"]
+    assert apps["app1"]["status"] == "RUNNING"
+
+
 # -- the pure functions --------------------------------------------------------------------------
 
 
