@@ -635,6 +635,9 @@ class NodeServe:
         self.ongoing = 0
         #: Set whenever a replica may have become available (routes pushed, a request done).
         self._available = asyncio.Event()
+        #: Requests queued per app: a new one queues behind them (first come, first served;
+        #: the event wakes waiters in the order they started waiting).
+        self._queued: dict[str, int] = {}
         #: Called when the proxy's health may have changed (the container's readiness).
         self.on_change: Callable[[], None] | None = None
 
@@ -791,13 +794,14 @@ class NodeServe:
                 return prefix
         return None
 
-    def _choose(self, app: str) -> list[Any] | None:
-        """Round robin over the app's running replicas below their ``max_ongoing_requests``."""
+    def _choose(self, app: str, refused: set[str]) -> list[Any] | None:
+        """Round robin over the app's running replicas below their ``max_ongoing_requests``
+        (``refused``: replicas that turned this request away)."""
         endpoints = self.endpoints.get(app) or []
         for i in range(len(endpoints)):
             endpoint = endpoints[(self._rr + 1 + i) % len(endpoints)]
             limit = int(endpoint[2]) if len(endpoint) > 2 else DEFAULT_MAX_ONGOING_REQUESTS
-            if self._sent.get(endpoint[1], 0) < limit:
+            if endpoint[1] not in refused and self._sent.get(endpoint[1], 0) < limit:
                 self._rr = (self._rr + 1 + i) % len(endpoints)
                 return endpoint
         return None
@@ -816,44 +820,61 @@ class NodeServe:
             self.ongoing -= 1
 
     async def _route(self, request: HttpRequest) -> dict[str, Any]:
-        """Serve's router: the request waits (queued, as with ``max_queued_requests=-1``) until
-        a running replica of its app has room, goes to it, and is not retried once sent — a
-        replica that dies with it makes it fail (500), one that refused it is skipped."""
+        """Serve's router: the request waits (queued first come, first served, as with
+        ``max_queued_requests=-1``) until a running replica of its app has room, goes to it,
+        and is not retried once sent — a replica that dies with it makes it fail (500), one
+        that refused it (not running there any more) is skipped."""
         payload = {"method": request.method, "path": request.path, "body": request.body,
                    "headers": request.headers}
         refused: set[str] = set()
-        while True:
-            match = self._match(request.path)
-            if match is None:
-                return response(404, f"Path '{request.path}' not found. Please ping "
-                                     "http://.../-/routes for route table.")
-            app = (self.routes or {})[match]
-            endpoint = self._choose(app)
-            if endpoint is not None and endpoint[1] in refused:
-                endpoint = None
-            if endpoint is None:
-                self._available.clear()
-                await self._available.wait()
-                refused.clear()
-                continue
-            address, rid = str(endpoint[0]), str(endpoint[1])
-            self._sent[rid] = self._sent.get(rid, 0) + 1
-            try:
-                result: dict[str, Any] = await self.raylet.ctx.call(
-                    address, {"method": "ReplicaRequest", "replica_id": rid, "request": payload},
-                    verb="ReplicaRequest", timeout=None)
-                return result
-            except RpcError as err:
-                if err.code != "UNAVAILABLE":
-                    return response(500, f"Internal Server Error: {err}")
-                refused.add(rid)  # not running there (any more): another replica
-            except NetworkError as err:
-                if isinstance(err, ConnectionRefused):
-                    refused.add(rid)
+        queued = ""  # the app whose queue this request waits in
+        try:
+            while True:
+                match = self._match(request.path)
+                if match is None:
+                    return response(404, f"Path '{request.path}' not found. Please ping "
+                                         "http://.../-/routes for route table.")
+                app = (self.routes or {})[match]
+                # a newcomer does not overtake requests already queued for the app
+                endpoint = None if self._queued.get(app) and queued != app \
+                    else self._choose(app, refused)
+                if endpoint is None:
+                    if queued != app:
+                        self._dequeue(queued)
+                        self._queued[app] = self._queued.get(app, 0) + 1
+                        queued = app
+                    self._available.clear()
+                    await self._available.wait()
+                    refused.clear()
                     continue
-                return response(500, f"Internal Server Error: {type(err).__name__}")
-            finally:
-                self._sent[rid] -= 1
-                if not self._sent[rid]:
-                    del self._sent[rid]
-                self._available.set()
+                self._dequeue(queued)
+                queued = ""
+                address, rid = str(endpoint[0]), str(endpoint[1])
+                self._sent[rid] = self._sent.get(rid, 0) + 1
+                try:
+                    result: dict[str, Any] = await self.raylet.ctx.call(
+                        address, {"method": "ReplicaRequest", "replica_id": rid,
+                                  "request": payload},
+                        verb="ReplicaRequest", timeout=None)
+                    return result
+                except RpcError as err:
+                    if err.code != "UNAVAILABLE":
+                        return response(500, f"Internal Server Error: {err}")
+                    refused.add(rid)  # not running there any more: another replica
+                except ConnectionRefused:
+                    refused.add(rid)
+                except NetworkError as err:
+                    return response(500, f"Internal Server Error: {type(err).__name__}")
+                finally:
+                    self._sent[rid] -= 1
+                    if not self._sent[rid]:
+                        del self._sent[rid]
+                    self._available.set()
+        finally:
+            self._dequeue(queued)
+
+    def _dequeue(self, app: str) -> None:
+        if app and app in self._queued:
+            self._queued[app] -= 1
+            if not self._queued[app]:
+                del self._queued[app]
