@@ -1,9 +1,10 @@
 """The RayService controller: Serve on a RayCluster, and the blue/green switch between clusters.
 
 Port of ``ray-operator/controllers/ray/rayservice_controller.go`` (SPEC §4). Functions keep Go's
-names in snake_case and Go's order; the banners below follow the Go file. It is long (about 900
-lines) because the Go file is 2,400 lines of one reconciler whose steps share the instance, the
-two in-memory maps and the dashboard clients; the builders it calls live in `controllers.common`.
+names in snake_case and Go's order; the banners below follow the Go file. It is long (about
+1,800 lines) because the Go file is 2,400 lines of one reconciler whose steps share the instance,
+the two in-memory maps and the dashboard clients; the builders it calls live in
+`controllers.common`.
 
 What the reconciler reads and writes: the API server through the manager's client (reads from the
 informer cache) and each cluster's Ray dashboard and Serve proxies over the emulated network, from

@@ -7,19 +7,29 @@ Follows ``python/ray/serve/_private/{controller,application_state,deployment_sta
   ``max_restarts=-1``, preferring the head node); it checkpoints its state into the GCS internal KV
   (namespace ``serve``) on every change and restores it when it starts, so Serve state survives a
   head restart exactly when the GCS's storage does;
-- ``PUT`` is declarative: a change to lightweight options only (``num_replicas``,
-  ``user_config``, autoscaling, ...) keeps the running replicas (scaling to the new count); other
-  new or changed apps go DEPLOYING (the build task takes the app's
-  ``build_seconds``; a ``fail_message`` makes it DEPLOY_FAILED), then their deployments UPDATING
-  while replicas start (``replica_start_seconds``), then HEALTHY/RUNNING; apps missing from the
-  body are DELETING until their replicas stopped, then gone;
+- ``PUT`` is declarative: a new app, or a new version of an app's code (``import_path``,
+  ``runtime_env``, ``args``), goes DEPLOYING while its build task runs (``build_seconds``; a
+  ``fail_message`` makes it DEPLOY_FAILED), the deployments already running keep serving
+  meanwhile; then each deployment gets its target (``num_replicas`` or the autoscaling start,
+  scaled by ``target_capacity``) and its version (the code and the heavyweight
+  ``ray_actor_options``/placement options, Serve's ``DeploymentVersion``). Replicas of another
+  version roll as Serve's ``_check_and_stop_outdated_version_replicas`` does (at most
+  ``max(20% of the target, 1)`` stopping at a time, replacements started at once); options that
+  keep the version (``num_replicas``, ``user_config``, ``max_ongoing_requests``,
+  ``target_capacity``, ...) apply to the running replicas. Apps missing from the body are
+  DELETING until their replicas stopped, then gone;
+- a replica that stops drains: no new requests, then every ``graceful_shutdown_wait_loop_s`` a
+  look at its in-flight requests, killed with them at ``graceful_shutdown_timeout_s``;
 - replica health: every 10 s; 3 consecutive failures (node gone or replica missing) replace the
-  replica, and the deployment and app are UNHEALTHY until the replacement runs;
+  replica, and the deployment and app are UNHEALTHY until the replacement runs; replicas no
+  node can take are the autoscaler's demand (``unplaced``, read from the checkpoint);
 - proxies (``EveryNode``): on the head node and every node with a replica, on port 8000 (or
   the first config's ``http_options.port``), with ``/-/healthz`` (``success``; 503 "Route
   table is not populated yet." / "No replicas are available yet." on a worker node without
   running replicas / "This node is being drained.") and ``/-/routes``; other paths go to a
-  replica of the app with the longest matching route prefix.
+  replica of the app with the longest matching route prefix, below its
+  ``max_ongoing_requests``, or wait in a first-come queue until one has room; a proxy whose
+  node lost its replicas drains for 30 s, then stops.
 
 Over 500 lines because the controller's state machine, the node side it drives and the REST
 handlers share one schema (the ServeInstanceDetails shape); apart they would duplicate it.
