@@ -113,7 +113,8 @@ _TPU_V6E_256 = _tpu("tpu-v6e-slice", "16x16", 4, 64)
 #: would also need for the sample, never an edit of the sample (docs/samples.md lists each and
 #: why). Keys: ``node_pools`` (`emu.kube.config.NodePool` fields: accelerator Nodes, labelled
 #: Nodes a nodeSelector asks for), ``feature_gates`` (operator feature gates the sample says to
-#: enable), ``objects`` (what an add-on or the sample's instructions create first: CRDs,
+#: enable), ``gateway_classes`` (a Gateway API implementation such as Istio, `emu.kube.gateway`),
+#: ``objects`` (what an add-on or the sample's instructions create first: CRDs,
 #: Secrets), ``ray_images`` (an image the sample says to build or substitute, e.g. ``$VLLM_IMAGE``:
 #: it runs as a Ray image), ``cert_manager`` (cert-manager installed before KubeRay,
 #: `emu.kube.certmanager`).
@@ -165,6 +166,7 @@ WORLD_OPTIONS: dict[str, Obj] = {
                                                 "objects": [_HF]},
     "ray-service.high-throughput-llm.yaml": {"node_pools": [_gpu(4, 1, "nvidia-l4")],
                                              "objects": [_HF]},
+    "ray-service.incremental-upgrade.yaml": {"gateway_classes": ["istio"]},
     "ray-service.llm-serve.yaml": {"node_pools": [_gpu(1, 4)]},
     "ray-service.stable-diffusion.yaml": {"node_pools": [_gpu(1, 1)]},
     "ray-service.text-summarizer.yaml": {"node_pools": [_gpu(1, 1)]},
@@ -299,7 +301,8 @@ def check_text(text: str, options: Obj | None = None, *, timeout: float = 1800.0
     from emu.kube.config import KubeConfig
 
     options = options or {}
-    cluster = KubeConfig(node_pools=tuple(options.get("node_pools") or ()))
+    cluster = KubeConfig(node_pools=tuple(options.get("node_pools") or ()),
+                         gateway_classes=tuple(options.get("gateway_classes") or ()))
 
     async def main(sim: Any) -> Obj:
         return await check_documents(sim, text, options, timeout=timeout)

@@ -33,6 +33,7 @@ from .kubelet import Kubelet
 
 if TYPE_CHECKING:
     from ..kernel.world import World
+    from .gateway import GatewayController
 
 __all__ = ["KubeCluster", "KubeConfig", "cluster_of", "install"]
 
@@ -66,6 +67,8 @@ class KubeCluster:
         #: When set, replaces `KubeConfig.endpoint_propagation_delay` (`DelayEndpoints`).
         self.endpoint_delay_override: float | None = None
         self._components: dict[str, MainFn] = {}
+        #: The Gateway API implementation (`KubeConfig.gateway_classes`), if any.
+        self.gateway: GatewayController | None = None
 
     def __repr__(self) -> str:
         return f"<KubeCluster nodes={len(self.node_names)} processes={len(self.processes)}>"
@@ -268,4 +271,9 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
     for key, name, main in components:
         if key in wanted:
             cluster._start(name, main)
+    if config.gateway_classes:
+        from .gateway import GatewayController
+
+        cluster.gateway = GatewayController(cluster, config.gateway_classes)
+        cluster._start("gateway-controller", cluster.gateway.main)
     return cluster

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
+
+
+def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    """A list or tuple of names as a tuple of str."""
+    return tuple(str(v) for v in value)
 
 
 def _non_negative(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -106,6 +113,11 @@ class KubeConfig:
     #: Defaults to ``"Delete"``.
     provisioned_reclaim_policy: str = attrs.field(
         default="Delete", validator=attrs.validators.in_(("Delete", "Retain")))
+    #: GatewayClasses a Gateway API implementation manages (`emu.kube.gateway`; e.g.
+    #: ``("istio",)``, as installing Istio does): it creates them, accepts their Gateways and
+    #: HTTPRoutes and routes the Gateways' traffic by the routes' weights. Defaults to none (no
+    #: Gateway API implementation, as on a bare cluster).
+    gateway_classes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     #: Which built-ins `install` starts besides the kubelets (all by default). Leave one out to
     #: observe the cluster without it. (Namespace termination is done by the API server.)
     controllers: tuple[str, ...] = (

@@ -38,6 +38,7 @@ from emu.kernel.programs import ContainerContext
 
 from .gcs_client import GCS_PORT, GcsClient
 from .net import RpcError
+from .serve import CHECKPOINT_KEY, SERVE_NAMESPACE
 
 AUTOSCALER_UPDATE_INTERVAL_S = 5.0
 DEFAULT_IDLE_TIMEOUT_S = 60.0
@@ -116,7 +117,7 @@ class Autoscaler:
         spec = cluster.get("spec") or {}
         groups: list[dict[str, Any]] = spec.get("workerGroupSpecs") or []
         nodes = await self.gcs.alive_nodes()
-        actors = await self.gcs.actors()
+        actors = await self.gcs.actors() + await self.serve_replicas()
         changed = self.scale_up(groups, nodes, actors)
         changed = self.scale_down(spec, groups, nodes, actors) or changed
         if changed:
@@ -127,6 +128,22 @@ class Autoscaler:
                  "value": cluster["metadata"]["resourceVersion"]},
                 {"op": "replace", "path": "/spec/workerGroupSpecs", "value": groups},
             ], self.namespace, patch_type="json")
+
+    async def serve_replicas(self) -> list[dict[str, Any]]:
+        """Serve's replicas as the actors they are in Ray: one ALIVE actor per placed replica
+        (its node is busy) and one pending per replica no node could take (demand), read from
+        the Serve controller's checkpoint in the GCS KV (`emu.ray.serve`)."""
+        blob = await self.gcs.kv_get(SERVE_NAMESPACE, CHECKPOINT_KEY)
+        if not blob:
+            return []
+        out: list[dict[str, Any]] = []
+        for app in orjson.loads(blob).get("apps", {}).values():
+            for dep in (app.get("deployments") or {}).values():
+                for replica in (dep.get("replicas") or {}).values():
+                    out.append({"state": "ALIVE", "node_id": replica.get("node_id")})
+                out.extend({"state": "PENDING_CREATION", "num_cpus": dep.get("num_cpus", 1.0)}
+                           for _ in range(int(dep.get("unplaced", 0))))
+        return out
 
     def scale_up(self, groups: list[dict[str, Any]], nodes: list[dict[str, Any]],
                  actors: list[dict[str, Any]]) -> bool:

@@ -65,13 +65,16 @@ class ServeAppBehaviour:
     ``build_seconds``: the build-app task (import, runtime_env) while the app is DEPLOYING;
     ``fail_message``: the build fails, the app is DEPLOY_FAILED with this message;
     ``replica_start_seconds``: a replica's constructor time; ``handler``: answers a request
-    (the request dict → a response dict or text; default: 200 with ``"<app>: <path>"``).
+    (the request dict → a response dict or text; default: 200 with ``"<app>: <path>"``);
+    ``request_seconds``: how long a replica works on each request (in flight meanwhile, so a
+    replica that stops drains it or, past its graceful shutdown timeout, fails it).
     """
 
     build_seconds: float = 2.0
     replica_start_seconds: float = 3.0
     fail_message: str | None = None
     handler: Callable[[dict[str, Any]], Any] | None = None
+    request_seconds: float = 0.0
 
 
 class CheckpointStore:

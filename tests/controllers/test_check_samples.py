@@ -178,7 +178,8 @@ def test_gpu_sample_needs_a_gpu_pool_as_a_real_cluster_would():
 
 
 def test_world_options_name_real_sample_files_and_known_keys():
-    keys = {"node_pools", "feature_gates", "objects", "ray_images", "cert_manager"}
+    keys = {"node_pools", "feature_gates", "objects", "ray_images", "cert_manager",
+            "gateway_classes"}
     for name, options in check_samples.WORLD_OPTIONS.items():
         assert name.endswith(".yaml")
         assert set(options) <= keys, name

@@ -98,6 +98,9 @@ async def test_put_is_declarative_apps_missing_from_it_are_deleted(ray_world):
                   {"applications": both["applications"][1:]})
     assert {k: v["status"] for k, v in (await apps(rw)).items()} == {"a": "DELETING",
                                                                      "b": "RUNNING"}
+    # its replicas drain first (graceful_shutdown_wait_loop_s, 2 s) as in Serve
+    await rw.sleep(2)
+    assert sorted(await apps(rw)) == ["a", "b"]
     await rw.sleep(2)
     assert sorted(await apps(rw)) == ["b"]
 
