@@ -33,6 +33,10 @@ BOOKMARK_INTERVAL = 60.0
 # A queued item: (type, serialized object or None, resourceVersion override or None)
 _Item = tuple[str, bytes | None, str | None]
 
+#: The start of an encoded event line, by type, up to the stored object's bytes.
+_LINE_START = {t: b'{"type":"' + t.encode() + b'","object":' for t in ("ADDED", "MODIFIED",
+                                                                        "DELETED")}
+
 
 class WatchStream:
     """One open watch. Async-iterate it for ``{"type": ..., "object": ...}`` events."""
@@ -55,6 +59,10 @@ class WatchStream:
         self._ending = False  # deliver what is queued, then stop (after an ERROR event)
         self.closed = False
         self.delivered = 0
+        #: When set, iterating yields each event as its JSON line (``{"type":..,"object":..}``
+        #: and a newline), built from the stored bytes without decoding them: for HTTP servers,
+        #: which would only encode the decoded object again (`take_encoded` drains the queue).
+        self.encoded = False
         #: the revision the watch starts after: changes at or below it are not delivered and no
         #: bookmark goes below it (kube's cacheWatcher filters the same way), so a watch from a
         #: future resourceVersion sees only what comes after that version
@@ -114,7 +122,7 @@ class WatchStream:
     def __aiter__(self) -> WatchStream:
         return self
 
-    async def __anext__(self) -> dict[str, Any]:
+    async def __anext__(self) -> Any:
         while not self._queue:
             if self.closed or self._ending:
                 self.close()
@@ -133,8 +141,14 @@ class WatchStream:
                     timer.cancel()
         if self.closed:
             raise StopAsyncIteration
-        type_, data, rv = self._queue.popleft()
+        item = self._queue.popleft()
         self.delivered += 1
+        if self.encoded:
+            return self._encode(item)
+        return self._event(item)
+
+    def _event(self, item: _Item) -> dict[str, Any]:
+        type_, data, rv = item
         if type_ == "BOOKMARK":
             obj: dict[str, Any] = {"kind": self.info.kind, "apiVersion": self.info.api_version,
                                    "metadata": {"resourceVersion": rv}}
@@ -146,6 +160,23 @@ class WatchStream:
             if rv is not None:
                 obj["metadata"]["resourceVersion"] = rv
         return {"type": type_, "object": obj}
+
+    def _encode(self, item: _Item) -> bytes:
+        type_, data, rv = item
+        if rv is None and data is not None and type_ != "ERROR":
+            return _LINE_START[type_] + data + b"}\n"
+        return orjson.dumps(self._event(item)) + b"\n"
+
+    def take_encoded(self) -> list[bytes]:
+        """Every event queued now, as `encoded` lines, without waiting: an HTTP server writes
+        the events that are ready together in one chunk (a watch from version 0 replays the
+        whole collection at once)."""
+        if self.closed:
+            return []
+        queue, encode = self._queue, self._encode
+        lines = [encode(queue.popleft()) for _ in range(len(queue))]
+        self.delivered += len(lines)
+        return lines
 
     def _bookmark(self) -> None:
         if self.closed or self._queue:

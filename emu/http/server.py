@@ -23,17 +23,21 @@ if TYPE_CHECKING:
 
 
 async def _to_request(request: web.Request, max_body: int) -> HttpRequest | HttpResponse:
-    length = request.content_length
-    if length is not None and length > max_body:
-        err = RequestEntityTooLarge(f"the request body is {length} bytes; the limit is {max_body}")
-        return HttpResponse.json(err.status, err.code)
-    body = await request.content.read(max_body + 1)
-    if len(body) > max_body:
-        err = RequestEntityTooLarge(f"the request body is larger than the limit of {max_body} "
-                                    "bytes")
-        return HttpResponse.json(err.status, err.code)
+    body = b""
+    if request.body_exists:  # most requests are reads, with no body to wait for
+        length = request.content_length
+        if length is not None and length > max_body:
+            err = RequestEntityTooLarge(f"the request body is {length} bytes; the limit is "
+                                        f"{max_body}")
+            return HttpResponse.json(err.status, err.code)
+        body = await request.content.read(max_body + 1)
+        if len(body) > max_body:
+            err = RequestEntityTooLarge(f"the request body is larger than the limit of "
+                                        f"{max_body} bytes")
+            return HttpResponse.json(err.status, err.code)
     # aiohttp's headers are already case-insensitive: no copy
-    return HttpRequest(request.method, request.path, tuple(request.query.items()),
+    return HttpRequest(request.method, request.path,
+                       tuple(request.query.items()) if request.query_string else (),
                        request.headers, body)
 
 
@@ -104,8 +108,8 @@ class HttpServer:
             return web.Response(status=500, body=HttpResponse.json(err.status).body,
                                 content_type="application/json")
         if isinstance(result, HttpResponse):
-            resp = web.Response(status=result.status, body=result.body)
-            resp.content_type = result.content_type
+            resp = web.Response(status=result.status, body=result.body,
+                                content_type=result.content_type)
             for key, value in result.headers:
                 resp.headers[key] = value
             return resp
