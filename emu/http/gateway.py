@@ -72,6 +72,25 @@ def caller_identity(user_agent: str, default: str = "http") -> str:
     return found.group(0) if found else default
 
 
+def _answer_format(accept: str) -> str | None:
+    if not accept.strip():
+        return "json"
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in ("application/json", "*/*", "application/*", "*"):
+            return "json"
+        if media == "application/yaml":
+            return "yaml"
+    return None
+
+
+def _not_acceptable() -> ApiError:
+    return ApiError.from_status({
+        "code": 406, "reason": "NotAcceptable",
+        "message": "only the following media types are accepted: application/json, "
+                   "application/yaml (this server answers no protobuf or CBOR)"})
+
+
 def _status_response(err: ApiError) -> HttpResponse:
     return HttpResponse(err.code, orjson.dumps(err.status))
 
@@ -114,6 +133,7 @@ class Gateway:
         # (clients send the same few User-Agent and Accept values on every request)
         self._identities: dict[str, str] = {}
         self._tables: dict[str, bool] = {}
+        self._formats: dict[str, str | None] = {}
 
     def log_followers(self) -> LogFollowers:
         if self._followers is None:
@@ -219,6 +239,18 @@ class Gateway:
             found = self._identities[agent] = caller_identity(agent)
         return found
 
+    def answer_format(self, req: HttpRequest) -> str | None:
+        """What a resource request's ``Accept`` header lets the server answer in: ``"json"``,
+        ``"yaml"``, or None (only protobuf or CBOR, say: 406, as kube-apiserver answers a
+        custom resource asked for in protobuf). The first media type served wins."""
+        accept = req.header("accept")
+        found = self._formats.get(accept, "")
+        if found == "":
+            if len(self._formats) >= _MEMO:
+                self._formats.clear()
+            found = self._formats[accept] = _answer_format(accept)
+        return found
+
     def wants_table(self, req: HttpRequest) -> bool:
         accept = req.header("accept")
         found = self._tables.get(accept)
@@ -291,6 +323,18 @@ class _Call:
     # -- dispatch --------------------------------------------------------------------------------
 
     async def run(self) -> HttpResponse | WatchResponse:
+        answer = self.gw.answer_format(self.req)
+        if answer == "json" or self.sub == "log":
+            return await self._run()
+        if answer is None or self.watch:
+            raise _not_acceptable()
+        out = await self._run()  # YAML: kube-apiserver serves it for objects and lists
+        if isinstance(out, HttpResponse) and out.content_type == JSON:
+            text = yaml.safe_dump(orjson.loads(out.body), sort_keys=False)
+            return HttpResponse(out.status, text.encode(), "application/yaml", out.headers)
+        return out
+
+    async def _run(self) -> HttpResponse | WatchResponse:
         method = self.req.method.upper()
         if self.sub is not None:
             return await self._subresource(method)
@@ -361,6 +405,10 @@ class _Call:
         if ctype == "application/vnd.kubernetes.protobuf":
             from .protobuf import decode
 
+            if self.sub is not None:  # the tables skip status: refuse rather than drop it
+                raise UnsupportedMediaType(
+                    f"protobuf bodies are not read on the {self.sub} subresource; send it as "
+                    "JSON")
             return decode(body)
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
             try:

@@ -414,8 +414,8 @@ async def test_protobuf_bodies_of_the_typed_generators(sim):
         r = await c.post(CM, content=_envelope("v1", "ConfigMap", raw), headers=proto)
         assert r.status_code == 201, r.text
         assert r.json()["data"] == {"k": "v"} and r.json()["metadata"]["labels"] == {"app": "x"}
-        r = await c.post("/apis/apps/v1/namespaces/default/deployments",
-                         content=_envelope("apps/v1", "Deployment", _field(1, meta)),
+        r = await c.post("/apis/apps/v1/namespaces/default/statefulsets",
+                         content=_envelope("apps/v1", "StatefulSet", _field(1, meta)),
                          headers=proto)
         assert r.status_code == 415 and "must be sent as JSON" in r.json()["message"]
         r = await c.post(CM, content=b"\x01\x02", headers=proto)

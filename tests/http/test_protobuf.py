@@ -1,0 +1,193 @@
+"""Protobuf request bodies (what Go clients send for built-in kinds), encoded here by hand from
+field numbers, read by emu.http.protobuf; and the Accept negotiation (406, YAML)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import yaml
+
+from emu.http import protobuf
+from emu.http.transport import BASE_URL, httpx_transport
+
+PROTO = {"content-type": "application/vnd.kubernetes.protobuf"}
+
+
+def varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        low = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def ld(number: int, payload: bytes | str) -> bytes:
+    """A length-delimited field."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def num(number: int, value: int) -> bytes:
+    return varint(number << 3) + varint(value)
+
+
+def entry(number: int, key: str, value: bytes | str) -> bytes:
+    return ld(number, ld(1, key) + ld(2, value))
+
+
+def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    return b"k8s\x00" + ld(1, ld(1, api_version) + ld(2, kind)) + ld(2, raw)
+
+
+def meta(name: str, **labels: str) -> bytes:
+    # as Go writes it: the empty non-pointer fields too (selfLink, generation, a zero time)
+    out = ld(1, name) + ld(2, "") + ld(4, "") + num(7, 0) + ld(8, b"")
+    for k, v in labels.items():
+        out += entry(11, k, v)
+    return out
+
+
+def container() -> bytes:
+    env_from_field = ld(3, ld(1, ld(1, "v1") + ld(2, "metadata.name")))  # EnvVarSource.fieldRef
+    secret_ref = ld(3, ld(4, ld(1, ld(1, "creds")) + ld(2, "token") + num(3, 0)))
+    probe = ld(1, ld(2, ld(1, "/healthz") + ld(2, num(1, 0) + num(2, 8080)) + ld(4, "HTTP"))) \
+        + num(2, 0) + num(3, 1) + num(4, 5) + num(5, 1) + num(6, 3)
+    tcp_probe = ld(1, ld(3, ld(1, num(1, 1) + ld(3, "gcs")))) + num(4, 2)
+    resources = entry(1, "cpu", ld(1, "500m")) + entry(2, "memory", ld(1, "1Gi"))
+    return (ld(1, "ray-head") + ld(2, "rayproject/ray:2.9.0") + ld(3, "ray") + ld(3, "start")
+            + ld(4, "--head") + ld(5, "")
+            + ld(6, ld(1, "gcs") + num(2, 0) + num(3, 6379) + ld(4, "TCP") + ld(5, ""))
+            + ld(7, ld(1, "POD") + ld(2, "") + env_from_field)
+            + ld(7, ld(1, "TOKEN") + secret_ref) + ld(7, ld(1, "PLAIN") + ld(2, "x"))
+            + ld(8, resources) + ld(9, ld(1, "logs") + num(2, 0) + ld(3, "/tmp/ray"))
+            + ld(10, probe) + ld(11, tcp_probe) + ld(14, "IfNotPresent")
+            + num(16, 0) + num(17, 0) + num(18, 0))
+
+
+def pod_spec() -> bytes:
+    return (ld(1, ld(1, "logs") + ld(2, ld(2, ld(1, ""))))  # emptyDir: {} (medium "")
+            + ld(1, ld(1, "cfg") + ld(2, ld(19, ld(1, ld(1, "settings")) + num(3, 420))))
+            + ld(2, container()) + ld(3, "Always") + num(4, 0) + entry(7, "pool", "cpu")
+            + ld(8, "ray") + num(11, 0)
+            + ld(22, ld(1, "gpu") + ld(2, "Exists") + ld(4, "NoSchedule"))
+            + num(30, 0))
+
+
+def deployment() -> bytes:
+    selector = entry(1, "app", "ray") + ld(2, ld(1, "tier") + ld(2, "In") + ld(3, "a")
+                                           + ld(3, "b"))
+    template = ld(1, meta("", app="ray")) + ld(2, pod_spec())
+    strategy = ld(1, "RollingUpdate") + ld(2, ld(1, num(1, 1) + ld(3, "25%"))
+                                           + ld(2, num(1, 0) + num(2, 1)))
+    spec = (num(1, 0) + ld(2, selector) + ld(3, template) + ld(4, strategy) + num(5, 0)
+            + num(6, 10))
+    status = ld(1, b"") + num(2, 0)  # Go always writes status; the main resource ignores it
+    return envelope("apps/v1", "Deployment", ld(1, meta("ray-head", app="ray")) + ld(2, spec)
+                    + ld(3, status))
+
+
+def test_a_deployment_with_a_full_pod_template_reads_as_its_json():
+    obj = protobuf.decode(deployment())
+    assert obj["apiVersion"] == "apps/v1" and obj["kind"] == "Deployment"
+    assert obj["metadata"] == {"name": "ray-head", "labels": {"app": "ray"}}
+    spec = obj["spec"]
+    assert spec["replicas"] == 0 and spec["revisionHistoryLimit"] == 10
+    assert "minReadySeconds" not in spec  # a non-pointer zero is what Go always writes
+    assert spec["selector"] == {"matchLabels": {"app": "ray"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["a", "b"]}]}
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {
+        "maxUnavailable": "25%", "maxSurge": 1}}
+    pod = spec["template"]["spec"]
+    assert pod["volumes"] == [{"name": "logs", "emptyDir": {}},
+                              {"name": "cfg", "configMap": {"name": "settings",
+                                                            "defaultMode": 420}}]
+    assert pod["terminationGracePeriodSeconds"] == 0 and pod["enableServiceLinks"] is False
+    assert "hostNetwork" not in pod and pod["nodeSelector"] == {"pool": "cpu"}
+    assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    (c,) = pod["containers"]
+    assert c["command"] == ["ray", "start"] and c["args"] == ["--head"]
+    assert c["ports"] == [{"name": "gcs", "containerPort": 6379, "protocol": "TCP"}]
+    assert c["env"] == [
+        {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1",
+                                                   "fieldPath": "metadata.name"}}},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token",
+                                                         "optional": False}}},
+        {"name": "PLAIN", "value": "x"}]
+    assert c["resources"] == {"limits": {"cpu": "500m"}, "requests": {"memory": "1Gi"}}
+    assert c["volumeMounts"] == [{"name": "logs", "mountPath": "/tmp/ray"}]
+    assert c["livenessProbe"] == {"httpGet": {"path": "/healthz", "port": 8080,
+                                              "scheme": "HTTP"},
+                                  "timeoutSeconds": 1, "periodSeconds": 5,
+                                  "successThreshold": 1, "failureThreshold": 3}
+    assert c["readinessProbe"] == {"tcpSocket": {"port": "gcs"}, "periodSeconds": 2}
+    assert c["imagePullPolicy"] == "IfNotPresent" and "stdin" not in c
+
+
+def test_lease_times_and_negative_numbers():
+    renew = num(1, 1_700_000_000) + num(2, 123_456_000)  # a MicroTime: seconds, nanos
+    spec = ld(1, "") + num(2, 15) + ld(4, renew) + num(5, 0)
+    obj = protobuf.decode(envelope("coordination.k8s.io/v1", "Lease",
+                                   ld(1, meta("leader")) + ld(2, spec)))
+    # a pointer's empty string and zero are kept: they were set (a released lease)
+    assert obj["spec"] == {"holderIdentity": "", "leaseDurationSeconds": 15,
+                           "renewTime": "2023-11-14T22:13:20.123456Z", "leaseTransitions": 0}
+    grace = protobuf.decode(envelope("v1", "Pod", ld(1, meta("p")) + ld(2, num(5, -1))))
+    assert grace["spec"] == {"activeDeadlineSeconds": -1}
+
+
+def test_unread_fields_and_kinds_are_refused_by_name():
+    affinity = ld(2, ld(2, ld(1, "c")) + ld(18, b"\x0a\x00"))
+    with pytest.raises(Exception, match="field 18 of the protobuf message PodSpec"):
+        protobuf.decode(envelope("v1", "Pod", ld(1, meta("p")) + affinity))
+    with pytest.raises(Exception, match="must be sent as JSON"):
+        protobuf.decode(envelope("apps/v1", "StatefulSet", ld(1, meta("s"))))
+    with pytest.raises(Exception, match="magic"):
+        protobuf.decode(b"{}")
+
+
+def client(sim) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=BASE_URL, transport=httpx_transport(sim, identity="go"),
+                             headers={"accept": "application/vnd.kubernetes.protobuf, */*"})
+
+
+async def test_a_go_client_creates_a_deployment_in_protobuf(sim):
+    async with client(sim) as c:
+        r = await c.post("/apis/apps/v1/namespaces/default/deployments", content=deployment(),
+                         headers=PROTO)
+        assert r.status_code == 201, r.text
+        assert r.headers["content-type"] == "application/json"  # Go's Accept allows JSON
+        stored = r.json()
+        assert stored["spec"]["replicas"] == 0
+        assert stored["spec"]["template"]["spec"]["containers"][0]["name"] == "ray-head"
+        # status is never read from protobuf: a status write in it is refused, not dropped
+        r = await c.put("/apis/apps/v1/namespaces/default/deployments/ray-head/status",
+                        content=deployment(), headers=PROTO)
+        assert r.status_code == 415 and "status" in r.json()["message"]
+
+
+async def test_accept_negotiation(sim):
+    async with httpx.AsyncClient(base_url=BASE_URL,
+                                 transport=httpx_transport(sim, identity="curl")) as c:
+        r = await c.post("/api/v1/namespaces/default/configmaps",
+                         json={"metadata": {"name": "a"}, "data": {"k": "v"}})
+        assert r.status_code == 201
+        only_proto = {"accept": "application/vnd.kubernetes.protobuf"}
+        r = await c.get("/api/v1/namespaces/default/configmaps/a", headers=only_proto)
+        assert r.status_code == 406 and r.json()["reason"] == "NotAcceptable"
+        r = await c.get("/apis/ray.io/v1/namespaces/default/rayclusters", headers=only_proto)
+        assert r.status_code == 406  # a custom resource: JSON only, as on a real server
+        r = await c.get("/api/v1/namespaces/default/configmaps/a",
+                        headers={"accept": "application/yaml"})
+        assert r.status_code == 200 and r.headers["content-type"] == "application/yaml"
+        assert yaml.safe_load(r.text)["data"] == {"k": "v"}
+        listed = await c.get("/api/v1/namespaces/default/configmaps",
+                             headers={"accept": "application/yaml, application/json"})
+        assert yaml.safe_load(listed.text)["items"][0]["metadata"]["name"] == "a"
+        r = await c.get("/api/v1/namespaces/default/configmaps",
+                        params={"watch": "1"}, headers={"accept": "application/yaml"})
+        assert r.status_code == 406  # kube has no YAML watch stream either
