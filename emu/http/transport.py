@@ -65,9 +65,13 @@ def _transport_class(module_name: str) -> type:
         async def handle_async_request(self, request: Any) -> Any:
             body = await request.aread()
             url = request.url
-            req = HttpRequest(request.method, url.path,
-                              tuple((str(k), str(v)) for k, v in url.params.multi_items()),
-                              request.headers, body)  # httpx headers are case-insensitive
+            # a plain dict with lower-case names: httpx's case-insensitive Headers cost several
+            # microseconds a lookup, and the gateway looks up a few per request
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                       for k, v in request.headers.raw}
+            query = tuple((str(k), str(v)) for k, v in url.params.multi_items()) \
+                if url.query else ()
+            req = HttpRequest(request.method, url.path, query, headers, body)
             try:
                 result = await self.gateway.handle(req)
             except Dropped as err:
