@@ -97,9 +97,11 @@ class FloorStore:
             resp.content_type = "application/json"
             resp.enable_chunked_encoding()
             await resp.prepare(request)
-            # one chunk, as emu's server writes events that are ready together
+            # one chunk, as emu's server writes events that are ready together; then the
+            # stream stays open until the client leaves, as a watch does (kube's and emu's)
             await resp.write(b"".join(b'{"type":"ADDED","object":' + data + b"}\n"
                                       for _, data, _ in self.objs.values()))
+            await asyncio.Event().wait()  # cancelled when the client hangs up
             return resp
         key, _, value = request.query.get("labelSelector", "=").partition("=")
         items = [data for _, data, labels in self.objs.values() if labels.get(key) == value]
@@ -196,7 +198,9 @@ Figures = dict[str, tuple[int, float]]
 
 async def _floor_run(n: int) -> Figures:
     floor = FloorStore()
-    runner = web.AppRunner(floor.app(), access_log=None)
+    # configured as emu.http.server.HttpServer configures its runner
+    runner = web.AppRunner(floor.app(), access_log=None, handle_signals=False,
+                           shutdown_timeout=0.5, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -209,8 +209,9 @@ class APIServer:
 
     def _now(self) -> str:
         # Virtual time stands still between loop steps, so many writes share one timestamp:
-        # format it once per distinct clock value (strftime is most of a small create).
-        t = self._clock()
+        # format it once per distinct second (the text has whole seconds; strftime is most of
+        # a small create, and a wall-clock-paced clock never stands still).
+        t = int(self._clock())
         if t != self._now_t:
             self._now_t, self._now_text = t, rfc3339(t)
         return self._now_text

@@ -61,7 +61,7 @@ class WatchStream:
         self.delivered = 0
         #: When set, iterating yields each event as its JSON line (``{"type":..,"object":..}``
         #: and a newline), built from the stored bytes without decoding them: for HTTP servers,
-        #: which would only encode the decoded object again (`take_encoded` drains the queue).
+        #: which would only encode the decoded object again (`take_ready` drains the queue).
         self.encoded = False
         #: the revision the watch starts after: changes at or below it are not delivered and no
         #: bookmark goes below it (kube's cacheWatcher filters the same way), so a watch from a
@@ -167,16 +167,17 @@ class WatchStream:
             return _LINE_START[type_] + data + b"}\n"
         return orjson.dumps(self._event(item)) + b"\n"
 
-    def take_encoded(self) -> list[bytes]:
-        """Every event queued now, as `encoded` lines, without waiting: an HTTP server writes
-        the events that are ready together in one chunk (a watch from version 0 replays the
-        whole collection at once)."""
+    def take_ready(self) -> list[Any]:
+        """Every event queued now, without waiting (as `encoded` lines when that is set): an
+        HTTP server writes the events that are ready together in one chunk (a watch from
+        version 0 replays the whole collection at once)."""
         if self.closed:
             return []
-        queue, encode = self._queue, self._encode
-        lines = [encode(queue.popleft()) for _ in range(len(queue))]
-        self.delivered += len(lines)
-        return lines
+        queue = self._queue
+        convert = self._encode if self.encoded else self._event
+        out = [convert(queue.popleft()) for _ in range(len(queue))]
+        self.delivered += len(out)
+        return out
 
     def _bookmark(self) -> None:
         if self.closed or self._queue:

@@ -495,30 +495,38 @@ class _Call:
         as_table = self.gw.wants_table(self.req)
         sim, info, req = self.gw.sim, self.info, self.req
         inner = getattr(stream, "_inner", None)  # the API server's end, behind the network's
-        if as_table or not isinstance(inner, WatchStream) or not self.gw.stored_bytes:
+        if not isinstance(inner, WatchStream):
+            inner = None
+        # The first ready event travels over the network (faults, latency); the others ready
+        # with it follow in the same chunk.
+        if as_table or inner is None or not self.gw.stored_bytes:
             async def chunks() -> AsyncIterator[bytes]:
                 try:
-                    async for event in stream:
-                        if as_table and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                            event = {"type": event["type"],
-                                     "object": tables.to_table(sim, info, event["object"], req)}
-                        yield orjson.dumps(event) + b"\n"
+                    async for first in stream:
+                        events = [first, *inner.take_ready()] if inner is not None else [first]
+                        lines = []
+                        for event in events:
+                            if as_table and event.get("type") in ("ADDED", "MODIFIED",
+                                                                  "DELETED"):
+                                event = {"type": event["type"],
+                                         "object": tables.to_table(sim, info, event["object"],
+                                                                   req)}
+                            lines.append(orjson.dumps(event) + b"\n")
+                        yield b"".join(lines)
                 except ConnectionReset:
                     return  # the emulated connection broke: the HTTP stream ends, as kube's does
                 finally:
                     stream.close()
 
             return WatchResponse(chunks(), stream.close)
-        # The stored bytes go out as they are: the first ready event travels over the network
-        # (faults, latency), the others ready with it follow in the same chunk.
+        # The stored bytes go out as they are.
         inner.encoded = True
+        raw = inner
 
         async def raw_chunks() -> AsyncIterator[bytes]:
             try:
                 async for first in stream:
-                    if stream.broken:
-                        return
-                    rest = inner.take_encoded()
+                    rest = raw.take_ready()
                     yield b"".join((first, *rest)) if rest else first
             except ConnectionReset:
                 return

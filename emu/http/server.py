@@ -116,44 +116,22 @@ class HttpServer:
         return await self._stream(request, result)
 
     async def _stream(self, request: web.Request, watch: WatchResponse) -> web.StreamResponse:
-        """Write the watch's events as they come; events already queued are written together
-        in one chunk (a watch from resourceVersion 0 replays thousands at once)."""
+        """Write the watch's chunks as they come (the gateway puts the events that are ready
+        together in one chunk). A client that hangs up cancels this handler, which closes the
+        watch."""
         resp = web.StreamResponse(status=200)
         resp.content_type = watch.content_type
         resp.enable_chunked_encoding()
         self._watches[id(watch)] = watch
-        pending: list[bytes] = []
-        wake = asyncio.Event()
-        ended = False
-
-        async def pump() -> None:
-            nonlocal ended
-            try:
-                async for chunk in watch.chunks:
-                    pending.append(chunk)
-                    wake.set()
-            finally:
-                ended = True
-                wake.set()
-
-        task = asyncio.get_running_loop().create_task(pump())
         try:
             await resp.prepare(request)
-            while True:
-                await wake.wait()
-                wake.clear()
-                if pending:
-                    data = b"".join(pending)
-                    pending.clear()
-                    await resp.write(data)
-                if ended and not pending:
-                    break
+            async for chunk in watch.chunks:
+                await resp.write(chunk)
             with contextlib.suppress(ConnectionError):
                 await resp.write_eof()
         except ConnectionError:
             pass  # the client went away
         finally:
-            task.cancel()
             watch.close()
             self._watches.pop(id(watch), None)
             self.watch_ended.set()

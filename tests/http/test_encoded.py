@@ -55,15 +55,19 @@ async def test_encoded_watch_events_equal_the_decoded_ones(sim):
                                               encoded=True)]]
     assert types == ["ADDED", "DELETED", "DELETED"]
     # the initial-events bookmark and an ERROR event go through the decoded path
-    wl = api.watch("ConfigMap", "default", send_initial_events=True, allow_bookmarks=True,
-                   resource_version_match="NotOlderThan", resource_version="")
-    events = [orjson.loads(x) for x in wl.take_encoded()]
+    wl, twin = (api.watch("ConfigMap", "default", send_initial_events=True,
+                          allow_bookmarks=True, resource_version_match="NotOlderThan",
+                          resource_version="") for _ in range(2))
+    decoded = twin.take_ready()  # decoded dicts unless encoded lines are asked for
+    wl.encoded = True
+    events = [orjson.loads(x) for x in wl.take_ready()]
+    assert events == decoded
     assert events[-1]["type"] == "BOOKMARK"
     assert events[-1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end":
                                                                "true"}
-    assert wl.take_encoded() == [] and wl.delivered == len(events)
+    assert wl.take_ready() == [] and wl.delivered == len(events)
     wl.fail({"kind": "Status", "code": 410, "reason": "Expired"})
-    (error,) = wl.take_encoded()
+    (error,) = wl.take_ready()
     assert orjson.loads(error) == {"type": "ERROR", "object": {"kind": "Status", "code": 410,
                                                               "reason": "Expired"}}
 
