@@ -226,12 +226,15 @@ async def _emu_run(n: int, stored_bytes: bool) -> Figures:
 async def http_runs(n: int, rounds: int) -> tuple[Figures, Figures, Figures]:
     """emu (stored bytes sent as they are), emu "before" (every answer decoded by the API
     server and encoded again by the gateway, as before the stored-bytes paths) and the floor,
-    each step's best of ``rounds`` interleaved rounds (the shared machine's load moves
-    between runs; the best round is the least disturbed one)."""
+    each step's best of ``rounds`` interleaved rounds, each round in another order (the shared
+    machine's load moves between runs, and a process's first run differs from its later ones;
+    the best round is the least disturbed one)."""
     best: list[Figures] = [{}, {}, {}]
-    for _ in range(rounds):
-        runs = (await _emu_run(n, True), await _emu_run(n, False), await _floor_run(n))
-        for kept, got in zip(best, runs, strict=True):
+    for r in range(rounds):
+        for which in [(r + k) % 3 for k in range(3)]:  # each round starts with another side
+            got = await (_emu_run(n, True) if which == 0 else _emu_run(n, False)
+                         if which == 1 else _floor_run(n))
+            kept = best[which]
             for step, (ops, secs) in got.items():
                 if step not in kept or ops / secs > kept[step][0] / kept[step][1]:
                     kept[step] = (ops, secs)
