@@ -126,16 +126,21 @@ PodSpec volumes:1:Volume* containers:2:Container* restartPolicy:3
   terminationGracePeriodSeconds:4:i? activeDeadlineSeconds:5:i? dnsPolicy:6 nodeSelector:7:ms
   serviceAccountName:8 serviceAccount:9 nodeName:10 hostNetwork:11:b hostPID:12:b hostIPC:13:b
   securityContext:14:PodSecurityContext? imagePullSecrets:15:LocalObjectReference* hostname:16
-  subdomain:17 schedulerName:19 initContainers:20:Container* automountServiceAccountToken:21:b?
-  tolerations:22:Toleration* priorityClassName:24 priority:25:i? shareProcessNamespace:27:b?
-  runtimeClassName:29? enableServiceLinks:30:b? preemptionPolicy:31? setHostnameAsFQDN:35:b?
-  hostUsers:37:b?
+  subdomain:17 affinity:18:Affinity? schedulerName:19 initContainers:20:Container*
+  automountServiceAccountToken:21:b? tolerations:22:Toleration* hostAliases:23:HostAlias*
+  priorityClassName:24 priority:25:i? dnsConfig:26:PodDNSConfig? shareProcessNamespace:27:b?
+  readinessGates:28:PodReadinessGate* runtimeClassName:29? enableServiceLinks:30:b?
+  preemptionPolicy:31? overhead:32:mQ topologySpreadConstraints:33:TopologySpreadConstraint*
+  setHostnameAsFQDN:35:b? os:36:PodOS? hostUsers:37:b? schedulingGates:38:PodSchedulingGate*
+  resources:40:ResourceRequirements? hostnameOverride:41?
 Container name:1 image:2 command:3* args:4* workingDir:5 ports:6:ContainerPort* env:7:EnvVar*
   resources:8:ResourceRequirements volumeMounts:9:VolumeMount* livenessProbe:10:Probe?
   readinessProbe:11:Probe? lifecycle:12:Lifecycle? terminationMessagePath:13 imagePullPolicy:14
   securityContext:15:SecurityContext? stdin:16:b stdinOnce:17:b tty:18:b
-  envFrom:19:EnvFromSource* terminationMessagePolicy:20 startupProbe:22:Probe?
-  restartPolicy:24?
+  envFrom:19:EnvFromSource* terminationMessagePolicy:20 volumeDevices:21:VolumeDevice*
+  startupProbe:22:Probe? resizePolicy:23:ContainerResizePolicy* restartPolicy:24?
+VolumeDevice name:1 devicePath:2
+ContainerResizePolicy resourceName:1 restartPolicy:2
 ContainerPort name:1 hostPort:2:i containerPort:3:i protocol:4 hostIP:5
 EnvVar name:1 value:2 valueFrom:3:EnvVarSource?
 EnvVarSource fieldRef:1:ObjectFieldSelector? resourceFieldRef:2:ResourceFieldSelector?
@@ -145,7 +150,8 @@ ResourceFieldSelector containerName:1 resource:2 divisor:3:Q
 KeySelector localObjectReference:1:LocalObjectReference^ key:2 optional:3:b?
 EnvFromSource prefix:1 configMapRef:2:EnvSource? secretRef:3:EnvSource?
 EnvSource localObjectReference:1:LocalObjectReference^ optional:2:b?
-ResourceRequirements limits:1:mQ requests:2:mQ
+ResourceRequirements limits:1:mQ requests:2:mQ claims:3:ResourceClaim*
+ResourceClaim name:1 request:2?
 VolumeMount name:1 readOnly:2:b mountPath:3 subPath:4 mountPropagation:5? subPathExpr:6
 Probe handler:1:ProbeHandler^ initialDelaySeconds:2:i timeoutSeconds:3:i periodSeconds:4:i
   successThreshold:5:i failureThreshold:6:i terminationGracePeriodSeconds:7:i?
@@ -153,23 +159,66 @@ ProbeHandler exec:1:ExecAction? httpGet:2:HTTPGetAction? tcpSocket:3:TCPSocketAc
   grpc:4:GRPCAction?
 LifecycleHandler exec:1:ExecAction? httpGet:2:HTTPGetAction? tcpSocket:3:TCPSocketAction?
   sleep:4:SleepAction?
-Lifecycle postStart:1:LifecycleHandler? preStop:2:LifecycleHandler?
+Lifecycle postStart:1:LifecycleHandler? preStop:2:LifecycleHandler? stopSignal:3?
 ExecAction command:1*
 HTTPGetAction path:1 port:2:IS host:3 scheme:4 httpHeaders:5:HTTPHeader*
 HTTPHeader name:1 value:2
 TCPSocketAction port:1:IS host:2
 GRPCAction port:1:i service:2?
 SleepAction seconds:1:i
-SecurityContext capabilities:1:Capabilities? privileged:2:b? runAsUser:4:i? runAsNonRoot:5:b?
-  readOnlyRootFilesystem:6:b? allowPrivilegeEscalation:7:b? runAsGroup:8:i? procMount:9?
+SecurityContext capabilities:1:Capabilities? privileged:2:b? seLinuxOptions:3:SELinuxOptions?
+  runAsUser:4:i? runAsNonRoot:5:b? readOnlyRootFilesystem:6:b? allowPrivilegeEscalation:7:b?
+  runAsGroup:8:i? procMount:9? windowsOptions:10:WindowsOptions?
+  seccompProfile:11:SeccompProfile? appArmorProfile:12:SeccompProfile?
+SELinuxOptions user:1 role:2 type:3 level:4
+WindowsOptions gmsaCredentialSpecName:1? gmsaCredentialSpec:2? runAsUserName:3?
+  hostProcess:4:b?
+SeccompProfile type:1 localhostProfile:2?
 Capabilities add:1* drop:2*
-PodSecurityContext runAsUser:2:i? runAsNonRoot:3:b? supplementalGroups:4:i* fsGroup:5:i?
-  runAsGroup:6:i? fsGroupChangePolicy:9?
+PodSecurityContext seLinuxOptions:1:SELinuxOptions? runAsUser:2:i? runAsNonRoot:3:b?
+  supplementalGroups:4:i* fsGroup:5:i? runAsGroup:6:i? sysctls:7:Sysctl*
+  windowsOptions:8:WindowsOptions? fsGroupChangePolicy:9? seccompProfile:10:SeccompProfile?
+  appArmorProfile:11:SeccompProfile? supplementalGroupsPolicy:12? seLinuxChangePolicy:13?
+Sysctl name:1 value:2
+Affinity nodeAffinity:1:NodeAffinity? podAffinity:2:PodAffinity? podAntiAffinity:3:PodAffinity?
+NodeAffinity requiredDuringSchedulingIgnoredDuringExecution:1:NodeSelector?
+  preferredDuringSchedulingIgnoredDuringExecution:2:PreferredSchedulingTerm*
+NodeSelector nodeSelectorTerms:1:NodeSelectorTerm*
+NodeSelectorTerm matchExpressions:1:NodeSelectorRequirement* matchFields:2:NodeSelectorRequirement*
+NodeSelectorRequirement key:1 operator:2 values:3*
+PreferredSchedulingTerm weight:1:i preference:2:NodeSelectorTerm
+PodAffinity requiredDuringSchedulingIgnoredDuringExecution:1:PodAffinityTerm*
+  preferredDuringSchedulingIgnoredDuringExecution:2:WeightedPodAffinityTerm*
+PodAffinityTerm labelSelector:1:LabelSelector? namespaces:2* topologyKey:3
+  namespaceSelector:4:LabelSelector? matchLabelKeys:5* mismatchLabelKeys:6*
+WeightedPodAffinityTerm weight:1:i podAffinityTerm:2:PodAffinityTerm
+TopologySpreadConstraint maxSkew:1:i topologyKey:2 whenUnsatisfiable:3
+  labelSelector:4:LabelSelector? minDomains:5:i? nodeAffinityPolicy:6? nodeTaintsPolicy:7?
+  matchLabelKeys:8*
+PodDNSConfig nameservers:1* searches:2* options:3:PodDNSConfigOption*
+PodDNSConfigOption name:1 value:2?
+HostAlias ip:1 hostnames:2*
+PodReadinessGate conditionType:1
+PodOS name:1
+PodSchedulingGate name:1
 Toleration key:1 operator:2 value:3 effect:4 tolerationSeconds:5:i?
 Volume name:1 volumeSource:2:VolumeSource^
 VolumeSource hostPath:1:HostPathVolumeSource? emptyDir:2:EmptyDirVolumeSource?
-  secret:6:SecretVolumeSource? persistentVolumeClaim:10:PVCVolumeSource?
-  configMap:19:ConfigMapVolumeSource?
+  secret:6:SecretVolumeSource? nfs:7:NFSVolumeSource? persistentVolumeClaim:10:PVCVolumeSource?
+  downwardAPI:16:DownwardAPIVolumeSource? configMap:19:ConfigMapVolumeSource?
+  projected:26:ProjectedVolumeSource? csi:28:CSIVolumeSource?
+NFSVolumeSource server:1 path:2 readOnly:3:b
+DownwardAPIVolumeSource items:1:DownwardAPIVolumeFile* defaultMode:2:i?
+DownwardAPIVolumeFile path:1 fieldRef:2:ObjectFieldSelector? resourceFieldRef:3:ResourceFieldSelector?
+  mode:4:i?
+ProjectedVolumeSource sources:1:VolumeProjection* defaultMode:2:i?
+VolumeProjection secret:1:Projection? downwardAPI:2:DownwardAPIProjection?
+  configMap:3:Projection? serviceAccountToken:4:TokenProjection?
+Projection localObjectReference:1:LocalObjectReference^ items:2:KeyToPath* optional:4:b?
+DownwardAPIProjection items:1:DownwardAPIVolumeFile*
+TokenProjection audience:1 expirationSeconds:2:i? path:3
+CSIVolumeSource driver:1 readOnly:2:b? fsType:3? volumeAttributes:4:ms
+  nodePublishSecretRef:5:LocalObjectReference?
 HostPathVolumeSource path:1 type:2?
 EmptyDirVolumeSource medium:1 sizeLimit:2:Q
 SecretVolumeSource secretName:1 items:2:KeyToPath* defaultMode:3:i? optional:4:b?
@@ -183,7 +232,10 @@ ServiceSpec ports:1:ServicePort* selector:2:ms clusterIP:3 type:4 externalIPs:5*
   sessionAffinity:7 loadBalancerIP:8 loadBalancerSourceRanges:9* externalName:10
   externalTrafficPolicy:11 healthCheckNodePort:12:i publishNotReadyAddresses:13:b
   ipFamilyPolicy:17? clusterIPs:18* ipFamilies:19* allocateLoadBalancerNodePorts:20:b?
-  loadBalancerClass:21? internalTrafficPolicy:22?
+  loadBalancerClass:21? internalTrafficPolicy:22? sessionAffinityConfig:14:SessionAffinityConfig?
+  trafficDistribution:23?
+SessionAffinityConfig clientIP:1:ClientIPConfig?
+ClientIPConfig timeoutSeconds:1:i?
 ServicePort name:1 protocol:2 port:3:i targetPort:4:IS nodePort:5:i appProtocol:6?
 Endpoints metadata:1:ObjectMeta subsets:2:EndpointSubset*
 EndpointSubset addresses:1:EndpointAddress* notReadyAddresses:2:EndpointAddress*
@@ -195,6 +247,13 @@ Event metadata:1:ObjectMeta involvedObject:2:ObjectReference reason:3 message:4
   series:11:EventSeries? action:12 related:13:ObjectReference? reportingComponent:14
   reportingInstance:15
 EventSource component:1 host:2
+EventsV1Event metadata:1:ObjectMeta eventTime:2:MT series:3:EventSeries? reportingController:4
+  reportingInstance:5 action:6 reason:7 regarding:8:ObjectReference related:9:ObjectReference?
+  note:10 type:11 deprecatedSource:12:EventSource deprecatedFirstTimestamp:13:T
+  deprecatedLastTimestamp:14:T deprecatedCount:15:i
+Node metadata:1:ObjectMeta spec:2:NodeSpec status:3:-
+NodeSpec podCIDR:1 externalID:2 providerID:3 unschedulable:4:b taints:5:Taint* podCIDRs:7*
+Taint key:1 value:2 effect:3 timeAdded:4:T?
 EventSeries count:1:i lastObservedTime:2:MT
 
 Lease metadata:1:ObjectMeta spec:2:LeaseSpec
@@ -233,20 +292,7 @@ HTTPIngressRuleValue paths:1:HTTPIngressPath*
 HTTPIngressPath path:1 backend:2:IngressBackend pathType:3?
 
 Role metadata:1:ObjectMeta rules:2:PolicyRule*
-ClusterIngress metadata:1:ObjectMeta spec:2:IngressSpec status:3:-
-IngressSpec defaultBackend:1:IngressBackend? tls:2:IngressTLS* rules:3:IngressRule*
-  ingressClassName:4?
-IngressBackend resource:3:TypedLocalObjectReference? service:4:IngressServiceBackend?
-IngressServiceBackend name:1 port:2:ServiceBackendPort
-ServiceBackendPort name:1 number:2:i
-TypedLocalObjectReference apiGroup:1? kind:2 name:3
-IngressTLS hosts:1* secretName:2
-IngressRule host:1 ingressRuleValue:2:IngressRuleValue^
-IngressRuleValue http:1:HTTPIngressRuleValue?
-HTTPIngressRuleValue paths:1:HTTPIngressPath*
-HTTPIngressPath path:1 backend:2:IngressBackend pathType:3?
-
-Role metadata:1:ObjectMeta rules:2:PolicyRule* aggregationRule:3:AggregationRule?
+ClusterRole metadata:1:ObjectMeta rules:2:PolicyRule* aggregationRule:3:AggregationRule?
 AggregationRule clusterRoleSelectors:1:LabelSelector*
 PolicyRule verbs:1* apiGroups:2* resources:3* resourceNames:4* nonResourceURLs:5*
 RoleBinding metadata:1:ObjectMeta subjects:2:Subject* roleRef:3:RoleRef
@@ -267,6 +313,7 @@ def _parse_tables(text: str) -> dict[str, dict[int, _Field]]:
             continue
         words = line.split()
         if not line.startswith(" "):
+            assert words[0] not in out, f"{words[0]} is in the tables twice"
             current = out[words[0]] = {}
             words = words[1:]
         assert current is not None
@@ -288,7 +335,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "Namespace"): "Namespace", ("v1", "ConfigMap"): "ConfigMap",
     ("v1", "Secret"): "Secret", ("v1", "ServiceAccount"): "ServiceAccount",
     ("v1", "Pod"): "Pod", ("v1", "Service"): "Service", ("v1", "Endpoints"): "Endpoints",
-    ("v1", "Event"): "Event", ("coordination.k8s.io/v1", "Lease"): "Lease",
+    ("v1", "Event"): "Event", ("events.k8s.io/v1", "Event"): "EventsV1Event",
+    ("v1", "Node"): "Node", ("coordination.k8s.io/v1", "Lease"): "Lease",
     ("discovery.k8s.io/v1", "EndpointSlice"): "EndpointSlice", ("batch/v1", "Job"): "Job",
     ("apps/v1", "Deployment"): "Deployment", ("networking.k8s.io/v1", "Ingress"): "Ingress",
     ("rbac.authorization.k8s.io/v1", "Role"): "Role",

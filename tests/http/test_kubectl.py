@@ -240,6 +240,13 @@ def test_typed_generators_send_protobuf(served: Served):
     assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                              "name": "reader"}
     assert [s["kind"] for s in rb["subjects"]] == ["User", "ServiceAccount"]
+    served.kubectl("create", "clusterrole", "node-reader", "--verb=get", "--resource=nodes")
+    served.kubectl("create", "clusterrolebinding", "node-readers", "--clusterrole=node-reader",
+                   "--group=devs")
+    crb = json.loads(served.kubectl("get", "clusterrolebinding", "node-readers", "-o",
+                                    "json").stdout)
+    assert crb["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                "name": "devs"}]
     served.kubectl("create", "ingress", "in", "--rule=foo.com/bar=front:80", "-n", "kc-typed")
     ing = json.loads(served.kubectl("get", "ingress", "in", "-n", "kc-typed", "-o",
                                     "json").stdout)

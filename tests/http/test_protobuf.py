@@ -141,13 +141,76 @@ def test_lease_times_and_negative_numbers():
 
 
 def test_unread_fields_and_kinds_are_refused_by_name():
-    affinity = ld(2, ld(2, ld(1, "c")) + ld(18, b"\x0a\x00"))
-    with pytest.raises(Exception, match="field 18 of the protobuf message PodSpec"):
-        protobuf.decode(envelope("v1", "Pod", ld(1, meta("p")) + affinity))
+    ephemeral = ld(2, ld(2, ld(1, "c")) + ld(34, ld(1, ld(1, "debug"))))
+    with pytest.raises(Exception, match="field 34 of the protobuf message PodSpec"):
+        protobuf.decode(envelope("v1", "Pod", ld(1, meta("p")) + ephemeral))
     with pytest.raises(Exception, match="must be sent as JSON"):
         protobuf.decode(envelope("apps/v1", "StatefulSet", ld(1, meta("s"))))
     with pytest.raises(Exception, match="magic"):
         protobuf.decode(b"{}")
+
+
+@pytest.mark.parametrize("kind", sorted(protobuf.KINDS))
+def test_every_kind_read_decodes_its_metadata(kind):
+    api_version, name = kind
+    obj = protobuf.decode(envelope(api_version, name, ld(1, meta("x", team="a"))))
+    assert obj == {"apiVersion": api_version, "kind": name,
+                   "metadata": {"name": "x", "labels": {"team": "a"}}}
+
+
+def test_scheduling_and_volume_fields_of_a_pod():
+    term = ld(1, ld(1, "zone") + ld(2, "In") + ld(3, "a"))  # NodeSelectorTerm.matchExpressions
+    node_affinity = ld(1, ld(1, term)) + ld(2, num(1, 50) + ld(2, term))
+    anti = ld(2, num(1, 100) + ld(2, ld(1, entry(1, "app", "ray")) + ld(3, "kubernetes.io/host")))
+    affinity = ld(1, node_affinity) + ld(3, anti)
+    spread = num(1, 1) + ld(2, "zone") + ld(3, "DoNotSchedule") + ld(4, entry(1, "app", "ray"))
+    projected = ld(1, ld(1, ld(1, ld(1, "creds")) + ld(2, ld(1, "a") + ld(2, "b"))))  # secret
+    projected += ld(1, ld(4, ld(1, "vault") + num(2, 3600) + ld(3, "token")))
+    seccomp = ld(11, ld(1, "RuntimeDefault"))
+    spec = (ld(1, ld(1, "p") + ld(2, ld(26, projected)))
+            + ld(2, ld(1, "c") + ld(15, seccomp + num(5, 1)))
+            + ld(18, affinity) + ld(33, spread) + ld(36, ld(1, "linux")))
+    pod = protobuf.decode(envelope("v1", "Pod", ld(1, meta("p")) + ld(2, spec)))["spec"]
+    expr = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    assert pod["affinity"] == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [expr]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50,
+                                                                 "preference": expr}]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "ray"}},
+                                                "topologyKey": "kubernetes.io/host"}}]}}
+    assert pod["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "ray"}}}]
+    assert pod["volumes"] == [{"name": "p", "projected": {"sources": [
+        {"secret": {"name": "creds", "items": [{"key": "a", "path": "b"}]}},
+        {"serviceAccountToken": {"audience": "vault", "expirationSeconds": 3600,
+                                 "path": "token"}}]}}]
+    assert pod["containers"][0]["securityContext"] == {
+        "seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True}
+    assert pod["os"] == {"name": "linux"}
+
+
+def test_nodes_and_events_of_both_groups():
+    taint = ld(5, ld(1, "gpu") + ld(3, "NoSchedule") + ld(4, b""))
+    node = protobuf.decode(envelope("v1", "Node", ld(1, meta("n1"))
+                                    + ld(2, ld(1, "10.0.0.0/24") + num(4, 1) + taint)))
+    assert node["spec"] == {"podCIDR": "10.0.0.0/24", "unschedulable": True,
+                            "taints": [{"key": "gpu", "effect": "NoSchedule"}]}
+    ref = ld(1, "Pod") + ld(2, "default") + ld(3, "p")
+    when = num(1, 1_700_000_000) + num(2, 5_000)
+    new = protobuf.decode(envelope("events.k8s.io/v1", "Event", ld(1, meta("e")) + ld(2, when)
+                                   + ld(4, "kuberay-operator") + ld(5, "op-1") + ld(6, "Create")
+                                   + ld(7, "Created") + ld(8, ref) + ld(10, "made it")
+                                   + ld(11, "Normal") + ld(12, b"") + ld(13, b"")
+                                   + num(15, 0)))
+    assert new["eventTime"] == "2023-11-14T22:13:20.000005Z"
+    assert new["regarding"] == {"kind": "Pod", "namespace": "default", "name": "p"}
+    assert {k: new[k] for k in ("reportingController", "reason", "note", "type")} == {
+        "reportingController": "kuberay-operator", "reason": "Created", "note": "made it",
+        "type": "Normal"}
+    assert "deprecatedCount" not in new and "deprecatedSource" not in new
 
 
 def client(sim) -> httpx.AsyncClient:
