@@ -105,8 +105,7 @@ class WatchStream:
             waiter.set_result(None)
 
     def add_initial(self, entries: list[Entry]) -> None:
-        for entry in entries:
-            self._queue.append(("ADDED", entry.data, None))
+        self._queue.extend([("ADDED", entry.data, None) for entry in entries])
 
     def end_initial(self, rev: int) -> None:
         """Queue the bookmark that ends a watch-list's initial events (``sendInitialEvents``)."""
@@ -178,6 +177,18 @@ class WatchStream:
         out = [convert(queue.popleft()) for _ in range(len(queue))]
         self.delivered += len(out)
         return out
+
+    def take_chunk(self) -> bytes:
+        """`take_ready` for an `encoded` stream, as one bytes (a watch from version 0 replays
+        thousands of events: this is its inner loop)."""
+        if self.closed or not self._queue:
+            return b""
+        queue, encode, start = self._queue, self._encode, _LINE_START
+        chunk = b"".join([start[t] + d + b"}\n" if rv is None and d is not None and t in start
+                          else encode((t, d, rv)) for t, d, rv in queue])
+        self.delivered += len(queue)
+        queue.clear()
+        return chunk
 
     def _bookmark(self) -> None:
         if self.closed or self._queue:

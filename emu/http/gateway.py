@@ -526,8 +526,8 @@ class _Call:
         async def raw_chunks() -> AsyncIterator[bytes]:
             try:
                 async for first in stream:
-                    rest = raw.take_ready()
-                    yield b"".join((first, *rest)) if rest else first
+                    rest = raw.take_chunk()
+                    yield first + rest if rest else first
             except ConnectionReset:
                 return
             finally:
