@@ -396,6 +396,25 @@ def test_kr8s_in_process_is_deterministic(seed):
     assert float(runs[0][0][-1].split("@")[1]) > 3
 
 
+async def test_kr8s_in_process_sees_faults_on_virtual_time(sim):
+    from kr8s import APITimeoutError
+    from kr8s.asyncio.objects import ConfigMap
+
+    api = await emu.kr8s_api(sim, identity="my-operator")
+    sim.faults.partition("my-operator", "apiserver")
+    start = sim.now
+    with pytest.raises(APITimeoutError):
+        await ConfigMap({"metadata": {"name": "cut"}, "data": {}}, api=api).create()
+    assert sim.now - start == pytest.approx(30.0)  # the network's timeout, in virtual seconds
+    sim.faults.heal()
+    sim.faults.latency(1.5, caller="my-operator")
+    start = sim.now
+    await ConfigMap({"metadata": {"name": "slow"}, "data": {}}, api=api).create()
+    assert sim.now - start == pytest.approx(3.0)  # 1.5 s each way
+    assert sim.api.get("ConfigMap", "slow", "default")["metadata"]["name"] == "slow"
+    assert sim.trace.select("write")  # the write went through the API server, traced
+
+
 def _field(number: int, payload: bytes) -> bytes:
     assert len(payload) < 128
     return bytes([number << 3 | 2, len(payload)]) + payload
