@@ -247,6 +247,65 @@ async def http_runs(n: int, rounds: int) -> tuple[Figures, Figures, Figures]:
     return best[0], best[1], best[2]
 
 
+async def stub_creates(n: int, rounds: int) -> tuple[float, float]:
+    """CPU ops/s of the create step through emu's whole HTTP stack (server, gateway, emulated
+    network) with the API server's ``create`` replaced by a stub that only stamps a version,
+    beside the floor's: what the HTTP layer costs without the API server's write path."""
+    async def run(stub: bool) -> float:
+        if not stub:
+            return await _floor_create(n)
+        sim = Simulation(seed=0)
+        sim.network.spans = None
+        revs = iter(range(1, 10**9))
+
+        def create(obj: dict[str, Any], **_: Any) -> dict[str, Any]:
+            obj["metadata"]["resourceVersion"] = str(next(revs))
+            return obj
+
+        sim.api.create = create  # type: ignore[method-assign]
+        server = HttpServer(sim)
+        url = await server.start()
+        try:
+            return await _creates(url, n)
+        finally:
+            await server.stop()
+            sim.close()
+
+    best = [0.0, 0.0]
+    for r in range(rounds):
+        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+            best[which] = max(best[which], await run(which == 0))
+    return best[0], best[1]
+
+
+async def _creates(base: str, n: int) -> float:
+    connector = aiohttp.TCPConnector(limit=CONCURRENCY)
+    async with aiohttp.ClientSession(base, connector=connector) as s:
+        async def one(i: int) -> None:
+            async with s.post(PATH, data=orjson.dumps(configmap(i)),
+                              headers={"content-type": "application/json"}) as r:
+                assert r.status == 201, await r.text()
+                await r.read()
+
+        cpu = time.process_time()
+        await _bounded([lambda i=i: one(i) for i in range(n)])  # type: ignore[misc]
+        return n / (time.process_time() - cpu)
+
+
+async def _floor_create(n: int) -> float:
+    floor = FloorStore()
+    runner = web.AppRunner(floor.app(), access_log=None, handle_signals=False,
+                           shutdown_timeout=0.5, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        return await _creates(f"http://127.0.0.1:{port}", n)
+    finally:
+        await runner.cleanup()
+
+
 def in_process(n: int) -> tuple[float, float, float]:
     """ops/s (create + get) of the httpx transport, of kr8s on it, and of ``sim.client()``,
     on virtual time."""
@@ -297,6 +356,7 @@ def main() -> None:
         loop = PacedLoop(speed=1.0)
         with asyncio.Runner(loop_factory=lambda: loop) as runner:
             emu_figures, before, floor = runner.run(http_runs(n, rounds))
+            stub, stub_floor = runner.run(stub_creates(n, rounds))
         print(f"workload W over HTTP: {n} ConfigMaps, {CONCURRENCY} requests in flight, best of "
               f"{rounds} round(s); ops per wall second, and per CPU second of this process")
         print(f"{'step':<20}{'emu':>9}{'before':>9}{'floor':>9}{'ratio':>7}{'before':>7}"
@@ -315,6 +375,11 @@ def main() -> None:
             print(f"{step:<20}{mine:>9,.0f}{old:>9,.0f}{base:>9,.0f}{mine / base:>6.2f}x"
                   f"{old / base:>6.2f}x{mine_c:>10,.0f}{base_c:>10,.0f}{mine_c / base_c:>6.2f}x"
                   f"{old_c / base_c:>6.2f}x")
+        rows.append(row("http", "create, API server's create stubbed, per CPU second", stub,
+                        "ops/cpu-s", baseline=stub_floor, target="reported"))
+        print(f"create with the API server's create stubbed (the HTTP stack alone): "
+              f"{stub:,.0f} ops per CPU second, floor {stub_floor:,.0f} "
+              f"({stub / stub_floor:.2f}x)")
         transport, kr8s, client = in_process(n)
         rows.append(row("http", "in-process httpx transport (create+get)", transport, "ops/s",
                         baseline=client, target="reported beside sim.client()"))
