@@ -409,10 +409,9 @@ class _Call:
         if ctype == "application/vnd.kubernetes.protobuf":
             from .protobuf import decode
 
-            if self.sub is not None:  # the tables skip status: refuse rather than drop it
+            if self.sub == "status":  # the tables skip status: refuse rather than drop it
                 raise UnsupportedMediaType(
-                    f"protobuf bodies are not read on the {self.sub} subresource; send it as "
-                    "JSON")
+                    "protobuf bodies are not read on the status subresource; send it as JSON")
             return decode(body)
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
             try:

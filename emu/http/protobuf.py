@@ -299,6 +299,12 @@ RoleBinding metadata:1:ObjectMeta subjects:2:Subject* roleRef:3:RoleRef
 ClusterRoleBinding metadata:1:ObjectMeta subjects:2:Subject* roleRef:3:RoleRef
 Subject kind:1 apiGroup:2 name:3 namespace:4
 RoleRef apiGroup:1 kind:2 name:3
+
+DeleteOptions gracePeriodSeconds:1:i? preconditions:2:Preconditions? orphanDependents:3:b?
+  propagationPolicy:4? dryRun:5* ignoreStoreReadErrorWithClusterBreakingPotential:6:b?
+Preconditions uid:1? resourceVersion:2?
+Scale metadata:1:ObjectMeta spec:2:ScaleSpec status:3:-
+ScaleSpec replicas:1:i?
 """
 
 #: A field: (JSON name, type, repeated, pointer, inline).
@@ -343,7 +349,12 @@ KINDS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
+    ("autoscaling/v1", "Scale"): "Scale",
 }
+
+#: Kinds read whatever their apiVersion: a typed client's DELETE sends its DeleteOptions in the
+#: client's own group version (``apps/v1``, ``batch/v1``...).
+ANY_VERSION: dict[str, str] = {"DeleteOptions": "DeleteOptions"}
 
 
 # -- values -------------------------------------------------------------------------------------
@@ -454,7 +465,7 @@ def decode(body: bytes) -> Obj:
     type_meta = fields(envelope.get(1, [b""])[-1])
     api_version = _text(type_meta[1][-1]) if 1 in type_meta else ""
     kind = _text(type_meta[2][-1]) if 2 in type_meta else ""
-    name = KINDS.get((api_version, kind))
+    name = KINDS.get((api_version, kind)) or ANY_VERSION.get(kind)
     if name is None:
         raise UnsupportedMediaType(
             f"the body of the request was in protobuf, which this server reads only for "
@@ -464,5 +475,6 @@ def decode(body: bytes) -> Obj:
     raw = envelope.get(2, [b""])[-1]
     obj: Obj = {"apiVersion": api_version, "kind": kind}
     obj.update(message(name, raw if isinstance(raw, bytes) else b""))
-    obj.setdefault("metadata", {})
+    if name != "DeleteOptions":
+        obj.setdefault("metadata", {})
     return obj

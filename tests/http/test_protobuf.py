@@ -233,6 +233,40 @@ async def test_a_go_client_creates_a_deployment_in_protobuf(sim):
         assert r.status_code == 415 and "status" in r.json()["message"]
 
 
+async def test_a_go_client_deletes_and_scales_in_protobuf(sim):
+    async with client(sim) as c:
+        r = await c.post("/apis/apps/v1/namespaces/default/deployments", content=deployment(),
+                         headers=PROTO)
+        assert r.status_code == 201, r.text
+        uid = r.json()["metadata"]["uid"]
+        # a typed client's UpdateScale: an autoscaling/v1 Scale; replicas 0 is always written
+        scale = ld(1, meta("ray-head")) + ld(2, num(1, 0))
+        r = await c.put("/apis/apps/v1/namespaces/default/deployments/ray-head/scale",
+                        content=envelope("autoscaling/v1", "Scale", scale), headers=PROTO)
+        assert r.status_code == 200, r.text
+        scale = ld(1, meta("ray-head")) + ld(2, num(1, 3))
+        r = await c.put("/apis/apps/v1/namespaces/default/deployments/ray-head/scale",
+                        content=envelope("autoscaling/v1", "Scale", scale), headers=PROTO)
+        assert r.json()["spec"]["replicas"] == 3
+        assert sim.api.get("Deployment", "ray-head", "default",
+                           api_version="apps/v1")["spec"]["replicas"] == 3
+        # a typed client's Delete: DeleteOptions in the client's own group version
+        stale = envelope("apps/v1", "DeleteOptions", ld(2, ld(1, "not-the-uid")) + ld(4, "Orphan"))
+        r = await c.request("DELETE", "/apis/apps/v1/namespaces/default/deployments/ray-head",
+                            content=stale, headers=PROTO)
+        assert r.status_code == 409, r.text  # the uid precondition was read
+        options = envelope("apps/v1", "DeleteOptions", num(1, 0) + ld(2, ld(1, uid))
+                           + ld(4, "Orphan") + ld(5, "All"))
+        r = await c.request("DELETE", "/apis/apps/v1/namespaces/default/deployments/ray-head",
+                            content=options, headers=PROTO)
+        assert r.status_code == 200, r.text
+        # dryRun=All was read too: the Deployment is still there
+        assert sim.api.get("Deployment", "ray-head", "default", api_version="apps/v1")
+    assert protobuf.decode(options) == {
+        "apiVersion": "apps/v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+        "preconditions": {"uid": uid}, "propagationPolicy": "Orphan", "dryRun": ["All"]}
+
+
 async def test_accept_negotiation(sim):
     async with httpx.AsyncClient(base_url=BASE_URL,
                                  transport=httpx_transport(sim, identity="curl")) as c:
