@@ -267,6 +267,35 @@ async def test_a_go_client_deletes_and_scales_in_protobuf(sim):
         "preconditions": {"uid": uid}, "propagationPolicy": "Orphan", "dryRun": ["All"]}
 
 
+async def test_a_go_client_updates_with_the_metadata_it_read(sim):
+    async with client(sim) as c:
+        r = await c.post("/api/v1/namespaces/default/configmaps", content=envelope(
+            "v1", "ConfigMap", ld(1, meta("cfg")) + entry(2, "k", "1")), headers=PROTO)
+        assert r.status_code == 201, r.text
+        got = r.json()["metadata"]
+        # what a Go client writes back: every field of the ObjectMeta it read, managedFields too
+        fields_v1 = ld(1, b'{"f:data":{"f:k":{}}}')
+        managed = ld(1, "my-operator") + ld(2, "Update") + ld(3, "v1") \
+            + ld(4, num(1, 1_700_000_000)) + ld(6, "FieldsV1") + ld(7, fields_v1)
+        back = (ld(1, "cfg") + ld(3, "default") + ld(4, "") + ld(5, got["uid"])
+                + ld(6, got["resourceVersion"]) + num(7, 0) + ld(8, num(1, 1_700_000_000))
+                + ld(17, managed))
+        r = await c.put("/api/v1/namespaces/default/configmaps/cfg", content=envelope(
+            "v1", "ConfigMap", ld(1, back) + entry(2, "k", "2")), headers=PROTO)
+        assert r.status_code == 200, r.text
+        assert r.json()["data"] == {"k": "2"}
+        # and a stale one is a conflict, as in JSON
+        r = await c.put("/api/v1/namespaces/default/configmaps/cfg", content=envelope(
+            "v1", "ConfigMap", ld(1, back) + entry(2, "k", "3")), headers=PROTO)
+        assert r.status_code == 409
+    decoded = protobuf.message("ObjectMeta", back)
+    assert decoded["managedFields"] == [{
+        "manager": "my-operator", "operation": "Update", "apiVersion": "v1",
+        "time": "2023-11-14T22:13:20Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": {"f:k": {}}}}]
+    assert decoded["creationTimestamp"] == "2023-11-14T22:13:20Z"
+
+
 async def test_accept_negotiation(sim):
     async with httpx.AsyncClient(base_url=BASE_URL,
                                  transport=httpx_transport(sim, identity="curl")) as c:
