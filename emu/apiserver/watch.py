@@ -162,7 +162,7 @@ class WatchStream:
 
     def _encode(self, item: _Item) -> bytes:
         type_, data, rv = item
-        if rv is None and data is not None and type_ != "ERROR":
+        if rv is None and data is not None and type_ in _LINE_START:
             return _LINE_START[type_] + data + b"}\n"
         return orjson.dumps(self._event(item)) + b"\n"
 
