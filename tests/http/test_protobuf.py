@@ -296,6 +296,36 @@ async def test_a_go_client_updates_with_the_metadata_it_read(sim):
     assert decoded["creationTimestamp"] == "2023-11-14T22:13:20Z"
 
 
+async def test_a_go_event_recorder_and_leader_election_in_protobuf(sim):
+    """What client-go's EventRecorder and its Lease lock send, accepted by the API server."""
+    ref = ld(1, "RayCluster") + ld(2, "default") + ld(3, "rc") + ld(4, "u-1") + ld(5, "ray.io/v1")
+    stamp = num(1, 1_700_000_000)
+    event = (ld(1, meta("rc.17a")) + ld(2, ref) + ld(3, "CreatedService")
+             + ld(4, "Created service default/rc-head-svc")
+             + ld(5, ld(1, "raycluster-controller") + ld(2, "")) + ld(6, stamp) + ld(7, stamp)
+             + num(8, 1) + ld(9, "Normal") + ld(10, b"") + ld(12, "") + ld(14, "")
+             + ld(15, ""))
+    lease = ld(1, meta("kuberay-operator")) + ld(2, ld(1, "op-7f9") + num(2, 15)
+                                                 + ld(3, num(1, 1_700_000_000))
+                                                 + ld(4, num(1, 1_700_000_002)) + num(5, 0))
+    async with client(sim) as c:
+        r = await c.post("/api/v1/namespaces/default/events", headers=PROTO,
+                         content=envelope("v1", "Event", event))
+        assert r.status_code == 201, r.text
+        got = r.json()
+        assert got["involvedObject"]["kind"] == "RayCluster" and got["count"] == 1
+        assert got["source"] == {"component": "raycluster-controller"}
+        assert got["firstTimestamp"] == "2023-11-14T22:13:20Z" and "eventTime" not in got
+        r = await c.post("/apis/coordination.k8s.io/v1/namespaces/default/leases",
+                         headers=PROTO, content=envelope("coordination.k8s.io/v1", "Lease",
+                                                         lease))
+        assert r.status_code == 201, r.text
+        assert r.json()["spec"] == {"holderIdentity": "op-7f9", "leaseDurationSeconds": 15,
+                                    "acquireTime": "2023-11-14T22:13:20.000000Z",
+                                    "renewTime": "2023-11-14T22:13:22.000000Z",
+                                    "leaseTransitions": 0}
+
+
 async def test_accept_negotiation(sim):
     async with httpx.AsyncClient(base_url=BASE_URL,
                                  transport=httpx_transport(sim, identity="curl")) as c:
