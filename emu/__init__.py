@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from .faults import UnperformedFaults as UnperformedFaults
     from .http.server import HttpServer as HttpServer
     from .http.transport import httpx_transport as httpx_transport
+    from .http.transport import kr8s_api as kr8s_api
     from .http.transport import lightkube_client as lightkube_client
     from .kernel.loop import Deadlock as Deadlock
     from .kernel.network import ConnectionRefused as ConnectionRefused
@@ -114,6 +115,7 @@ _EXPORTS = {
     "UnperformedFaults": ".faults",
     "HttpServer": ".http.server",
     "httpx_transport": ".http.transport",
+    "kr8s_api": ".http.transport",
     "lightkube_client": ".http.transport",
     "Deadlock": ".kernel.loop",
     "ConnectionRefused": ".kernel.network",
@@ -157,6 +159,8 @@ __all__ = [
     "httpx_transport", "lightkube_client",
     "run",
 ]
+# The in-process kr8s client (emu.http.transport).
+__all__ += ["kr8s_api"]
 # Observation faults and strict-fault reporting (emu.faults).
 __all__ += ["CoalesceEvents", "InformerLag", "ShuffleLists", "StaleList", "UnperformedFaults"]
 # RBAC (emu.apiserver.rbac) and its 403.

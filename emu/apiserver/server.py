@@ -209,8 +209,9 @@ class APIServer:
 
     def _now(self) -> str:
         # Virtual time stands still between loop steps, so many writes share one timestamp:
-        # format it once per distinct clock value (strftime is most of a small create).
-        t = self._clock()
+        # format it once per distinct second (the text has whole seconds; strftime is most of
+        # a small create, and a wall-clock-paced clock never stands still).
+        t = int(self._clock())
         if t != self._now_t:
             self._now_t, self._now_text = t, rfc3339(t)
         return self._now_text
@@ -361,8 +362,10 @@ class APIServer:
     def list(self, kind: str, namespace: str | None = None, *, label_selector: Any = None,
              field_selector: Any = None, resource_version: Any = None,
              resource_version_match: str | None = None, limit: int | None = None,
-             continue_: str | None = None, api_version: str | None = None) -> Obj:
-        """A List object (``PodList`` ...) with items in namespace/name order.
+             continue_: str | None = None, api_version: str | None = None,
+             encoded: bool = False) -> Obj:
+        """A List object (``PodList`` ...) with items in namespace/name order (``encoded``:
+        each item as its stored JSON bytes, for an HTTP server to send on).
 
         As kube-apiserver: no ``resource_version`` (or ``"0"``, or a version with
         ``resource_version_match="NotOlderThan"``) reads the current state, and a version newer
@@ -412,7 +415,7 @@ class APIServer:
             if (labels is None or labels.empty) and (fields is None or fields.empty):
                 meta["remainingItemCount"] = remaining
         return {"apiVersion": info.api_version, "kind": info.list_kind, "metadata": meta,
-                "items": _decode_all(entries)}
+                "items": [e.data for e in entries] if encoded else _decode_all(entries)}
 
     @staticmethod
     def _parse_limit(limit: Any) -> int:
@@ -1079,7 +1082,7 @@ class APIServer:
                              resource_version=o.get("resource_version"),
                              resource_version_match=o.get("resource_version_match"),
                              limit=o.get("limit"), continue_=o.get("continue"),
-                             api_version=req.api_version)
+                             api_version=req.api_version, encoded=bool(o.get("encoded")))
         if verb == "create":
             return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
                                namespace=req.namespace,

@@ -33,6 +33,10 @@ BOOKMARK_INTERVAL = 60.0
 # A queued item: (type, serialized object or None, resourceVersion override or None)
 _Item = tuple[str, bytes | None, str | None]
 
+#: The start of an encoded event line, by type, up to the stored object's bytes.
+_LINE_START = {t: b'{"type":"' + t.encode() + b'","object":' for t in ("ADDED", "MODIFIED",
+                                                                        "DELETED")}
+
 
 class WatchStream:
     """One open watch. Async-iterate it for ``{"type": ..., "object": ...}`` events."""
@@ -55,6 +59,10 @@ class WatchStream:
         self._ending = False  # deliver what is queued, then stop (after an ERROR event)
         self.closed = False
         self.delivered = 0
+        #: When set, iterating yields each event as its JSON line (``{"type":..,"object":..}``
+        #: and a newline), built from the stored bytes without decoding them: for HTTP servers,
+        #: which would only encode the decoded object again (`take_ready` drains the queue).
+        self.encoded = False
         #: the revision the watch starts after: changes at or below it are not delivered and no
         #: bookmark goes below it (kube's cacheWatcher filters the same way), so a watch from a
         #: future resourceVersion sees only what comes after that version
@@ -97,8 +105,7 @@ class WatchStream:
             waiter.set_result(None)
 
     def add_initial(self, entries: list[Entry]) -> None:
-        for entry in entries:
-            self._queue.append(("ADDED", entry.data, None))
+        self._queue.extend([("ADDED", entry.data, None) for entry in entries])
 
     def end_initial(self, rev: int) -> None:
         """Queue the bookmark that ends a watch-list's initial events (``sendInitialEvents``)."""
@@ -114,7 +121,7 @@ class WatchStream:
     def __aiter__(self) -> WatchStream:
         return self
 
-    async def __anext__(self) -> dict[str, Any]:
+    async def __anext__(self) -> Any:
         while not self._queue:
             if self.closed or self._ending:
                 self.close()
@@ -133,8 +140,14 @@ class WatchStream:
                     timer.cancel()
         if self.closed:
             raise StopAsyncIteration
-        type_, data, rv = self._queue.popleft()
+        item = self._queue.popleft()
         self.delivered += 1
+        if self.encoded:
+            return self._encode(item)
+        return self._event(item)
+
+    def _event(self, item: _Item) -> dict[str, Any]:
+        type_, data, rv = item
         if type_ == "BOOKMARK":
             obj: dict[str, Any] = {"kind": self.info.kind, "apiVersion": self.info.api_version,
                                    "metadata": {"resourceVersion": rv}}
@@ -146,6 +159,36 @@ class WatchStream:
             if rv is not None:
                 obj["metadata"]["resourceVersion"] = rv
         return {"type": type_, "object": obj}
+
+    def _encode(self, item: _Item) -> bytes:
+        type_, data, rv = item
+        if rv is None and data is not None and type_ in _LINE_START:
+            return _LINE_START[type_] + data + b"}\n"
+        return orjson.dumps(self._event(item)) + b"\n"
+
+    def take_ready(self) -> list[Any]:
+        """Every event queued now, without waiting (as `encoded` lines when that is set): an
+        HTTP server writes the events that are ready together in one chunk (a watch from
+        version 0 replays the whole collection at once)."""
+        if self.closed:
+            return []
+        queue = self._queue
+        convert = self._encode if self.encoded else self._event
+        out = [convert(queue.popleft()) for _ in range(len(queue))]
+        self.delivered += len(out)
+        return out
+
+    def take_chunk(self) -> bytes:
+        """`take_ready` for an `encoded` stream, as one bytes (a watch from version 0 replays
+        thousands of events: this is its inner loop)."""
+        if self.closed or not self._queue:
+            return b""
+        queue, encode, start = self._queue, self._encode, _LINE_START
+        chunk = b"".join([start[t] + d + b"}\n" if rv is None and d is not None and t in start
+                          else encode((t, d, rv)) for t, d, rv in queue])
+        self.delivered += len(queue)
+        queue.clear()
+        return chunk
 
     def _bookmark(self) -> None:
         if self.closed or self._queue:

@@ -17,7 +17,7 @@ over several files.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -33,6 +33,7 @@ from ..apiserver.errors import (
 from ..apiserver.kinds import KindInfo
 from ..apiserver.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from ..apiserver.request import ApiRequest
+from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
 from . import discovery, openapi, tables
@@ -56,12 +57,38 @@ PATCH_CONTENT_TYPES = {
 
 _PRODUCT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
+#: How many distinct header values the gateway's small parse caches keep before starting over.
+_MEMO = 256
+
+#: The verbs whose answer is the object as stored (when not a dry run), so the stored bytes
+#: can be sent as they are instead of encoding the decoded answer again.
+_STORED_ANSWER = frozenset(("get", "create", "update", "update_status", "patch"))
+
 
 def caller_identity(user_agent: str, default: str = "http") -> str:
     """The network identity of an HTTP caller: the product of its User-Agent (``kubectl/v1.32
     (linux/amd64)`` → ``kubectl``), or ``default``."""
     found = _PRODUCT.match(user_agent.strip())
     return found.group(0) if found else default
+
+
+def _answer_format(accept: str) -> str | None:
+    if not accept.strip():
+        return "json"
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in ("application/json", "*/*", "application/*", "*"):
+            return "json"
+        if media == "application/yaml":
+            return "yaml"
+    return None
+
+
+def _not_acceptable() -> ApiError:
+    return ApiError.from_status({
+        "code": 406, "reason": "NotAcceptable",
+        "message": "only the following media types are accepted: application/json, "
+                   "application/yaml (this server answers no protobuf or CBOR)"})
 
 
 def _status_response(err: ApiError) -> HttpResponse:
@@ -99,9 +126,18 @@ class Gateway:
         self.max_body = max_body
         self.server_url = server_url
         self.requests = 0
+        #: Send stored bytes as they are (watch events, List items, single objects) rather
+        #: than encoding the API server's decoded answer again; off only to measure the gain
+        #: (benchmarks/http.py runs workload W both ways).
+        self.stored_bytes = True
         self._index: dict[tuple[str, str, str], KindInfo] = {}
         self._index_gen = -1
         self._followers: LogFollowers | None = None
+        # per-request parsing that depends on one header only, remembered by the header's text
+        # (clients send the same few User-Agent and Accept values on every request)
+        self._identities: dict[str, str] = {}
+        self._tables: dict[str, bool] = {}
+        self._formats: dict[str, str | None] = {}
 
     def log_followers(self) -> LogFollowers:
         if self._followers is None:
@@ -150,6 +186,11 @@ class Gateway:
     async def _route(self, req: HttpRequest) -> HttpResponse | WatchResponse:
         path = req.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
+        # resource paths first: nearly every request is one
+        if len(parts) >= 3 and parts[0] == "api":
+            return await _Call(self, req, "", parts[1], parts[2:]).run()
+        if len(parts) >= 4 and parts[0] == "apis":
+            return await _Call(self, req, parts[1], parts[2], parts[3:]).run()
         api = self.sim.api
         if len(parts) < 3 or parts[0] not in ("api", "apis") or \
                 (parts[0] == "apis" and len(parts) < 4):
@@ -192,7 +233,36 @@ class Gateway:
     # -- the network ---------------------------------------------------------------------------
 
     def caller(self, req: HttpRequest) -> str:
-        return self.identity or caller_identity(req.header("user-agent"))
+        if self.identity:
+            return self.identity
+        agent = req.header("user-agent")
+        found = self._identities.get(agent)
+        if found is None:
+            if len(self._identities) >= _MEMO:
+                self._identities.clear()
+            found = self._identities[agent] = caller_identity(agent)
+        return found
+
+    def answer_format(self, req: HttpRequest) -> str | None:
+        """What a resource request's ``Accept`` header lets the server answer in: ``"json"``,
+        ``"yaml"``, or None (only protobuf or CBOR, say: 406, as kube-apiserver answers a
+        custom resource asked for in protobuf). The first media type served wins."""
+        accept = req.header("accept")
+        found = self._formats.get(accept, "")
+        if found == "":
+            if len(self._formats) >= _MEMO:
+                self._formats.clear()
+            found = self._formats[accept] = _answer_format(accept)
+        return found
+
+    def wants_table(self, req: HttpRequest) -> bool:
+        accept = req.header("accept")
+        found = self._tables.get(accept)
+        if found is None:
+            if len(self._tables) >= _MEMO:
+                self._tables.clear()
+            found = self._tables[accept] = tables.wants_table(req)
+        return found
 
     async def call(self, caller: str, areq: ApiRequest) -> Any:
         """Send ``areq`` to the API server over the emulated network as ``caller``."""
@@ -247,12 +317,28 @@ class _Call:
         return ApiRequest(verb, self.info.kind, self.info.api_version, self.namespace, self.name,
                           body, {k: v for k, v in options.items() if v is not None})
 
-    async def send(self, verb: str, body: Any = None, **options: Any) -> Any:
-        return await self.gw.call(self.caller, self.areq(verb, body, **options))
+    def send(self, verb: str, body: Any = None, **options: Any) -> Awaitable[Any]:
+        """`Gateway.call` of this request's `areq` (the network's coroutine, not a wrapper)."""
+        areq = self.areq(verb, body, **options)
+        return self.gw.sim.network.call(
+            None, APISERVER, areq, verb=verb, kind=areq.kind, name=areq.name or "",
+            namespace=areq.namespace or "", caller=self.caller)
 
     # -- dispatch --------------------------------------------------------------------------------
 
     async def run(self) -> HttpResponse | WatchResponse:
+        answer = self.gw.answer_format(self.req)
+        if answer == "json" or self.sub == "log":
+            return await self._run()
+        if answer is None or self.watch:
+            raise _not_acceptable()
+        out = await self._run()  # YAML: kube-apiserver serves it for objects and lists
+        if isinstance(out, HttpResponse) and out.content_type == JSON:
+            text = yaml.safe_dump(orjson.loads(out.body), sort_keys=False)
+            return HttpResponse(out.status, text.encode(), "application/yaml", out.headers)
+        return out
+
+    async def _run(self) -> HttpResponse | WatchResponse:
         method = self.req.method.upper()
         if self.sub is not None:
             return await self._subresource(method)
@@ -260,7 +346,7 @@ class _Call:
             if method == "GET":
                 return await (self._watch() if self.watch else self._list())
             if method == "POST":
-                return self._reply(await self.send("create", self._json_body()), 201)
+                return self._reply(await self.send("create", self._json_body()), 201, "create")
             if method == "DELETE":
                 opts = self._delete_options()
                 opts.pop("preconditions", None)
@@ -272,9 +358,9 @@ class _Call:
             if self.watch:
                 return await self._watch()
             return self._reply(await self.send(
-                "get", resource_version=self.req.param("resourceVersion") or None))
+                "get", resource_version=self.req.param("resourceVersion") or None), 200, "get")
         if method == "PUT":
-            return self._reply(await self.send("update", self._json_body()))
+            return self._reply(await self.send("update", self._json_body()), 200, "update")
         if method == "PATCH":
             return await self._patch(None)
         if method == "DELETE":
@@ -287,11 +373,33 @@ class _Call:
             return self._reply(out, 202 if lingers and self._orphan is False else 200)
         raise MethodNotAllowed(f"{method} is not supported on {self.info.resource}")
 
-    def _reply(self, obj: Any, status: int = 200) -> HttpResponse:
-        if status < 300 and isinstance(obj, dict) and tables.wants_table(self.req) \
+    def _reply(self, obj: Any, status: int = 200, verb: str = "") -> HttpResponse:
+        if status < 300 and isinstance(obj, dict) and self.gw.wants_table(self.req) \
                 and obj.get("kind") != "Status":
             obj = tables.to_table(self.gw.sim, self.info, obj, self.req)
+        elif verb in _STORED_ANSWER and not self.dry_run and self.gw.stored_bytes:
+            stored = self._stored_bytes(obj)
+            if stored is not None:
+                return HttpResponse(status, stored)
         return HttpResponse.json(obj, status)
+
+    def _stored_bytes(self, obj: Any) -> bytes | None:
+        """The stored encoding of ``obj`` when the store still holds it at the same version
+        (the API server answers a read or a write with the decoded stored bytes; a write that
+        landed since, during network latency, makes the versions differ)."""
+        if not isinstance(obj, dict):
+            return None
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            return None
+        info = self.info
+        table = self.gw.sim.api.store.tables.get((info.group, info.kind))
+        if table is None:
+            return None
+        entry = table.objs.get((meta.get("namespace") or "", meta.get("name") or ""))
+        if entry is None or entry.rv != meta.get("resourceVersion"):
+            return None
+        return entry.data
 
     # -- bodies --------------------------------------------------------------------------------
 
@@ -301,6 +409,9 @@ class _Call:
         if ctype == "application/vnd.kubernetes.protobuf":
             from .protobuf import decode
 
+            if self.sub == "status":  # the tables skip status: refuse rather than drop it
+                raise UnsupportedMediaType(
+                    "protobuf bodies are not read on the status subresource; send it as JSON")
             return decode(body)
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
             try:
@@ -347,12 +458,19 @@ class _Call:
 
     async def _list(self) -> HttpResponse:
         req = self.req
+        decoded = self.gw.wants_table(req) or not self.gw.stored_bytes
         out = await self.send("list", None, resource_version=req.param("resourceVersion") or None,
                               resource_version_match=req.param("resourceVersionMatch") or None,
                               limit=_int(req, "limit") or None,
                               **{"continue": req.param("continue") or None},
+                              encoded=None if decoded else True,
                               **self._selectors())
-        return self._reply(out)
+        if decoded:
+            return self._reply(out)
+        # the items are the stored bytes: the List is written around them, not re-encoded
+        items = out.pop("items")
+        head = orjson.dumps(out)
+        return HttpResponse(200, b"".join((head[:-1], b',"items":[', b",".join(items), b"]}")))
 
     async def _watch(self) -> WatchResponse:
         sel = self._selectors()
@@ -373,22 +491,48 @@ class _Call:
         stream = await self.gw.sim.network.stream(
             None, APISERVER, areq, kind=self.info.kind, namespace=self.namespace or "",
             caller=self.caller)
-        as_table = tables.wants_table(self.req)
+        as_table = self.gw.wants_table(self.req)
         sim, info, req = self.gw.sim, self.info, self.req
+        inner = getattr(stream, "_inner", None)  # the API server's end, behind the network's
+        if not isinstance(inner, WatchStream):
+            inner = None
+        # The first ready event travels over the network (faults, latency); the others ready
+        # with it follow in the same chunk.
+        if as_table or inner is None or not self.gw.stored_bytes:
+            async def chunks() -> AsyncIterator[bytes]:
+                try:
+                    async for first in stream:
+                        events = [first, *inner.take_ready()] if inner is not None else [first]
+                        lines = []
+                        for event in events:
+                            if as_table and event.get("type") in ("ADDED", "MODIFIED",
+                                                                  "DELETED"):
+                                event = {"type": event["type"],
+                                         "object": tables.to_table(sim, info, event["object"],
+                                                                   req)}
+                            lines.append(orjson.dumps(event) + b"\n")
+                        yield b"".join(lines)
+                except ConnectionReset:
+                    return  # the emulated connection broke: the HTTP stream ends, as kube's does
+                finally:
+                    stream.close()
 
-        async def chunks() -> AsyncIterator[bytes]:
+            return WatchResponse(chunks(), stream.close)
+        # The stored bytes go out as they are.
+        inner.encoded = True
+        raw = inner
+
+        async def raw_chunks() -> AsyncIterator[bytes]:
             try:
-                async for event in stream:
-                    if as_table and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                        event = {"type": event["type"],
-                                 "object": tables.to_table(sim, info, event["object"], req)}
-                    yield orjson.dumps(event) + b"\n"
+                async for first in stream:
+                    rest = raw.take_chunk()
+                    yield first + rest if rest else first
             except ConnectionReset:
-                return  # the emulated connection broke: the HTTP stream ends, as kube's does
+                return
             finally:
                 stream.close()
 
-        return WatchResponse(chunks(), stream.close)
+        return WatchResponse(raw_chunks(), stream.close)
 
     # -- patch, apply --------------------------------------------------------------------------
 
@@ -414,7 +558,7 @@ class _Call:
             opts["force"] = _bool(self.req.param("force"))
         elif self.req.param("fieldManager"):
             opts["field_manager"] = self.req.param("fieldManager")
-        return self._reply(await self.send("patch", body, **opts), 200)
+        return self._reply(await self.send("patch", body, **opts), 200, "patch")
 
     # -- subresources --------------------------------------------------------------------------
 

@@ -81,6 +81,9 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)
     sim = Simulation(seed=opts.seed, **sim_options)
+    # A served world runs for hours and nothing here draws its Perfetto view: keeping a span
+    # per request would only grow the heap (and every full garbage collection with it).
+    sim.network.spans = None
     ssl_context, ca_pem, tls_dir = None, None, None
     if opts.token:
         # client-go sends credentials only over TLS: a token needs HTTPS.

@@ -23,17 +23,22 @@ if TYPE_CHECKING:
 
 
 async def _to_request(request: web.Request, max_body: int) -> HttpRequest | HttpResponse:
-    length = request.content_length
-    if length is not None and length > max_body:
-        err = RequestEntityTooLarge(f"the request body is {length} bytes; the limit is {max_body}")
-        return HttpResponse.json(err.status, err.code)
-    body = await request.content.read(max_body + 1)
-    if len(body) > max_body:
-        err = RequestEntityTooLarge(f"the request body is larger than the limit of {max_body} "
-                                    "bytes")
-        return HttpResponse.json(err.status, err.code)
+    body = b""
+    if request.body_exists:  # most requests are reads, with no body to wait for
+        length = request.content_length
+        if length is not None and length > max_body:
+            err = RequestEntityTooLarge(f"the request body is {length} bytes; the limit is "
+                                        f"{max_body}")
+            return HttpResponse.json(err.status, err.code)
+        try:  # to its end: content.read(n) stops at what the socket has delivered so far
+            body = await request.read()  # the app's client_max_size is max_body + 1
+        except web.HTTPRequestEntityTooLarge:
+            err = RequestEntityTooLarge(f"the request body is larger than the limit of "
+                                        f"{max_body} bytes")
+            return HttpResponse.json(err.status, err.code)
     # aiohttp's headers are already case-insensitive: no copy
-    return HttpRequest(request.method, request.path, tuple(request.query.items()),
+    return HttpRequest(request.method, request.path,
+                       tuple(request.query.items()) if request.query_string else (),
                        request.headers, body)
 
 
@@ -104,52 +109,30 @@ class HttpServer:
             return web.Response(status=500, body=HttpResponse.json(err.status).body,
                                 content_type="application/json")
         if isinstance(result, HttpResponse):
-            resp = web.Response(status=result.status, body=result.body)
-            resp.content_type = result.content_type
+            resp = web.Response(status=result.status, body=result.body,
+                                content_type=result.content_type)
             for key, value in result.headers:
                 resp.headers[key] = value
             return resp
         return await self._stream(request, result)
 
     async def _stream(self, request: web.Request, watch: WatchResponse) -> web.StreamResponse:
-        """Write the watch's events as they come; events already queued are written together
-        in one chunk (a watch from resourceVersion 0 replays thousands at once)."""
+        """Write the watch's chunks as they come (the gateway puts the events that are ready
+        together in one chunk). A client that hangs up cancels this handler, which closes the
+        watch."""
         resp = web.StreamResponse(status=200)
         resp.content_type = watch.content_type
         resp.enable_chunked_encoding()
         self._watches[id(watch)] = watch
-        pending: list[bytes] = []
-        wake = asyncio.Event()
-        ended = False
-
-        async def pump() -> None:
-            nonlocal ended
-            try:
-                async for chunk in watch.chunks:
-                    pending.append(chunk)
-                    wake.set()
-            finally:
-                ended = True
-                wake.set()
-
-        task = asyncio.get_running_loop().create_task(pump())
         try:
             await resp.prepare(request)
-            while True:
-                await wake.wait()
-                wake.clear()
-                if pending:
-                    data = b"".join(pending)
-                    pending.clear()
-                    await resp.write(data)
-                if ended and not pending:
-                    break
+            async for chunk in watch.chunks:
+                await resp.write(chunk)
             with contextlib.suppress(ConnectionError):
                 await resp.write_eof()
         except ConnectionError:
             pass  # the client went away
         finally:
-            task.cancel()
             watch.close()
             self._watches.pop(id(watch), None)
             self.watch_ended.set()

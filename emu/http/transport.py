@@ -8,10 +8,11 @@ backoff) cost no real time and a seed replays the same history, digest included.
 
     transport = emu.httpx_transport(sim)          # for httpx.AsyncClient(transport=...)
     client = emu.lightkube_client(sim)            # a lightkube.AsyncClient
+    api = await emu.kr8s_api(sim)                 # a kr8s.asyncio Api
 
-kr8s is not wired in: it reads its configuration in worker threads while it connects, and a
-virtual-time loop cannot wait on threads it does not know about (the run would jump to its time
-limit); use it against ``emu serve`` instead.
+kr8s reads a kubeconfig file in worker threads, which a virtual-time loop cannot wait on (the run
+would jump to its time limit): `kr8s_api` hands it its configuration as a dict instead, and
+gives it an httpx client on this transport where kr8s would build one for the server's URL.
 
 Faults reach these clients as socket errors: a refused call raises the module's
 ``ConnectError``, a partitioned call or a lost response its ``ReadTimeout`` (after the network's
@@ -64,9 +65,13 @@ def _transport_class(module_name: str) -> type:
         async def handle_async_request(self, request: Any) -> Any:
             body = await request.aread()
             url = request.url
-            req = HttpRequest(request.method, url.path,
-                              tuple((str(k), str(v)) for k, v in url.params.multi_items()),
-                              request.headers, body)  # httpx headers are case-insensitive
+            # a plain dict with lower-case names: httpx's case-insensitive Headers cost several
+            # microseconds a lookup, and the gateway looks up a few per request
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                       for k, v in request.headers.raw}
+            query = tuple((str(k), str(v)) for k, v in url.params.multi_items()) \
+                if url.query else ()
+            req = HttpRequest(request.method, url.path, query, headers, body)
             try:
                 result = await self.gateway.handle(req)
             except Dropped as err:
@@ -97,17 +102,49 @@ def httpx_transport(sim: Simulation, *, identity: str | None = None, module: str
     return _transport_class(module)(gateway)
 
 
+def _kubeconfig(namespace: str) -> dict[str, Any]:
+    """A kubeconfig, as a dict, for the in-process server."""
+    return {"apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "emu", "cluster": {"server": BASE_URL}}],
+            "users": [{"name": "emu", "user": {}}],
+            "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "emu",
+                                                     "namespace": namespace}}],
+            "current-context": "emu"}
+
+
 def lightkube_client(sim: Simulation, *, identity: str = "lightkube",
                      namespace: str = "default", **options: Any) -> Any:
     """A ``lightkube.AsyncClient`` wired to ``sim`` through an in-process transport."""
     from lightkube import AsyncClient, KubeConfig
 
-    config = KubeConfig.from_dict({
-        "clusters": [{"name": "emu", "cluster": {"server": BASE_URL}}],
-        "users": [{"name": "emu", "user": {}}],
-        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "emu",
-                                                 "namespace": namespace}}],
-        "current-context": "emu"})
+    config = KubeConfig.from_dict(_kubeconfig(namespace))
     return AsyncClient(config, transport=httpx_transport(sim, identity=identity,
                                                          module="httpx2"),
                        trust_env=False, **options)
+
+
+async def kr8s_api(sim: Simulation, *, identity: str = "kr8s", namespace: str = "default") -> Any:
+    """A ``kr8s.asyncio.Api`` wired to ``sim`` through an in-process transport, authenticated
+    (kr8s reads ``/version`` first): pass it as ``api=`` to kr8s objects, or call its methods
+    (``get``, ``watch``, ``async_get``...). Not cached: each call gives a new client."""
+    import httpx
+    from kr8s._api import Api  # kr8s.asyncio.api() caches by arguments and builds its own client
+
+    transport = httpx_transport(sim, identity=identity)
+
+    class EmuKr8sApi(Api):
+        """kr8s's Api with the httpx client it builds swapped for one on the transport."""
+
+        async def _create_session(self) -> None:
+            if self._session is not None and not self._session.is_closed:
+                await self._session.aclose()
+            self._session = httpx.AsyncClient(
+                base_url=self.auth.server, transport=transport, timeout=self._timeout,
+                follow_redirects=True,
+                headers={"User-Agent": f"kr8s/{self.__version__}",
+                         "content-type": "application/json"})
+
+    api = EmuKr8sApi(bypass_factory=True, kubeconfig=_kubeconfig(namespace),
+                     namespace=namespace)
+    await api
+    return api

@@ -20,17 +20,23 @@ JSON = "application/json"
 DEFAULT_MAX_BODY = 3 * 1024 * 1024
 
 
-@attrs.frozen
 class HttpRequest:
     """One request: ``headers`` is a mapping looked up with lower-case names (a plain dict with
     lower-case keys, or a framework's case-insensitive headers); ``query`` keeps repeated keys in
-    order."""
+    order. A plain slotted class rather than attrs: one is built per request."""
 
-    method: str
-    path: str
-    query: tuple[tuple[str, str], ...] = ()
-    headers: Mapping[str, str] = attrs.field(factory=dict)
-    body: bytes = b""
+    __slots__ = ("body", "headers", "method", "path", "query")
+
+    def __init__(self, method: str, path: str, query: tuple[tuple[str, str], ...] = (),
+                 headers: Mapping[str, str] | None = None, body: bytes = b"") -> None:
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers: Mapping[str, str] = {} if headers is None else headers
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"HttpRequest({self.method!r}, {self.path!r}, {self.query!r})"
 
     def param(self, name: str, default: str | None = None) -> str | None:
         """The last value of query parameter ``name`` (kube reads the last one too)."""
@@ -44,14 +50,20 @@ class HttpRequest:
         return self.headers.get(name.lower(), default)
 
 
-@attrs.frozen
 class HttpResponse:
-    """A complete response."""
+    """A complete response (a plain slotted class: one is built per request)."""
 
-    status: int
-    body: bytes
-    content_type: str = JSON
-    headers: tuple[tuple[str, str], ...] = ()
+    __slots__ = ("body", "content_type", "headers", "status")
+
+    def __init__(self, status: int, body: bytes, content_type: str = JSON,
+                 headers: tuple[tuple[str, str], ...] = ()) -> None:
+        self.status = status
+        self.body = body
+        self.content_type = content_type
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return f"HttpResponse({self.status}, {self.body[:80]!r}, {self.content_type!r})"
 
     @classmethod
     def json(cls, obj: Any, status: int = 200) -> HttpResponse:

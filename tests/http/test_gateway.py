@@ -360,6 +360,61 @@ def test_lightkube_in_process_is_deterministic(seed):
     assert [s.split("@")[0] for s in runs[0][0]] == ["MODIFIED:1", "MODIFIED:2", "MODIFIED:3"]
 
 
+async def _kr8s_session(sim) -> tuple[list[str], str]:
+    from kr8s.asyncio.objects import ConfigMap
+
+    api = await emu.kr8s_api(sim)
+    seen: list[str] = []
+    first = await ConfigMap({"metadata": {"name": "k8"}, "data": {"n": "0"}}, api=api)
+    await first.create()
+
+    async def writer() -> None:
+        for i in range(1, 4):
+            await sim.sleep(sim.rng.uniform(1, 10))
+            cm = await ConfigMap.get("k8", namespace="default", api=api)
+            await cm.patch({"data": {"n": str(i)}})
+
+    task = asyncio.get_running_loop().create_task(writer())
+    async for kind, obj in api.watch("configmaps", namespace="default",
+                                     since=first.metadata.resourceVersion):
+        seen.append(f"{kind}:{obj.data['n']}@{sim.now:.3f}")
+        if len(seen) == 3:
+            break
+    await task
+    assert [o.name async for o in api.get("configmaps", namespace="default")] == ["k8"]
+    with pytest.raises(Exception, match="already exists"):
+        await ConfigMap({"metadata": {"name": "k8"}}, api=api).create()
+    return seen, sim.trace.digest()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_kr8s_in_process_is_deterministic(seed):
+    runs = [emu.run(_kr8s_session, seed=seed) for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert [s.split("@")[0] for s in runs[0][0]] == ["MODIFIED:1", "MODIFIED:2", "MODIFIED:3"]
+    # the writer's random sleeps are virtual: the three events arrive at seeded times
+    assert float(runs[0][0][-1].split("@")[1]) > 3
+
+
+async def test_kr8s_in_process_sees_faults_on_virtual_time(sim):
+    from kr8s import APITimeoutError
+    from kr8s.asyncio.objects import ConfigMap
+
+    api = await emu.kr8s_api(sim, identity="my-operator")
+    sim.faults.partition("my-operator", "apiserver")
+    start = sim.now
+    with pytest.raises(APITimeoutError):
+        await ConfigMap({"metadata": {"name": "cut"}, "data": {}}, api=api).create()
+    assert sim.now - start == pytest.approx(30.0)  # the network's timeout, in virtual seconds
+    sim.faults.heal()
+    sim.faults.latency(1.5, caller="my-operator")
+    start = sim.now
+    await ConfigMap({"metadata": {"name": "slow"}, "data": {}}, api=api).create()
+    assert sim.now - start == pytest.approx(3.0)  # 1.5 s each way
+    assert sim.api.get("ConfigMap", "slow", "default")["metadata"]["name"] == "slow"
+    assert sim.trace.select("write")  # the write went through the API server, traced
+
+
 def _field(number: int, payload: bytes) -> bytes:
     assert len(payload) < 128
     return bytes([number << 3 | 2, len(payload)]) + payload
@@ -378,8 +433,8 @@ async def test_protobuf_bodies_of_the_typed_generators(sim):
         r = await c.post(CM, content=_envelope("v1", "ConfigMap", raw), headers=proto)
         assert r.status_code == 201, r.text
         assert r.json()["data"] == {"k": "v"} and r.json()["metadata"]["labels"] == {"app": "x"}
-        r = await c.post("/apis/apps/v1/namespaces/default/deployments",
-                         content=_envelope("apps/v1", "Deployment", _field(1, meta)),
+        r = await c.post("/apis/apps/v1/namespaces/default/statefulsets",
+                         content=_envelope("apps/v1", "StatefulSet", _field(1, meta)),
                          headers=proto)
         assert r.status_code == 415 and "must be sent as JSON" in r.json()["message"]
         r = await c.post(CM, content=b"\x01\x02", headers=proto)

@@ -240,3 +240,42 @@ def test_serve_runs_a_scenario_in_the_served_world(tmp_path, capsys):
     _run_paced(body)
     err = capsys.readouterr().err
     assert "emu serve: scenario apiserver-churn finished (ok)" in err
+
+
+def test_a_large_body_arriving_in_pieces_is_read_whole():
+    """A body the socket delivers in several reads (a CRD manifest is hundreds of KiB) is read
+    to its end, and one over the limit is a 413 Status."""
+    async def body() -> None:
+        from emu.http.server import HttpServer
+        from emu.simulation import Simulation
+
+        sim = Simulation(seed=0)
+        srv = HttpServer(sim, max_body=2_000_000)
+        url = await srv.start()
+        payload = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+                   "data": {f"k{i}": "v" * 1000 for i in range(900)}}
+
+        async def pieces(data: bytes):
+            for start in range(0, len(data), 50_000):
+                yield data[start:start + 50_000]
+                await asyncio.sleep(0)  # the server reads what has arrived meanwhile
+
+        try:
+            async with aiohttp.ClientSession() as session:
+                data = orjson.dumps(payload)
+                async with session.post(f"{url}/api/v1/namespaces/default/configmaps",
+                                        data=pieces(data),
+                                        headers={"content-type": "application/json"}) as resp:
+                    assert resp.status == 201, await resp.text()
+                assert len(sim.api.get("ConfigMap", "big", "default")["data"]) == 900
+                huge = b'{"x": "' + b"y" * 2_100_000 + b'"}'
+                async with session.post(f"{url}/api/v1/namespaces/default/configmaps",
+                                        data=pieces(huge),
+                                        headers={"content-type": "application/json"}) as resp:
+                    assert resp.status == 413
+                    assert (await resp.json())["reason"] == "RequestEntityTooLarge"
+        finally:
+            await srv.stop()
+            sim.close()
+
+    _run_paced(body)
