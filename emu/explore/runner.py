@@ -45,8 +45,13 @@ Obj = dict[str, Any]
 
 #: How often a run looks at the goal (virtual seconds).
 POLL = 2.0
-#: Wall seconds a forked run may take before it is stopped and reported as an error.
+#: Wall seconds a forked run may take before it is stopped and reported as an error (a
+#: backstop: a livelock at one virtual instant is caught by `Watchdog` long before).
 WALL_LIMIT = float(os.environ.get("EMU_EXPLORE_RUN_WALL_LIMIT", "30"))
+#: Loop iterations at one virtual instant after which a run is a livelock. A healthy run of the
+#: built-in workloads peaks below 100 (benchmarks/explore.py prints the peak); a controller that
+#: writes, sees its own write and writes again at zero latency never lets the clock move.
+LIVELOCK_ITERATIONS = 1_000
 
 
 def _knobs(value: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
@@ -206,6 +211,113 @@ def _attach(sim: Simulation, invariants: Sequence[Any]) -> Any:
     return Monitors.attach(sim, invariants)
 
 
+class Watchdog:
+    """Stops a run whose virtual clock stands still: counts the loop's iterations at one
+    virtual instant and, past `LIVELOCK_ITERATIONS`, cancels the run's main task and keeps the
+    reason (`error`). Counting iterations, not wall seconds, makes the verdict deterministic —
+    the same run is a livelock at the same instant forked or fresh, on any machine — and
+    catches it in well under a second instead of at the fork-server's wall-clock limit."""
+
+    def __init__(self, sim: Simulation, limit: int = LIVELOCK_ITERATIONS) -> None:
+        loop: Any = sim.loop
+        self.loop = loop
+        self.limit = limit
+        self.error = ""
+        self._at = -1.0
+        self._count = 0
+        self._inner = loop._run_once
+        loop._run_once = self._run_once
+
+    def _run_once(self) -> None:
+        now = self.loop._now
+        if now != self._at:
+            self._at, self._count = now, 0
+        else:
+            self._count += 1
+            if self._count > self.limit and not self.error:
+                self.error = (f"Livelock: virtual time stood still at t={now:.6f}s for "
+                              f"{self.limit} loop iterations (something in the world acts again "
+                              "at once on what it just did, forever)")
+                self.loop._run_once = self._inner
+                task = self.loop.focus_task
+                if task is not None:
+                    task.cancel()
+        self._inner()
+
+
+#: End a run's final settle once the world is quiet (see `Quiet`); ``EMU_EXPLORE_FULL_SETTLE=1``
+#: simulates the full bound instead (to check that both give the same findings).
+EARLY_STOP = os.environ.get("EMU_EXPLORE_FULL_SETTLE", "") != "1"
+#: Virtual seconds without any trace event but Lease writes before a world counts as quiet:
+#: longer than the 40 s node-monitor grace period, the 30 s Pod termination grace and the 15 s
+#: Lease duration, the longest waits of the built-in chains of consequences.
+QUIET = 45.0
+#: How often the final settle looks whether the world is quiet (virtual seconds).
+QUIET_POLL = 10.0
+#: The operator kinds whose objects must all be gone before a settle may end early.
+ROOT_KINDS = ("RayCluster", "RayJob", "RayService")
+
+
+class Quiet:
+    """Decides when the rest of a run's final settle cannot change what the run finds.
+
+    A run ends with ``settle_time`` (300 s) of virtual time after the last fault healed, so
+    that late effects are seen. Most runs are long done by then: their objects were deleted,
+    the operator's replicas only renew their Lease every 2 s, the kubelets theirs every 10 s.
+    Simulating that costs a quarter to a third of a run's wall time and shows nothing. The
+    settle ends early — straight to the invariants' ``finish`` — when all of these hold:
+
+    - every fault of the plan has fired (none waits for its time or its call) and healed;
+    - no object of the workload's kinds (and no RayCluster, RayJob or RayService) exists, so
+      no reconcile has anything to write and no requeue (TTL, deadline, status timeout) is
+      pending for a live object;
+    - for `QUIET` virtual seconds the trace has had no event but Lease writes: no write,
+      process start or exit, Ray or Serve event, request or fault;
+    - every monitor says it is settled (``settled(now)``: no bounded episode open, nothing
+      unsteady, no cleanup deadline ahead); a monitor without that method keeps the full
+      settle.
+
+    Only the trace's tail of Lease renewals is cut (so the digest changes); the violations
+    are the same, which tests/explore and benchmarks/explore.py check against full settles."""
+
+    def __init__(self, sim: Simulation, workload: Workload) -> None:
+        self.sim = sim
+        self.kinds = tuple(sorted({str(m.get("kind")) for m in workload.manifests}
+                                  | set(ROOT_KINDS)))
+        self.last = sim.now
+        sim.trace.subscribe(self._on_event)
+
+    def _on_event(self, ev: Any) -> None:
+        if ev.event == "write" and ev.fields.get("kind") == "Lease":
+            return
+        self.last = ev.t
+
+    def _faults_done(self) -> bool:
+        records = getattr(self.sim.faults, "_records", None)
+        if records is None:
+            return False
+        return all(r.state in ("performed", "failed")
+                   or (r.state == "pending" and r.check() is None) for r in records)
+
+    def reached(self, monitors: Any) -> bool:
+        sim = self.sim
+        if sim.now - self.last < QUIET or sim.now < _last_fault_end(sim):
+            return False
+        if not self._faults_done():
+            return False
+        for kind in self.kinds:
+            try:
+                if sim.api.list(kind).get("items"):
+                    return False
+            except Exception:  # a kind this world does not have
+                continue
+        for monitor in getattr(monitors, "monitors", ()):
+            settled = getattr(monitor, "settled", None)
+            if settled is None or not settled(sim.now):
+                return False
+        return True
+
+
 def _fault_end(fault: Any) -> float:
     end = float(fault.at)
     duration = getattr(fault, "duration", None)
@@ -305,6 +417,7 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
     actions it saw (the reference run's log)."""
     invariants = default_invariants() if invariants is None else list(invariants)
     monitors = _attach(sim, invariants)
+    quiet = Quiet(sim, workload) if EARLY_STOP else None
     recorder = _Recorder(sim, workload) if record else None
     sim.faults.schedule(spec.plan)
     found: list[Obj] = []
@@ -320,7 +433,7 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
     else:
         await _drive(sim, workload, spec, invariants, found)
     settle = max([float(getattr(i, "settle_time", 0.0) or 0.0) for i in invariants] or [0.0])
-    await _settle(sim, settle)
+    await _settle(sim, settle, quiet, monitors)
     for v in await monitors.finish(sim):
         found.append({"invariant": v.invariant, "message": v.message, "at": round(v.at, 6),
                       "objects": list(v.objects)})
@@ -332,10 +445,19 @@ def _last_fault_end(sim: Simulation) -> float:
     return max([_fault_end(f) for f in sim.faults.applied] or [0.0])
 
 
-async def _settle(sim: Simulation, settle: float) -> None:
-    """Wait until every fault performed so far has healed plus ``settle`` seconds."""
+async def _settle(sim: Simulation, settle: float, quiet: Quiet | None = None,
+                  monitors: Any = None) -> None:
+    """Wait until every fault performed so far has healed plus ``settle`` seconds; with
+    ``quiet``, stop as soon as the world is quiet (`Quiet`)."""
     while sim.now < _last_fault_end(sim) + settle:
-        await sim.sleep(max(POLL, _last_fault_end(sim) + settle - sim.now))
+        left = _last_fault_end(sim) + settle - sim.now
+        if quiet is None:
+            await sim.sleep(max(POLL, left))
+            continue
+        if quiet.reached(monitors):
+            sim.trace.emit("explore", "settled_early", skipped=round(left, 6))
+            return
+        await sim.sleep(min(QUIET_POLL, max(POLL, left)))
 
 
 async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants: Sequence[Any],
@@ -502,6 +624,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
 
     async def main(sim: Simulation) -> None:
         box["sim"] = sim
+        box["watchdog"] = Watchdog(sim)
         await prepare(sim, workload)
         box["found"], box["actions"] = await play(sim, workload, spec, invariants, record=record)
         box["digest"], box["now"] = sim.trace.digest(), sim.now
@@ -514,9 +637,12 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         run(main, seed=seed, **world_options(workload))
     except UnperformedFaults:
         pass  # a generated plan's fault may not take effect; `performed` says which did
-    except Exception as exc:  # the run itself raised: reported, never hidden
+    except (Exception, asyncio.CancelledError) as exc:  # the run raised: reported, never hidden
         error = f"{type(exc).__name__}: {exc}"
-    box.get("sim")
+    watchdog = box.get("watchdog")
+    if watchdog is not None and watchdog.error:
+        error = watchdog.error
+        box.pop("found", None)
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
@@ -532,6 +658,7 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
     checks = default_invariants() if invariants is None else list(invariants)
 
     async def main(sim: Simulation) -> None:
+        watchdog = Watchdog(sim)
         await prepare(sim, workload)
         had_workdir = getattr(sim, "_workdir", None) is not None
         _LOOP[:] = [sim.loop]
@@ -546,7 +673,7 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
         try:
             found, actions = await play(sim, workload, spec, checks, record=record)
         except BaseException as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = watchdog.error or f"{type(exc).__name__}: {exc}"
         _report(sim, spec, found, actions, error, fd, had_workdir)
 
     from ..faults import UnperformedFaults
@@ -619,9 +746,10 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
     the shared world; only a work directory the child itself created is removed)."""
     code = 0
     try:
-        result = RunResult(spec, found, sim.trace.digest(),
-                           [repr(f) for f in sim.faults.performed()], error, round(sim.now, 6),
-                           0.0, actions)
+        # a run that raised reports what a fresh one does: no digest, faults or end time
+        result = RunResult(spec, found, "" if error else sim.trace.digest(),
+                           [] if error else [repr(f) for f in sim.faults.performed()], error,
+                           0.0 if error else round(sim.now, 6), 0.0, actions)
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:
