@@ -218,10 +218,10 @@ class Watchdog:
     the same run is a livelock at the same instant forked or fresh, on any machine — and
     catches it in well under a second instead of at the fork-server's wall-clock limit."""
 
-    def __init__(self, sim: Simulation, limit: int = LIVELOCK_ITERATIONS) -> None:
+    def __init__(self, sim: Simulation, limit: int | None = None) -> None:
         loop: Any = sim.loop
         self.loop = loop
-        self.limit = limit
+        self.limit = LIVELOCK_ITERATIONS if limit is None else limit
         self.error = ""
         self._at = -1.0
         self._count = 0
