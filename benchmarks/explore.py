@@ -6,14 +6,16 @@ One core's rate is runs per CPU second of this process and the runs it forked (`
 user + system, children included), so a machine shared with other work skews the figures less
 than wall time would; the ``-j 2`` and Ray rows are wall time (they are about using more cores).
 
-- **before**: a fresh world per run, every run simulated to 300 virtual seconds past its last
-  fault (``EARLY_STOP`` off) — the explorer as it was;
-- **early end**: a fresh world per run whose final settle ends once the world is quiet
-  (`emu.explore.runner.Quiet`);
-- **forked**: the same, each run forked from a world prepared once per batch (the fork-server).
+- **before**: the explorer's default as it was: each run forked from a world prepared once per
+  batch, simulated to 300 virtual seconds past its last fault (``EARLY_STOP`` off);
+- **fresh**: a fresh world per run in this process, whose final settle ends once the world is
+  quiet (`emu.explore.runner.Quiet`);
+- **forked**: the same, each run forked from the prepared world;
+- **worker** (the default now): fresh worlds in one forked worker per batch.
 
-"same findings" counts the runs whose violations, performed faults and errors are identical in
-all three modes: an early end must not change what a run finds. A livelock (virtual time
+The modes take turns on chunks of the same plans. "same findings" counts the runs whose
+violations, performed faults and errors are identical in every mode: an early end must not
+change what a run finds. A livelock (virtual time
 standing still) is stopped deterministically by `runner.Watchdog` in every mode; before it, a
 fresh run hung and a forked one cost the fork-server its 30 s wall-clock limit.
 
@@ -53,16 +55,29 @@ def cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def measure(name: str, specs: list[RunSpec], *, fork: bool, early: bool
-            ) -> tuple[float, list[RunResult]]:
-    """Runs per CPU second, and the results."""
-    runner.EARLY_STOP = early
-    try:
-        start = cpu()
-        results = list(ForkServer(builtin(name), 1, fork=fork).run(specs))
-        return len(specs) / max(cpu() - start, 1e-9), results
-    finally:
-        runner.EARLY_STOP = True
+#: (label, ForkServer's fork, early end): before = the explorer's default as it was.
+MODES = (("before", True, False), ("fresh", False, True), ("forked", True, True),
+         ("worker", None, True))
+#: Specs per turn: the modes take turns on the same chunk, so a machine whose load changes
+#: during the measurement weighs on every mode alike.
+CHUNK = 4
+
+
+def measure(name: str, specs: list[RunSpec]) -> dict[str, tuple[float, list[RunResult]]]:
+    """For each mode of `MODES`: runs per CPU second, and the results in spec order."""
+    cost = {label: 0.0 for label, _, _ in MODES}
+    results: dict[str, list[RunResult]] = {label: [] for label, _, _ in MODES}
+    for i in range(0, len(specs), CHUNK):
+        for label, fork, early in MODES:
+            runner.EARLY_STOP = early
+            try:
+                start = cpu()
+                results[label] += ForkServer(builtin(name), 1, fork=fork).run(
+                    specs[i:i + CHUNK])
+                cost[label] += cpu() - start
+            finally:
+                runner.EARLY_STOP = True
+    return {label: (len(specs) / max(cost[label], 1e-9), results[label]) for label in cost}
 
 
 def outcome(r: RunResult) -> tuple[object, ...]:
@@ -70,16 +85,16 @@ def outcome(r: RunResult) -> tuple[object, ...]:
 
 
 def search_before_after(name: str, runs: int) -> tuple[float, float, int]:
-    """Wall seconds of one ``-j 1`` search of ``runs`` plans as the explorer was (full
-    settles, a livelock stopped only by the fork-server's wall-clock limit) and as it is; and
-    the livelocks in it."""
+    """Wall seconds of one ``-j 1`` search of ``runs`` plans as the explorer was (forked from a
+    prepared world, full settles, a livelock stopped only by the fork-server's wall-clock
+    limit) and as it is; and the livelocks in it."""
     walls = []
     for before in (True, False):
         runner.EARLY_STOP = not before
         runner.LIVELOCK_ITERATIONS = 10**12 if before else LIVELOCKS
         try:
             result = explore(builtin(name), budget=runs, seed=1, shrink_budget=0,
-                             export=False)
+                             export=False, executor=Executor(fork=True if before else None))
         finally:
             runner.EARLY_STOP, runner.LIVELOCK_ITERATIONS = True, LIVELOCKS
         walls.append(result.wall)
@@ -112,25 +127,25 @@ def main() -> None:
         print(f"emu explore throughput ({runs} runs per figure; runs per CPU second)")
         for name in ("rayjob", "raycluster", "rayservice"):
             specs = specs_for(name, runs)
-            before, full = measure(name, specs, fork=False, early=False)
-            fresh, early = measure(name, specs, fork=False, early=True)
-            forked, forks = measure(name, specs, fork=True, early=True)
-            same = sum(outcome(a) == outcome(b) == outcome(c)
-                       for a, b, c in zip(full, early, forks, strict=True))
+            m = measure(name, specs)
+            (before, full), (fresh, _), (forked, _), (worker, now) = (
+                m[label] for label, _, _ in MODES)
+            same = sum(len({outcome(m[label][1][i]) for label, _, _ in MODES}) == 1
+                       for i in range(len(specs)))
             virtual = (sum(r.virtual for r in full) / len(full),
-                       sum(r.virtual for r in early) / len(early))
-            livelocks = sum(r.error.startswith("Livelock") for r in forks)
-            print(f"  {name:<11} before {before:6.2f}   early end {fresh:6.2f}   "
-                  f"forked {forked:6.2f} runs/s   ({forked / before:.2f}x; forked "
-                  f"{forked / fresh:.2f}x of fresh)")
+                       sum(r.virtual for r in now) / len(now))
+            livelocks = sum(r.error.startswith("Livelock") for r in now)
+            print(f"  {name:<11} before {before:5.2f}   now: fresh {fresh:5.2f}  forked "
+                  f"{forked:5.2f}  worker {worker:5.2f} runs/s   (worker {worker / before:.2f}x "
+                  f"of before; forked {forked / fresh:.2f}x of fresh)")
             print(f"  {'':<11} virtual s per run {virtual[0]:.0f} -> {virtual[1]:.0f}; same "
-                  f"findings {same}/{len(specs)}; livelocks stopped {livelocks}")
-            rows.append(row("explore", f"{name} runs/s, one core (forked, early end)", forked,
-                            "runs/s", baseline=before,
+                  f"findings in every mode {same}/{len(specs)}; livelocks stopped {livelocks}")
+            rows.append(row("explore", f"{name} runs/s, one core (default: worker, early end)",
+                            worker, "runs/s", baseline=before,
                             target=TARGET if name == "rayjob" else ""))
-            rows.append(row("explore", f"{name} runs/s, one core, fresh worlds (early end)",
-                            fresh, "runs/s", baseline=before))
-            rows.append(row("explore", f"{name} runs with the same findings as before", same,
+            rows.append(row("explore", f"{name} runs/s, one core, forked from a prepared world",
+                            forked, "runs/s", baseline=fresh))
+            rows.append(row("explore", f"{name} runs with the same findings in every mode", same,
                             "runs", baseline=len(specs)))
         before, after, livelocks = search_before_after("raycluster", runs)
         print(f"  raycluster search of {runs} runs (wall, -j 1): before {before:.1f}s, now "

@@ -26,6 +26,7 @@ import os
 import select
 import shutil
 import signal
+import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -581,38 +582,128 @@ async def _change(sim: Simulation, knob: Any, value: Any) -> None:
 def run_one(workload: Workload, spec: RunSpec, seed: int = 0,
             invariants: Sequence[Any] | None = None, *, record: bool = False) -> RunResult:
     """One run in a fresh world (no fork): the reference path every forked run must equal."""
-    results = list(_serve(workload, seed, [spec], invariants, record=record, fork=False))
+    results = list(_serve(workload, seed, [spec], invariants, record=record, mode="fresh"))
     return results[0]
 
 
 class ForkServer:
-    """Runs many specs of one (workload, seed): the world is prepared once, then each run is a
-    forked child of the prepared process (``fork=False``: a fresh world per run instead)."""
+    """Runs many specs of one (workload, seed), in one of three ways that give the same
+    results (same digests):
+
+    - ``fork=None`` (the default where ``os.fork`` exists): a *worker* — one forked child per
+      batch plays the runs in fresh worlds one after another and sends each result as it ends;
+      the parent bounds each run's wall time and starts a new worker for the rest when one is
+      stopped or dies. The search's memory and crashes stay out of the caller's process.
+    - ``fork=True``: the world is prepared once, then each run is a forked child of the prepared
+      process (the classic fork-server). It shares the world build and `prepare` (about 15% of a
+      run), but each child's copy-on-write faults cost more than that on the machines measured
+      (benchmarks/explore.py: 0.74-0.88x of fresh worlds), so it is not the default.
+    - ``fork=False``: fresh worlds in this process (no wall-clock bound)."""
 
     def __init__(self, workload: Workload, seed: int = 0,
                  invariants: Sequence[Any] | None = None, *, fork: bool | None = None) -> None:
         self.workload = workload
         self.seed = seed
         self.invariants = invariants
-        # forked by default: the parent bounds each run's wall time (a livelock cannot hang the
-        # search); not for speed (benchmarks/explore.py: 0.77-0.86x of fresh worlds here)
-        self.fork = hasattr(os, "fork") if fork is None else fork
+        self.fork = fork
+        self.mode = ("fresh" if fork is False or not hasattr(os, "fork")
+                     else "fork" if fork else "worker")
 
     def run(self, specs: Sequence[RunSpec], *, record: bool = False) -> Iterator[RunResult]:
         """Each spec's result, in order."""
         return _serve(self.workload, self.seed, specs, self.invariants, record=record,
-                      fork=self.fork)
+                      mode=self.mode)
 
 
 def _serve(workload: Workload, seed: int, specs: Sequence[RunSpec],
-           invariants: Sequence[Any] | None, *, record: bool, fork: bool) -> Iterator[RunResult]:
-    if not fork:
+           invariants: Sequence[Any] | None, *, record: bool, mode: str
+           ) -> Iterator[RunResult]:
+    if mode == "fresh":
         for spec in specs:
             yield from _run_fresh(workload, seed, spec, invariants, record)
         return
     out: list[RunResult] = []
-    _fork_batch(workload, seed, specs, invariants, record, out.append)
+    if mode == "worker":
+        _worker_batch(workload, seed, specs, invariants, record, out.append)
+    else:
+        _fork_batch(workload, seed, specs, invariants, record, out.append)
     yield from out
+
+
+_FRAME = struct.Struct("!Q")
+
+
+def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
+                  invariants: Sequence[Any] | None, record: bool,
+                  emit: Callable[[RunResult], None]) -> None:
+    """Fresh runs in a forked worker: each result is a length-prefixed JSON frame on a pipe;
+    a run past `WALL_LIMIT` (or a worker that died) is reported and the rest go to a new
+    worker."""
+    checks = default_invariants() if invariants is None else list(invariants)
+    todo = list(specs)
+    while todo:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            os.close(r)
+            code = 0
+            try:
+                for spec in todo:
+                    [result] = list(_run_fresh(workload, seed, spec, checks, record))
+                    data = orjson.dumps(result.to_dict(), default=str)
+                    _write_all(w, _FRAME.pack(len(data)) + data)
+                os.close(w)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        buf = b""
+        stopped = False
+        try:
+            while todo:
+                wall = time.perf_counter()
+                frame, buf, why = _read_frame(r, buf, wall + WALL_LIMIT)
+                if frame is None:
+                    if why == "timeout":
+                        os.kill(pid, signal.SIGKILL)
+                    _, status = os.waitpid(pid, 0)
+                    stopped = True
+                    emit(RunResult(todo.pop(0), wall=time.perf_counter() - wall, error=(
+                        f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s (virtual "
+                        "time stopped advancing: a livelock in the world)" if why == "timeout"
+                        else f"the run's worker died (wait status {status})")))
+                    break
+                emit(RunResult.from_dict(orjson.loads(frame)))
+                todo.pop(0)
+        finally:
+            os.close(r)
+            if not stopped:
+                os.waitpid(pid, 0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_frame(fd: int, buf: bytes, deadline: float) -> tuple[bytes | None, bytes, str]:
+    """The next frame from ``fd`` (and what is left of the buffer), or None with why:
+    "timeout" at ``deadline``, "eof" when the writer is gone."""
+    while True:
+        if len(buf) >= _FRAME.size:
+            (size,) = _FRAME.unpack_from(buf)
+            if len(buf) >= _FRAME.size + size:
+                end = _FRAME.size + size
+                return buf[_FRAME.size:end], buf[end:], ""
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.perf_counter()))
+        if not ready:
+            return None, buf, "timeout"
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return None, buf, "eof"
+        buf += chunk
 
 
 def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequence[Any] | None,

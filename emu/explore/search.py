@@ -72,7 +72,7 @@ class ExploreResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_batch(args: tuple[Workload, int, list[Obj], bool, Any]) -> list[Obj]:
+def _run_batch(args: tuple[Workload, int, list[Obj], bool | None, Any]) -> list[Obj]:
     """A worker's job (a -j process or a Ray task): one fork-server batch; plain dicts cross
     the process boundary."""
     workload, seed, specs, fork, invariants = args
@@ -117,7 +117,7 @@ class ProcessExecutor(Executor):
         from concurrent.futures import as_completed
 
         futures = {self.pool.submit(_run_batch, (workload, seed, [s.to_dict() for s in b],
-                                                 self.fork is not False, self.invariants)): i
+                                                 self.fork, self.invariants)): i
                    for i, b in enumerate(batches)}
         for fut in as_completed(futures):
             yield futures[fut], [RunResult.from_dict(d) for d in fut.result()]
@@ -158,7 +158,7 @@ class RayExecutor(Executor):
     def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
             ) -> Iterator[tuple[int, list[RunResult]]]:
         refs = {self.task.remote((workload, seed, [s.to_dict() for s in b],
-                                  self.fork is not False, self.invariants)): i
+                                  self.fork, self.invariants)): i
                 for i, b in enumerate(batches)}
         pending = list(refs)
         while pending:

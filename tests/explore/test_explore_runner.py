@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+
+import attrs
 from explore_worlds import unreachable
 
 from emu.explore.faults import AtCall, CrashLeader
@@ -15,11 +18,13 @@ def test_a_forked_run_is_the_same_run_as_a_fresh_one() -> None:
     spec = RunSpec({"workers": 2}, [CrashLeader(at=3.0),
                                     AtCall(n=1, verb="create", kind="Pod", then=Crash())])
     fresh = run_one(wl, spec, seed=3)
-    forked = list(ForkServer(wl, 3).run([spec, spec]))
+    forked = list(ForkServer(wl, 3, fork=True).run([spec, spec]))
+    worker = list(ForkServer(wl, 3).run([spec, spec]))  # the default: fresh worlds in a worker
     assert fresh.error == "" and fresh.digest
-    assert [r.digest for r in forked] == [fresh.digest, fresh.digest]
-    assert [r.violations for r in forked] == [fresh.violations] * 2
-    assert [r.performed for r in forked] == [fresh.performed] * 2
+    for results in (forked, worker):
+        assert [r.digest for r in results] == [fresh.digest, fresh.digest]
+        assert [r.violations for r in results] == [fresh.violations] * 2
+        assert [r.performed for r in results] == [fresh.performed] * 2
     assert any("Crash(" in p for p in fresh.performed)
 
 
@@ -65,9 +70,9 @@ def echo_controller(sim) -> None:
 def _echo_workload():
     from explore_worlds import CONFIGMAP
 
-    from emu.explore.workload import Goal, Setup, Workload
+    from emu.explore.workload import Goal, Knob, Setup, Workload
 
-    return Workload("echo", [CONFIGMAP],
+    return Workload("echo", [CONFIGMAP], [Knob("value", "ConfigMap", "data.k", ("1", "3"))],
                     setup=Setup(nodes=1, install="test_explore_runner:echo_controller", lease=""),
                     goal=Goal("ConfigMap", "data.k", ("1",), horizon=5.0, delete=False))
 
@@ -75,10 +80,12 @@ def _echo_workload():
 def test_a_livelock_is_reported_at_the_same_instant_forked_and_fresh() -> None:
     wl = _echo_workload()
     fresh = run_one(wl, RunSpec(), seed=2)
-    [forked] = ForkServer(wl, 2).run([RunSpec()])
+    [forked] = ForkServer(wl, 2, fork=True).run([RunSpec()])
+    worker = list(ForkServer(wl, 2).run([RunSpec(), RunSpec({"value": "3"})]))
     assert fresh.error.startswith("Livelock: virtual time stood still at t=")
-    assert forked.error == fresh.error
+    assert forked.error == fresh.error == worker[0].error
     assert (fresh.violations, fresh.digest) == ((), "")
+    assert worker[1].error.startswith("Livelock")  # the worker went on with the next run
 
 
 def test_a_quiet_settle_ends_early_with_the_same_findings_as_the_full_one(monkeypatch) -> None:
@@ -106,3 +113,26 @@ def test_a_settle_never_ends_early_while_an_object_is_unsteady() -> None:
     [result] = ForkServer(wl, 1).run([RunSpec()])
     assert result.virtual >= 300
     assert "eventually-steady" in {v["invariant"] for v in result.violations}
+
+
+_WORLDS_BUILT = [0]
+
+
+def dies_in_its_second_world(sim) -> None:
+    """No controller; the process that builds its second world with this dies at once."""
+    _WORLDS_BUILT[0] += 1
+    if _WORLDS_BUILT[0] == 2:
+        os._exit(7)
+
+
+def test_a_worker_that_dies_costs_its_run_only_and_a_new_worker_plays_the_rest() -> None:
+    from emu.explore.workload import Setup
+
+    wl = attrs.evolve(unreachable(), setup=Setup(
+        nodes=1, install="test_explore_runner:dies_in_its_second_world", lease=""))
+    specs = [RunSpec(), RunSpec({"value": "3"}), RunSpec()]
+    results = list(ForkServer(wl, 1).run(specs))
+    assert [r.spec for r in results] == specs
+    assert "the run's worker died (wait status" in results[1].error
+    assert results[0].violations and results[0].digest == results[2].digest
+    assert _WORLDS_BUILT == [0]  # every world was built in a worker, none here
