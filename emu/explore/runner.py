@@ -646,6 +646,7 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
         pid = os.fork()
         if pid == 0:  # the worker
             os.close(r)
+            gc.freeze()  # the inherited heap is never garbage: keep the collector off it
             code = 0
             try:
                 for spec in todo:
