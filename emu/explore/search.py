@@ -221,6 +221,9 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     findings_seen = 0
     if progress:
         progress(done, len(specs), 0)
+    # a small search still gives every worker a batch (a batch's size never changes what a
+    # budget of runs finds: results are put back in plan order)
+    batch = max(1, min(batch, -(-len(todo) // max(1, executor.jobs))))
     batches = _batches([specs[i] for i in todo], batch)
     offsets = [todo[j * batch:(j + 1) * batch] for j in range(len(batches))]
     stopped = False
