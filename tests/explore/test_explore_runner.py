@@ -136,3 +136,27 @@ def test_a_worker_that_dies_costs_its_run_only_and_a_new_worker_plays_the_rest()
     assert "the run's worker died (wait status" in results[1].error
     assert results[0].violations and results[0].digest == results[2].digest
     assert _WORLDS_BUILT == [0]  # every world was built in a worker, none here
+
+
+def test_a_small_search_gives_every_worker_a_batch() -> None:
+    from emu.explore.search import Executor, explore
+
+    class TwoWorkers(Executor):
+        jobs = 2
+
+        def __init__(self) -> None:
+            super().__init__(fork=False)
+            self.sizes: list[int] = []
+
+        def map(self, workload, seed, batches):
+            self.sizes += [len(b) for b in batches]
+            return super().map(workload, seed, batches)
+
+    two = TwoWorkers()
+    result = explore(unreachable(), budget=6, seed=1, executor=two, shrink_budget=0,
+                     export=False)
+    assert two.sizes == [3, 3]
+    one = explore(unreachable(), budget=6, seed=1, executor=Executor(fork=False),
+                  shrink_budget=0, export=False)
+    assert [(f.invariant, repr(f.plan)) for f in result.findings] == \
+        [(f.invariant, repr(f.plan)) for f in one.findings]
