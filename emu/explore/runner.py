@@ -10,11 +10,18 @@ A run has two halves, and both paths below execute them identically, in one task
    the timed knob changes, wait for the goal (and past the last fault plus the invariants'
    ``settle_time``), delete the objects, and collect the violations.
 
-`run_one` builds a fresh world for each run. `ForkServer` builds it once per (workload, seed),
-and at the quiescent instant between the halves calls ``os.fork`` for each run: the child plays
-one run and sends its result through a pipe; the parent, blocked inside that same task step,
-never advances, so the next child starts from the identical state. A forked run is therefore
-the same run as a fresh one — same trace, same digest (tests/explore checks it).
+`run_one` builds a fresh world for each run. `ForkServer` plays many: by default in a forked
+*worker* per batch that builds a fresh world for each run; with ``fork=True`` it builds the world
+once per (workload, seed) and, at the quiescent instant between the halves, calls ``os.fork``
+for each run: the child plays one run and sends its result through a pipe; the parent, blocked
+inside that same task step, never advances, so the next child starts from the identical state.
+Every way plays the same run — same trace, same digest (tests/explore checks it). Two guards
+keep runs short: `Watchdog` stops a run whose virtual clock stands still (a livelock), and
+`Quiet` ends a run's final settle once nothing can change what it finds.
+
+About 850 lines, one module: the run's two halves, its two guards and the three ways of
+playing many runs share `RunSpec`/`RunResult`, the result framing and the fault-time helpers, and
+each way must play exactly the run the others play; split, that sameness would span files.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 → findings, deduplicated, shrunk, exported.
 
 `explore` is what ``emu explore`` calls; each stage it uses is a module of its own. Runs are
-cut into batches of consecutive specs; a batch is one fork-server (`runner.ForkServer`): the
-world is prepared once, each run forks from it. Results are put back in spec order before
+cut into batches of consecutive specs; a batch goes to one `runner.ForkServer` (by default a
+forked worker playing fresh worlds). Results are put back in spec order before
 anything is decided, so the findings of a ``--seed`` and ``--budget`` (a number of runs) are the
 same whichever executor ran them. A duration budget stops after the batch that crosses it, so
 what it finds depends on the machine's speed (said in docs/explore.md).
