@@ -59,7 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink-budget", type=int, default=60,
                    help="runs spent shrinking each finding (default 60)")
     p.add_argument("--no-fork", action="store_true",
-                   help="build a fresh world for every run (slower; for comparison)")
+                   help="play every run in this process, not in a forked worker (no "
+                        "wall-clock limit per run; for debugging)")
     p.add_argument("--seeds", type=int, default=None,
                    help="legacy: run the scenario WORKLOAD under N seeds, its own checks only")
     p.add_argument("--start", type=int, default=0, help="legacy: the first seed of --seeds")

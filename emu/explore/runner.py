@@ -10,11 +10,18 @@ A run has two halves, and both paths below execute them identically, in one task
    the timed knob changes, wait for the goal (and past the last fault plus the invariants'
    ``settle_time``), delete the objects, and collect the violations.
 
-`run_one` builds a fresh world for each run. `ForkServer` builds it once per (workload, seed),
-and at the quiescent instant between the halves calls ``os.fork`` for each run: the child plays
-one run and sends its result through a pipe; the parent, blocked inside that same task step,
-never advances, so the next child starts from the identical state. A forked run is therefore
-the same run as a fresh one — same trace, same digest (tests/explore checks it).
+`run_one` builds a fresh world for each run. `ForkServer` plays many: by default in a forked
+*worker* per batch that builds a fresh world for each run; with ``fork=True`` it builds the world
+once per (workload, seed) and, at the quiescent instant between the halves, calls ``os.fork``
+for each run: the child plays one run and sends its result through a pipe; the parent, blocked
+inside that same task step, never advances, so the next child starts from the identical state.
+Every way plays the same run — same trace, same digest (tests/explore checks it). Two guards
+keep runs short: `Watchdog` stops a run whose virtual clock stands still (a livelock), and
+`Quiet` ends a run's final settle once nothing can change what it finds.
+
+About 850 lines, one module: the run's two halves, its two guards and the three ways of
+playing many runs share `RunSpec`/`RunResult`, the result framing and the fault-time helpers, and
+each way must play exactly the run the others play; split, that sameness would span files.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import os
 import select
 import shutil
 import signal
+import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,8 +53,14 @@ Obj = dict[str, Any]
 
 #: How often a run looks at the goal (virtual seconds).
 POLL = 2.0
-#: Wall seconds a forked run may take before it is stopped and reported as an error.
+#: Wall seconds a forked run may take before it is stopped and reported as an error (a
+#: backstop: a livelock at one virtual instant is caught by `Watchdog` long before).
 WALL_LIMIT = float(os.environ.get("EMU_EXPLORE_RUN_WALL_LIMIT", "30"))
+#: Loop iterations at one virtual instant after which a run is a livelock: a controller that
+#: writes, sees its own write and writes again at zero latency never lets the clock move. A
+#: healthy run of the built-in workloads peaks below 100 (measured over 24 candidates of each);
+#: a world of your own that does more at one instant raises it (EMU_EXPLORE_LIVELOCK_ITERATIONS).
+LIVELOCK_ITERATIONS = int(os.environ.get("EMU_EXPLORE_LIVELOCK_ITERATIONS", "1000"))
 
 
 def _knobs(value: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
@@ -206,6 +220,114 @@ def _attach(sim: Simulation, invariants: Sequence[Any]) -> Any:
     return Monitors.attach(sim, invariants)
 
 
+class Watchdog:
+    """Stops a run whose virtual clock stands still: counts the loop's iterations at one
+    virtual instant and, past `LIVELOCK_ITERATIONS`, cancels the run's main task and keeps the
+    reason (`error`). Counting iterations, not wall seconds, makes the verdict deterministic —
+    the same run is a livelock at the same instant forked or fresh, on any machine — and
+    catches it within seconds instead of at the worker's 30 s wall-clock limit."""
+
+    def __init__(self, sim: Simulation, limit: int | None = None) -> None:
+        loop: Any = sim.loop
+        self.loop = loop
+        self.limit = LIVELOCK_ITERATIONS if limit is None else limit
+        self.error = ""
+        self._at = -1.0
+        self._count = 0
+        self._inner = loop._run_once
+        loop._run_once = self._run_once
+
+    def _run_once(self) -> None:
+        now = self.loop._now
+        if now != self._at:
+            self._at, self._count = now, 0
+        else:
+            self._count += 1
+            if self._count > self.limit and not self.error:
+                self.error = (f"Livelock: virtual time stood still at t={now:.6f}s for "
+                              f"{self.limit} loop iterations (something in the world acts again "
+                              "at once on what it just did, forever; a world that legitimately "
+                              "does more at one instant raises EMU_EXPLORE_LIVELOCK_ITERATIONS)")
+                self.loop._run_once = self._inner
+                task = self.loop.focus_task
+                if task is not None:
+                    task.cancel()
+        self._inner()
+
+
+#: End a run's final settle once the world is quiet (see `Quiet`); ``EMU_EXPLORE_FULL_SETTLE=1``
+#: simulates the full bound instead (to check that both give the same findings).
+EARLY_STOP = os.environ.get("EMU_EXPLORE_FULL_SETTLE", "") != "1"
+#: Virtual seconds without any trace event but Lease writes before a world counts as quiet:
+#: longer than the 40 s node-monitor grace period, the 30 s Pod termination grace and the 15 s
+#: Lease duration, the longest waits of the built-in chains of consequences.
+QUIET = 45.0
+#: How often the final settle looks whether the world is quiet (virtual seconds).
+QUIET_POLL = 10.0
+#: The operator kinds whose objects must all be gone before a settle may end early.
+ROOT_KINDS = ("RayCluster", "RayJob", "RayService")
+
+
+class Quiet:
+    """Decides when the rest of a run's final settle cannot change what the run finds.
+
+    A run ends with ``settle_time`` (300 s) of virtual time after the last fault healed, so
+    that late effects are seen. Most runs are long done by then: their objects were deleted,
+    the operator's replicas only renew their Lease every 2 s, the kubelets theirs every 10 s.
+    Simulating that costs a quarter to a third of a run's wall time and shows nothing. The
+    settle ends early — straight to the invariants' ``finish`` — when all of these hold:
+
+    - every fault of the plan has fired (none waits for its time or its call) and healed;
+    - no object of the workload's kinds (and no RayCluster, RayJob or RayService) exists, so
+      no reconcile has anything to write and no requeue (TTL, deadline, status timeout) is
+      pending for a live object;
+    - for `QUIET` virtual seconds the trace has had no event but Lease writes: no write,
+      process start or exit, Ray or Serve event, request or fault;
+    - every monitor says it is settled (``settled(now)``: no bounded episode open, nothing
+      unsteady, no cleanup deadline ahead); a monitor without that method keeps the full
+      settle.
+
+    Only the trace's tail of Lease renewals is cut (so the digest changes); the violations
+    are the same, which tests/explore and benchmarks/explore.py check against full settles."""
+
+    def __init__(self, sim: Simulation, workload: Workload) -> None:
+        self.sim = sim
+        self.kinds = tuple(sorted({str(m.get("kind")) for m in workload.manifests}
+                                  | set(ROOT_KINDS)))
+        self.last = sim.now
+        sim.trace.subscribe(self._on_event)
+
+    def _on_event(self, ev: Any) -> None:
+        if ev.event == "write" and ev.fields.get("kind") == "Lease":
+            return
+        self.last = ev.t
+
+    def _faults_done(self) -> bool:
+        records = getattr(self.sim.faults, "_records", None)
+        if records is None:
+            return False
+        return all(r.state in ("performed", "failed")
+                   or (r.state == "pending" and r.check() is None) for r in records)
+
+    def reached(self, monitors: Any) -> bool:
+        sim = self.sim
+        if sim.now - self.last < QUIET or sim.now < _last_fault_end(sim):
+            return False
+        if not self._faults_done():
+            return False
+        for kind in self.kinds:
+            try:
+                if sim.api.list(kind).get("items"):
+                    return False
+            except Exception:  # a kind this world does not have
+                continue
+        for monitor in getattr(monitors, "monitors", ()):
+            settled = getattr(monitor, "settled", None)
+            if settled is None or not settled(sim.now):
+                return False
+        return True
+
+
 def _fault_end(fault: Any) -> float:
     end = float(fault.at)
     duration = getattr(fault, "duration", None)
@@ -305,6 +427,7 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
     actions it saw (the reference run's log)."""
     invariants = default_invariants() if invariants is None else list(invariants)
     monitors = _attach(sim, invariants)
+    quiet = Quiet(sim, workload) if EARLY_STOP else None
     recorder = _Recorder(sim, workload) if record else None
     sim.faults.schedule(spec.plan)
     found: list[Obj] = []
@@ -320,7 +443,7 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
     else:
         await _drive(sim, workload, spec, invariants, found)
     settle = max([float(getattr(i, "settle_time", 0.0) or 0.0) for i in invariants] or [0.0])
-    await _settle(sim, settle)
+    await _settle(sim, settle, quiet, monitors)
     for v in await monitors.finish(sim):
         found.append({"invariant": v.invariant, "message": v.message, "at": round(v.at, 6),
                       "objects": list(v.objects)})
@@ -332,10 +455,19 @@ def _last_fault_end(sim: Simulation) -> float:
     return max([_fault_end(f) for f in sim.faults.applied] or [0.0])
 
 
-async def _settle(sim: Simulation, settle: float) -> None:
-    """Wait until every fault performed so far has healed plus ``settle`` seconds."""
+async def _settle(sim: Simulation, settle: float, quiet: Quiet | None = None,
+                  monitors: Any = None) -> None:
+    """Wait until every fault performed so far has healed plus ``settle`` seconds; with
+    ``quiet``, stop as soon as the world is quiet (`Quiet`)."""
     while sim.now < _last_fault_end(sim) + settle:
-        await sim.sleep(max(POLL, _last_fault_end(sim) + settle - sim.now))
+        left = _last_fault_end(sim) + settle - sim.now
+        if quiet is None:
+            await sim.sleep(max(POLL, left))
+            continue
+        if quiet.reached(monitors):
+            sim.trace.emit("explore", "settled_early", skipped=round(left, 6))
+            return
+        await sim.sleep(min(QUIET_POLL, max(POLL, left)))
 
 
 async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants: Sequence[Any],
@@ -459,38 +591,129 @@ async def _change(sim: Simulation, knob: Any, value: Any) -> None:
 def run_one(workload: Workload, spec: RunSpec, seed: int = 0,
             invariants: Sequence[Any] | None = None, *, record: bool = False) -> RunResult:
     """One run in a fresh world (no fork): the reference path every forked run must equal."""
-    results = list(_serve(workload, seed, [spec], invariants, record=record, fork=False))
+    results = list(_serve(workload, seed, [spec], invariants, record=record, mode="fresh"))
     return results[0]
 
 
 class ForkServer:
-    """Runs many specs of one (workload, seed): the world is prepared once, then each run is a
-    forked child of the prepared process (``fork=False``: a fresh world per run instead)."""
+    """Runs many specs of one (workload, seed), in one of three ways that give the same
+    results (same digests):
+
+    - ``fork=None`` (the default where ``os.fork`` exists): a *worker* — one forked child per
+      batch plays the runs in fresh worlds one after another and sends each result as it ends;
+      the parent bounds each run's wall time and starts a new worker for the rest when one is
+      stopped or dies. The search's memory and crashes stay out of the caller's process.
+    - ``fork=True``: the world is prepared once, then each run is a forked child of the prepared
+      process (the classic fork-server). It shares the world build and `prepare` (about 15% of a
+      run), but each child's copy-on-write faults cost more than that on the machines measured
+      (benchmarks/explore.py: 0.74-0.88x of fresh worlds), so it is not the default.
+    - ``fork=False``: fresh worlds in this process (no wall-clock bound)."""
 
     def __init__(self, workload: Workload, seed: int = 0,
                  invariants: Sequence[Any] | None = None, *, fork: bool | None = None) -> None:
         self.workload = workload
         self.seed = seed
         self.invariants = invariants
-        # forked by default: the parent bounds each run's wall time (a livelock cannot hang the
-        # search); not for speed (benchmarks/explore.py: 0.77-0.86x of fresh worlds here)
-        self.fork = hasattr(os, "fork") if fork is None else fork
+        self.fork = fork
+        self.mode = ("fresh" if fork is False or not hasattr(os, "fork")
+                     else "fork" if fork else "worker")
 
     def run(self, specs: Sequence[RunSpec], *, record: bool = False) -> Iterator[RunResult]:
         """Each spec's result, in order."""
         return _serve(self.workload, self.seed, specs, self.invariants, record=record,
-                      fork=self.fork)
+                      mode=self.mode)
 
 
 def _serve(workload: Workload, seed: int, specs: Sequence[RunSpec],
-           invariants: Sequence[Any] | None, *, record: bool, fork: bool) -> Iterator[RunResult]:
-    if not fork:
+           invariants: Sequence[Any] | None, *, record: bool, mode: str
+           ) -> Iterator[RunResult]:
+    if mode == "fresh":
         for spec in specs:
             yield from _run_fresh(workload, seed, spec, invariants, record)
         return
     out: list[RunResult] = []
-    _fork_batch(workload, seed, specs, invariants, record, out.append)
+    if mode == "worker":
+        _worker_batch(workload, seed, specs, invariants, record, out.append)
+    else:
+        _fork_batch(workload, seed, specs, invariants, record, out.append)
     yield from out
+
+
+_FRAME = struct.Struct("!Q")
+
+
+def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
+                  invariants: Sequence[Any] | None, record: bool,
+                  emit: Callable[[RunResult], None]) -> None:
+    """Fresh runs in a forked worker: each result is a length-prefixed JSON frame on a pipe;
+    a run past `WALL_LIMIT` (or a worker that died) is reported and the rest go to a new
+    worker."""
+    checks = default_invariants() if invariants is None else list(invariants)
+    todo = list(specs)
+    while todo:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            os.close(r)
+            gc.freeze()  # the inherited heap is never garbage: keep the collector off it
+            code = 0
+            try:
+                for spec in todo:
+                    [result] = list(_run_fresh(workload, seed, spec, checks, record))
+                    data = orjson.dumps(result.to_dict(), default=str)
+                    _write_all(w, _FRAME.pack(len(data)) + data)
+                os.close(w)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        buf = b""
+        stopped = False
+        try:
+            while todo:
+                wall = time.perf_counter()
+                frame, buf, why = _read_frame(r, buf, wall + WALL_LIMIT)
+                if frame is None:
+                    if why == "timeout":
+                        os.kill(pid, signal.SIGKILL)
+                    _, status = os.waitpid(pid, 0)
+                    stopped = True
+                    emit(RunResult(todo.pop(0), wall=time.perf_counter() - wall, error=(
+                        f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s (virtual "
+                        "time stopped advancing: a livelock in the world)" if why == "timeout"
+                        else f"the run's worker died (wait status {status})")))
+                    break
+                emit(RunResult.from_dict(orjson.loads(frame)))
+                todo.pop(0)
+        finally:
+            os.close(r)
+            if not stopped:
+                os.waitpid(pid, 0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_frame(fd: int, buf: bytes, deadline: float) -> tuple[bytes | None, bytes, str]:
+    """The next frame from ``fd`` (and what is left of the buffer), or None with why:
+    "timeout" at ``deadline``, "eof" when the writer is gone."""
+    while True:
+        if len(buf) >= _FRAME.size:
+            (size,) = _FRAME.unpack_from(buf)
+            if len(buf) >= _FRAME.size + size:
+                end = _FRAME.size + size
+                return buf[_FRAME.size:end], buf[end:], ""
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.perf_counter()))
+        if not ready:
+            return None, buf, "timeout"
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return None, buf, "eof"
+        buf += chunk
 
 
 def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequence[Any] | None,
@@ -502,6 +725,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
 
     async def main(sim: Simulation) -> None:
         box["sim"] = sim
+        box["watchdog"] = Watchdog(sim)
         await prepare(sim, workload)
         box["found"], box["actions"] = await play(sim, workload, spec, invariants, record=record)
         box["digest"], box["now"] = sim.trace.digest(), sim.now
@@ -514,9 +738,12 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         run(main, seed=seed, **world_options(workload))
     except UnperformedFaults:
         pass  # a generated plan's fault may not take effect; `performed` says which did
-    except Exception as exc:  # the run itself raised: reported, never hidden
+    except (Exception, asyncio.CancelledError) as exc:  # the run raised: reported, never hidden
         error = f"{type(exc).__name__}: {exc}"
-    box.get("sim")
+    watchdog = box.get("watchdog")
+    if watchdog is not None and watchdog.error:
+        error = watchdog.error
+        box.pop("found", None)
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
@@ -532,6 +759,7 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
     checks = default_invariants() if invariants is None else list(invariants)
 
     async def main(sim: Simulation) -> None:
+        watchdog = Watchdog(sim)
         await prepare(sim, workload)
         had_workdir = getattr(sim, "_workdir", None) is not None
         _LOOP[:] = [sim.loop]
@@ -546,7 +774,7 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
         try:
             found, actions = await play(sim, workload, spec, checks, record=record)
         except BaseException as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = watchdog.error or f"{type(exc).__name__}: {exc}"
         _report(sim, spec, found, actions, error, fd, had_workdir)
 
     from ..faults import UnperformedFaults
@@ -619,9 +847,10 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
     the shared world; only a work directory the child itself created is removed)."""
     code = 0
     try:
-        result = RunResult(spec, found, sim.trace.digest(),
-                           [repr(f) for f in sim.faults.performed()], error, round(sim.now, 6),
-                           0.0, actions)
+        # a run that raised reports what a fresh one does: no digest, faults or end time
+        result = RunResult(spec, found, "" if error else sim.trace.digest(),
+                           [] if error else [repr(f) for f in sim.faults.performed()], error,
+                           0.0 if error else round(sim.now, 6), 0.0, actions)
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:

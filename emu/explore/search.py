@@ -2,8 +2,8 @@
 → findings, deduplicated, shrunk, exported.
 
 `explore` is what ``emu explore`` calls; each stage it uses is a module of its own. Runs are
-cut into batches of consecutive specs; a batch is one fork-server (`runner.ForkServer`): the
-world is prepared once, each run forks from it. Results are put back in spec order before
+cut into batches of consecutive specs; a batch goes to one `runner.ForkServer` (by default a
+forked worker playing fresh worlds). Results are put back in spec order before
 anything is decided, so the findings of a ``--seed`` and ``--budget`` (a number of runs) are the
 same whichever executor ran them. A duration budget stops after the batch that crosses it, so
 what it finds depends on the machine's speed (said in docs/explore.md).
@@ -72,7 +72,7 @@ class ExploreResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_batch(args: tuple[Workload, int, list[Obj], bool, Any]) -> list[Obj]:
+def _run_batch(args: tuple[Workload, int, list[Obj], bool | None, Any]) -> list[Obj]:
     """A worker's job (a -j process or a Ray task): one fork-server batch; plain dicts cross
     the process boundary."""
     workload, seed, specs, fork, invariants = args
@@ -117,7 +117,7 @@ class ProcessExecutor(Executor):
         from concurrent.futures import as_completed
 
         futures = {self.pool.submit(_run_batch, (workload, seed, [s.to_dict() for s in b],
-                                                 self.fork is not False, self.invariants)): i
+                                                 self.fork, self.invariants)): i
                    for i, b in enumerate(batches)}
         for fut in as_completed(futures):
             yield futures[fut], [RunResult.from_dict(d) for d in fut.result()]
@@ -158,7 +158,7 @@ class RayExecutor(Executor):
     def map(self, workload: Workload, seed: int, batches: Sequence[list[RunSpec]]
             ) -> Iterator[tuple[int, list[RunResult]]]:
         refs = {self.task.remote((workload, seed, [s.to_dict() for s in b],
-                                  self.fork is not False, self.invariants)): i
+                                  self.fork, self.invariants)): i
                 for i, b in enumerate(batches)}
         pending = list(refs)
         while pending:
@@ -221,6 +221,9 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     findings_seen = 0
     if progress:
         progress(done, len(specs), 0)
+    # a small search still gives every worker a batch (a batch's size never changes what a
+    # budget of runs finds: results are put back in plan order)
+    batch = max(1, min(batch, -(-len(todo) // max(1, executor.jobs))))
     batches = _batches([specs[i] for i in todo], batch)
     offsets = [todo[j * batch:(j + 1) * batch] for j in range(len(batches))]
     stopped = False

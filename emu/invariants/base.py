@@ -123,6 +123,14 @@ class BaseMonitor:
     def close(self) -> None:
         """Stop background watches (subclasses that start tasks override)."""
 
+    def settled(self, now: float) -> bool:
+        """True when ``finish`` at ``now`` finds what it would find later in a world where
+        nothing changes any more: no bounded episode is open. An explorer asks this before it
+        ends a quiet run's settle early (`emu.explore.runner.Quiet`); monitors with deadlines
+        of their own override it."""
+        return not any(callable(getattr(v, "any_open", None)) and v.any_open()
+                       for v in vars(self).values())
+
 
 def _sorted(vs: Iterable[Violation]) -> list[Violation]:
     return sorted(vs, key=lambda v: (v.at, v.invariant, v.objects, v.message))

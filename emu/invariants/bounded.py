@@ -61,6 +61,10 @@ class Bounded:
     def is_open(self, key: Hashable) -> bool:
         return key in self._open
 
+    def any_open(self) -> bool:
+        """True while some episode is open (its verdict may still change with time)."""
+        return bool(self._open)
+
     def _check(self, ep: _Episode, now: float, closing: bool = False) -> None:
         if ep.reported:
             return

@@ -172,6 +172,12 @@ class _CleanupMonitor(BaseMonitor):
             objs = (f"{p.kind}/{p.ns}/{p.name}", *(x for x in left if x.count("/") == 2))
         self.report(msg, p.deadline, objs)
 
+    def settled(self, now: float) -> bool:
+        """Settled when nothing deleted is waiting for its dependents, finalizers or Redis
+        keys to go."""
+        return (super().settled(now) and not self.pending
+                and all(gone + self.inv.bound <= now for _, _, _, gone in self.redis_gone))
+
     async def check_end(self, sim: Simulation) -> None:
         while True:
             self._expire(sim.now)

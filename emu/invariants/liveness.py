@@ -172,6 +172,11 @@ class _SteadyMonitor(BaseMonitor):
                 out.append((max(quiet, since) + self.inv.bound, kind, obj, why))
         return out
 
+    def settled(self, now: float) -> bool:
+        """Settled only when every object is steady (an unsteady one's report names the
+        instant ``finish`` ran)."""
+        return super().settled(now) and not self._unsteady(0.0)
+
     async def check_end(self, sim: Simulation) -> None:
         quiet = last_fault_healed(sim)
         while True:
