@@ -561,8 +561,11 @@ def _exists(sim: Simulation, kind: str, obj: Obj) -> bool:
 
 async def _change(sim: Simulation, knob: Any, value: Any) -> None:
     """``kubectl patch``: set the knob's field on its objects (get, change, update, retrying on
-    a conflict); an object already gone is left alone."""
-    from ..apiserver.errors import ApiError, Conflict
+    a conflict at once and every 5 s while the API server cannot be reached, as a person would;
+    a plan may hold an outage across the change's time); an object already gone is left alone.
+    A change that could not be made is a trace event, never a silent no-op."""
+    from ..apiserver.errors import ApiError, Conflict, NotFound
+    from ..kernel.network import NetworkError
     from .workload import set_path
 
     sim.trace.emit("explore", "knob_change", knob=knob.name, value=repr(value))
@@ -571,7 +574,7 @@ async def _change(sim: Simulation, knob: Any, value: Any) -> None:
         name = obj["metadata"]["name"]
         if knob.object_name is not None and name != knob.object_name:
             continue
-        for _ in range(5):
+        for _ in range(CHANGE_ATTEMPTS):
             try:
                 cur = await client.get(knob.kind, name, "default")
                 set_path(cur, knob.path, value)
@@ -579,8 +582,23 @@ async def _change(sim: Simulation, knob: Any, value: Any) -> None:
                 break
             except Conflict:
                 continue
-            except ApiError:
+            except NotFound:
                 break
+            except NetworkError:
+                await sim.sleep(5.0)
+            except ApiError as exc:
+                sim.trace.emit("explore", "knob_change_refused", knob=knob.name,
+                               object=f"{knob.kind}/default/{name}", reason=str(exc))
+                break
+        else:
+            sim.trace.emit("explore", "knob_change_refused", knob=knob.name,
+                           object=f"{knob.kind}/default/{name}",
+                           reason=f"not applied after {CHANGE_ATTEMPTS} attempts")
+
+
+#: How many times a knob change is tried on one object (conflicts at once, an unreachable API
+#: server every 5 s: the longest outage a plan holds is well under 60 attempts).
+CHANGE_ATTEMPTS = 60
 
 
 # ---------------------------------------------------------------------------------------------
