@@ -237,10 +237,20 @@ def w_object(i: int) -> dict[str, Any]:
             "data": {f"k{j}": f"v{j}" for j in range(5)}}
 
 
-def bench_workload_w(count: int, stale: int = 200, lists: int = 50
+def bench_workload_w(count: int, stale: int = 200, lists: int = 50, repeat: int = 3
                      ) -> dict[str, tuple[float, float]]:
     """Workload W through ``sim.client`` (as a controller calls it: over the emulated network,
-    inside a run) and through `BareStore`, in the same process: {step: (emu/s, bare/s)}."""
+    inside a run) and through `BareStore`, in the same process: {step: (emu/s, bare/s)}, each
+    the best of ``repeat`` rounds (emu and bare alternate, so a busy moment hits both)."""
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(repeat):
+        for step, (emu_rate, bare_rate) in _workload_w_once(count, stale, lists).items():
+            was = best.get(step, (0.0, 0.0))
+            best[step] = (max(was[0], emu_rate), max(was[1], bare_rate))
+    return best
+
+
+def _workload_w_once(count: int, stale: int, lists: int) -> dict[str, tuple[float, float]]:
     import emu
 
     def timed(fn: Callable[[], None]) -> float:

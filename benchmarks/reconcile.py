@@ -209,6 +209,12 @@ def report(runs: list[dict[str, Any]], kube: bool, rows: list[dict[str, Any]]) -
                         "s", baseline=by_n[small]["wall"], target=f"<= {goal:g}x"))
         print(f"growth {small} -> {large} clusters: {growth:.1f}x wall time "
               f"(target <= {goal:g}x)")
+        # peak RSS / N charges the interpreter, the modules and the world's fixed parts to the
+        # clusters; the growth between two sizes is what one more cluster costs
+        marginal = (by_n[large]["peak_rss_mb"] - by_n[small]["peak_rss_mb"]) / (large - small)
+        rows.append(row(bench, f"peak memory per added cluster, {small} -> {large}", marginal,
+                        "MB", target="<= 0.5" if kube else ""))
+        print(f"peak memory per added cluster {small} -> {large}: {marginal:.2f} MB")
     profiled = [r for r in runs if r.get("profile")]
     if profiled:
         r = profiled[-1]
