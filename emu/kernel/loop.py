@@ -88,8 +88,11 @@ class _SeqTimerHandle(asyncio.TimerHandle):
         self._unref = False
 
     def __lt__(self, other: object) -> bool:
+        # (deadline, seq) order without building two tuples: the timer heap compares often
         if isinstance(other, _SeqTimerHandle):
-            return (self.when(), self._seq) < (other.when(), other._seq)
+            when = self._when  # type: ignore[attr-defined]
+            other_when = other._when  # type: ignore[attr-defined]
+            return when < other_when or (when == other_when and self._seq < other._seq)
         return super().__lt__(other)  # type: ignore[operator]
 
 
