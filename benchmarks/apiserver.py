@@ -237,16 +237,32 @@ def w_object(i: int) -> dict[str, Any]:
             "data": {f"k{j}": f"v{j}" for j in range(5)}}
 
 
-def bench_workload_w(count: int, stale: int = 200, lists: int = 50
+def bench_workload_w(count: int, stale: int = 200, lists: int = 50, repeat: int = 3
                      ) -> dict[str, tuple[float, float]]:
     """Workload W through ``sim.client`` (as a controller calls it: over the emulated network,
-    inside a run) and through `BareStore`, in the same process: {step: (emu/s, bare/s)}."""
+    inside a run) and through `BareStore`, in the same process: {step: (emu/s, bare/s)}, each
+    the best of ``repeat`` rounds (emu and bare alternate, so a busy moment hits both)."""
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(repeat):
+        for step, (emu_rate, bare_rate) in _workload_w_once(count, stale, lists).items():
+            was = best.get(step, (0.0, 0.0))
+            best[step] = (max(was[0], emu_rate), max(was[1], bare_rate))
+    return best
+
+
+#: Workload W's clock: this process's CPU time. Both sides are single-threaded and CPU-bound, so
+#: on a quiet machine it equals the wall time, and on a shared one it leaves out other programs'
+#: turns, which would otherwise land on whichever side they happen to interrupt.
+_clock = time.process_time
+
+
+def _workload_w_once(count: int, stale: int, lists: int) -> dict[str, tuple[float, float]]:
     import emu
 
     def timed(fn: Callable[[], None]) -> float:
-        t0 = time.perf_counter()
+        t0 = _clock()
         fn()
-        return time.perf_counter() - t0
+        return _clock() - t0
 
     bare = BareStore()
     made: list[dict[str, Any]] = []
@@ -279,20 +295,20 @@ def bench_workload_w(count: int, stale: int = 200, lists: int = 50
     async def main(sim: emu.Simulation) -> None:
         c = sim.client("bench")
         objs: list[dict[str, Any]] = []
-        t0 = time.perf_counter()
+        t0 = _clock()
         for i in range(count):
             objs.append(await c.create(w_object(i)))
-        emu_s["create"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        emu_s["create"] = _clock() - t0
+        t0 = _clock()
         for i in range(count):
             await c.get("ConfigMap", f"cm-{i:05d}", "default")
-        emu_s["get"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        emu_s["get"] = _clock() - t0
+        t0 = _clock()
         for i, obj in enumerate(objs):
             obj["data"]["k0"] = str(i)
             objs[i] = await c.update(obj)
-        emu_s["update"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        emu_s["update"] = _clock() - t0
+        t0 = _clock()
         for i in range(stale):
             obj = w_object(i)
             obj["metadata"]["resourceVersion"] = "1"
@@ -300,11 +316,11 @@ def bench_workload_w(count: int, stale: int = 200, lists: int = 50
                 await c.update(obj)
             except emu.Conflict:
                 pass
-        emu_s["stale update -> 409"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        emu_s["stale update -> 409"] = _clock() - t0
+        t0 = _clock()
         for i in range(lists):
             await c.list("ConfigMap", namespace="default", label_selector=f"shard=s{i % 20}")
-        emu_s["list by label"] = time.perf_counter() - t0
+        emu_s["list by label"] = _clock() - t0
 
     emu.run(main, seed=1)
     ops = {"create": count, "get": count, "update": count, "stale update -> 409": stale,
@@ -374,7 +390,8 @@ def main() -> None:
             rows.append(row(b, f"watch fan-out, {watchers} watchers", rate_, "events/s"))
             print(f"  {watchers:3d} watchers x {updates:5d} updates: {rate_:12,.0f} events/s")
         count = 500 if args.quick else 2_000
-        print(f"workload W ({count} ConfigMaps) through sim.client vs a bare store, same run:")
+        print(f"workload W ({count} ConfigMaps) through sim.client vs a bare store, same run "
+              "(CPU time, best of 3 alternating rounds):")
         targets = {"create": ">= 0.5x bare", "get": ">= 0.5x bare", "update": ">= 0.5x bare",
                    "stale update -> 409": ">= 0.3x bare"}
         for step, (emu_rate, bare_rate) in bench_workload_w(count).items():

@@ -8,9 +8,9 @@ HTTP facade can build it from a URL. ``kind`` is what the caller wrote (``"Pod"`
 
 from __future__ import annotations
 
-from typing import Any
-
-import attrs
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 VERBS = ("get", "list", "create", "update", "update_status", "patch", "delete",
          "delete_collection", "watch")
@@ -22,9 +22,15 @@ PATCH_TYPES = {
 }
 
 
-@attrs.frozen
-class ApiRequest:
+#: The options of a request that gives none (read-only: one value shared by all of them).
+NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
+
+
+class ApiRequest(NamedTuple):
     """A request: verb, target, body and options.
+
+    A named tuple rather than an attrs value: one is built for every request, and a tuple is
+    built in a third of the time (issue 17); it is as immutable.
 
     Options by verb (all optional):
     - get: ``resource_version``.
@@ -43,4 +49,4 @@ class ApiRequest:
     namespace: str | None = None
     name: str | None = None
     body: Any = None
-    options: dict[str, Any] = attrs.field(factory=dict)
+    options: Mapping[str, Any] = NO_OPTIONS

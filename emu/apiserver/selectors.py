@@ -87,11 +87,19 @@ def _bad(text: str, why: str) -> BadRequest:
     return BadRequest(f'unable to parse requirement: invalid label selector "{text}": {why}')
 
 
+#: Label keys found valid: a world's selectors use a handful of keys over and over.
+_VALID_KEYS: dict[str, None] = {}
+
+
 def _check_key(text: str, key: str) -> None:
+    if key in _VALID_KEYS:
+        return
     if len(key.rsplit("/", 1)[-1]) > 63 or not (
         _KEY_RE.match(key) if "/" not in key else _PREFIXED_KEY_RE.match(key)
     ):
         raise _bad(text, f'"{key}" is not a valid label key')
+    if len(_VALID_KEYS) < 1024:
+        _VALID_KEYS[key] = None
 
 
 def _check_value(text: str, value: str) -> None:
@@ -100,6 +108,7 @@ def _check_value(text: str, value: str) -> None:
 
 
 _CACHE: dict[str, LabelSelector] = {}
+_CACHE_MAX = 16_384
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:
@@ -185,8 +194,13 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             raise _bad(text, f"found '{tokens[i]}', expected: ','")
         i += 1
     sel = LabelSelector(reqs, text)
-    if len(_CACHE) < 4096:
-        _CACHE[text] = sel
+    if len(_CACHE) >= _CACHE_MAX:
+        # Start over rather than stop caching: a controller reconciling cluster after cluster
+        # lists with each cluster's own selectors several times in a row, so recent ones are
+        # what pays (with 1,000 clusters and more, a cache that stopped at 4,096 parsed again on
+        # nearly every list).
+        _CACHE.clear()
+    _CACHE[text] = sel
     return sel
 
 

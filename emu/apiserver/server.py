@@ -1020,7 +1020,7 @@ class APIServer:
         if not isinstance(body, dict):
             raise BadRequest(f"the body of a {req.verb} request must be a JSON object, not "
                              f"{type(body).__name__}")
-        want = self.kinds.resolve(req.kind, req.api_version)
+        want = self._resolve(req.kind, req.api_version)[0]
         kind = body.get("kind")
         api_version = body.get("apiVersion")
         if kind is None or api_version is None:
@@ -1029,7 +1029,7 @@ class APIServer:
             body.setdefault("apiVersion", want.api_version)
         else:
             try:
-                got = self.kinds.resolve(kind, api_version)
+                got: KindInfo | None = self._resolve(kind, api_version)[0]
             except ApiError:
                 got = None
             if got is not want:

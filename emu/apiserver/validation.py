@@ -155,7 +155,23 @@ LABEL_VALUE_MSG = (
 )
 
 
+#: Keys `qualified_name` found valid (bounded): the same label and annotation keys come back on
+#: nearly every write, and a valid key has no cause whatever the field.
+_VALID_QNAMES: dict[str, None] = {}
+
+
 def qualified_name(field: str, key: str) -> list[StatusCause]:
+    if key in _VALID_QNAMES:
+        return []
+    out = _qualified_name(field, key)
+    if not out:
+        if len(_VALID_QNAMES) >= 4096:
+            _VALID_QNAMES.clear()
+        _VALID_QNAMES[key] = None
+    return out
+
+
+def _qualified_name(field: str, key: str) -> list[StatusCause]:
     prefix, _, name = key.rpartition("/")
     out = []
     if prefix:

@@ -266,8 +266,11 @@ def selector_text(selector: str | dict[str, str]) -> str:
     """A label selector as text; a dict is ``matchLabels`` (``{"a": "b"}`` → ``a=b``)."""
     if isinstance(selector, str):
         return selector
-    if isinstance(selector, dict):
-        return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    if isinstance(selector, dict):  # on every cached list a controller makes: kept lean
+        if len(selector) == 1:
+            for k, v in selector.items():
+                return f"{k}={v}"
+        return ",".join([f"{k}={v}" for k, v in sorted(selector.items())])
     raise BadRequest(f"a label selector is a string or a mapping, not {type(selector).__name__}")
 
 

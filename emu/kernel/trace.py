@@ -64,6 +64,14 @@ class Span:
     args: dict[str, Any] = attrs.field(factory=dict)
 
 
+def request_span(row: tuple[str, str, str, str, str, float, float, str]) -> Span:
+    """The `Span` of a request row as `emu.kernel.network.Network.call` records it: (caller,
+    verb, kind, name, destination, start, end, outcome)."""
+    who, verb, kind, name, dst, start, end, outcome = row
+    what = " ".join([x for x in (verb, kind, name) if x]) or f"call {dst}"
+    return Span(who, what, start, end, {"dst": dst, "outcome": outcome})
+
+
 #: Events that end a process's lifetime.
 _PROCESS_ENDS = ("process_crashed", "process_exited", "process_stopped")
 
@@ -73,11 +81,20 @@ class Trace:
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        #: Requests and other durations (see `Span`), in the order they ended.
-        self.spans: list[Span] = []
+        self._spans: list[Any] = []
         self._events: list[TraceEvent] = []
         self._hash = hashlib.sha256()
         self._listeners: list[Callable[[TraceEvent], None]] = []
+
+    @property
+    def spans(self) -> list[Span]:
+        """Requests and other durations (see `Span`), in the order they ended. The same list
+        every time: the network appends request rows to it, made Spans here when read."""
+        spans = self._spans
+        for i, item in enumerate(spans):
+            if type(item) is tuple:
+                spans[i] = request_span(item)
+        return cast("list[Span]", spans)
 
     def emit(self, process: str, event: str, **fields: Any) -> TraceEvent:
         """Record an event now."""
@@ -123,7 +140,7 @@ class Trace:
 
     def add_span(self, process: str, name: str, start: float, end: float, **args: Any) -> None:
         """Record a `Span` (outside the digest)."""
-        self.spans.append(Span(process, name, start, end, args))
+        self._spans.append(Span(process, name, start, end, args))
 
     def to_chrome(self, path: str | Path | None = None) -> list[dict[str, Any]]:
         """Chrome trace events (Perfetto, ``chrome://tracing``): one process track per emulated

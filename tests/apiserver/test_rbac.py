@@ -189,6 +189,25 @@ async def test_cluster_roles_bound_cluster_wide_or_in_one_namespace(sim):
 
 
 @pytest.mark.emu(rbac=True)
+async def test_a_remembered_decision_is_dropped_when_any_rbac_object_changes(sim):
+    await sim.apply(POD)
+    ann = sim.client("ann", user="ann")
+    for _ in range(2):  # the second refusal is the remembered decision
+        with pytest.raises(Forbidden):
+            await ann.get("Pod", "p", "default")
+    await sim.apply([role("reader", [{"apiGroups": [""], "resources": ["pods"],
+                                      "verbs": ["list"]}]),
+                     binding("read", "Role", "reader", [{"kind": "User", "name": "ann"}])])
+    with pytest.raises(Forbidden):
+        await ann.get("Pod", "p", "default")  # the role allows list, not get
+    await sim.apply(role("reader", READ_PODS))  # a Role's rules change: decided again
+    assert (await ann.get("Pod", "p", "default"))["metadata"]["name"] == "p"
+    await sim.client().delete("Role", "reader", "default")
+    with pytest.raises(Forbidden, match='RBAC: role.rbac.authorization.k8s.io "reader" not'):
+        await ann.get("Pod", "p", "default")
+
+
+@pytest.mark.emu(rbac=True)
 async def test_resource_names_allow_a_list_or_watch_of_that_name_only(sim):
     await sim.apply([role("one-pod", [{"apiGroups": [""], "resources": ["pods"],
                                         "verbs": ["list", "watch"], "resourceNames": ["p"]}]),

@@ -68,6 +68,18 @@ def test_a_body_kind_that_differs_from_the_request_is_400(run):
     run(main)
 
 
+def test_a_body_kind_that_is_not_a_string_is_400(run):
+    async def main():
+        api = loop_server()
+        body = {**cm(), "kind": 123}
+        with pytest.raises(ApiError) as err:
+            await api.handle(ApiRequest("create", "ConfigMap", namespace="default", body=body),
+                             INFO)
+        assert (err.value.code, err.value.message) == (
+            400, "the kind in the data (123) does not match the kind of the request (ConfigMap)")
+    run(main)
+
+
 def test_a_body_api_version_that_differs_from_the_request_is_400(run):
     async def main():
         api = loop_server()

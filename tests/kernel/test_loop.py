@@ -212,3 +212,30 @@ def test_wait_for_on_an_ordinary_asyncio_loop_is_the_standard_one():
     assert asyncio.run(main()) == "done"
     assert asyncio.wait_for.__doc__ == loop_module._STD_WAIT_FOR.__doc__
     assert asyncio.iscoroutinefunction(asyncio.wait_for)
+
+
+def test_outside_io_is_seen_within_a_bounded_number_of_steps_while_work_is_ready(run):
+    """The loop asks the real selector only once every `_POLL_EVERY` ready steps: a socket that
+    becomes readable while tasks keep yielding is still served after at most that many."""
+    import socket
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        reader, writer = socket.socketpair()
+        seen_at = []
+        steps = 0
+        loop.add_reader(reader.fileno(), lambda: seen_at.append(steps))
+        try:
+            writer.send(b"x")
+            while not seen_at and steps < 10 * loop_module._POLL_EVERY:
+                await asyncio.sleep(0)
+                steps += 1
+        finally:
+            loop.remove_reader(reader.fileno())
+            reader.close()
+            writer.close()
+        return seen_at, loop.time()
+
+    seen_at, now = run(main)
+    assert seen_at and seen_at[0] <= loop_module._POLL_EVERY
+    assert now == 0.0

@@ -218,3 +218,24 @@ def test_network_errors_are_the_oserrors_socket_code_expects():
     err = Timeout("get apiserver: i/o timeout after 5s", src="operator-0", dst="apiserver")
     assert (str(err), err.src, err.dst) == ("get apiserver: i/o timeout after 5s", "operator-0",
                                             "apiserver")
+
+
+def test_each_call_leaves_a_span_naming_caller_request_duration_and_outcome(run):
+    from emu.kernel.trace import Span, Trace
+
+    async def main():
+        world, client, _ = await _world_with_echo()
+        trace = Trace(lambda: world.now)
+        world.network.spans = trace.spans
+        world.network.set_latency(0.5, Match(verb="get"))
+        await world.network.call(client, "apiserver", 1, verb="get", kind="Pod", name="p")
+        world.network.outage("apiserver")
+        with pytest.raises(ConnectionRefused):
+            await world.network.call(None, "apiserver", 2, caller="kubectl")
+        return trace.spans
+
+    assert run(main) == [
+        Span("operator-0", "get Pod p", 0.0, 1.0, {"dst": "apiserver", "outcome": "ok"}),
+        Span("kubectl", "call apiserver", 1.0, 1.0,
+             {"dst": "apiserver", "outcome": "ConnectionRefused"}),
+    ]
