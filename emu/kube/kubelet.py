@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NODE_LEASE_DURATION = 40
-KUBELET_VERSION = "v1.33.0"
 #: Conditions the kubelet owns; any other condition on a Pod is kept as it is.
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 CONFIG_RETRY = 10.0
@@ -146,7 +145,7 @@ class Kubelet:
                 "addresses": [{"type": "InternalIP", "address": self.ip},
                               {"type": "Hostname", "address": self.node}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "containerRuntimeVersion":
+                "nodeInfo": {"kubeletVersion": cfg.kubernetes_version, "containerRuntimeVersion":
                              "containerd://1.7.0", "operatingSystem": "linux",
                              "architecture": "amd64"},
                 "phase": "Running",
