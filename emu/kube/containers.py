@@ -222,6 +222,23 @@ class NodeRuntime:
             rec.reason = "Error"
         box.notify()
 
+    def sigterm(self, rec: ContainerRecord) -> asyncio.Task[Any] | None:
+        """Send SIGTERM: run the program's handlers (`ContainerContext.on_sigterm`) in its
+        process, one after the other; the task, or None when the container runs none."""
+        ctx, proc = rec.ctx, rec.process
+        if rec.state != "running" or ctx is None or proc is None or not proc.alive:
+            return None
+        handlers = ctx.sigterm_handlers
+        if not handlers:
+            return None
+
+        async def run() -> None:
+            for handler in handlers:
+                await handler()
+
+        proc.log("sigterm")
+        return proc.spawn(run(), name=f"{proc.name}:sigterm")
+
     def kill(self, rec: ContainerRecord, why: str) -> None:
         """Stop a container at once (SIGKILL): exit code 137."""
         if rec.timer is not None:

@@ -19,8 +19,9 @@ What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syn
 - writes ``status`` (phase, the PodReadyToStartContainers / Initialized / Ready / ContainersReady
   conditions, container statuses with state, lastState, restartCount, started, ready) through the
   API server, only when it changed, keeping conditions other components own;
-- on ``deletionTimestamp``: stops the containers (after `KubeConfig.container_stop_delay`, capped
-  by the grace period), writes the terminal status, then deletes the Pod with grace 0.
+- on ``deletionTimestamp``: SIGTERM to every container (programs that handle it run their
+  handler), SIGKILL once a handler returned and `KubeConfig.container_stop_delay` passed, or at
+  the grace period's end; then writes the terminal status and deletes the Pod with grace 0.
 
 Not emulated: liveness and startup probes, lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
 sidecar (restartable init) containers, resource limits (nothing is OOM-killed), image pull errors.
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import re
 import shutil
@@ -358,6 +360,9 @@ class PodWorker:
         self._lost: dict[str, Obj] = {}
         self._probes: dict[str, asyncio.Task[Any]] = {}
         self._stop_timer: asyncio.TimerHandle | None = None
+        self._grace_timer: asyncio.TimerHandle | None = None
+        #: SIGTERM handlers at work, by container id (`terminate`).
+        self._sigterm: dict[str, asyncio.Task[Any]] = {}
         self._terminal_phase: str | None = None
         self._qos_class: str | None = None
 
@@ -390,6 +395,8 @@ class PodWorker:
         finally:
             if self._timer is not None:
                 self._timer.cancel()
+            if self._grace_timer is not None:
+                self._grace_timer.cancel()
             for task in self._probes.values():
                 task.cancel()
             if self.kubelet.workers.get(self.uid) is self:
@@ -953,9 +960,18 @@ class PodWorker:
         live = [r for r in box.containers.values() if r.state != "exited"]
         if live:
             if self._stop_timer is None:
+                # SIGTERM now; SIGKILL once the program's handler is done and the stop delay
+                # passed, or at the end of the grace period whatever happens
+                for rec in live:
+                    task = self.runtime.sigterm(rec)
+                    if task is not None:
+                        self._sigterm[rec.container_id] = task
                 delay = min(self.config.container_stop_delay, float(grace))
                 loop = asyncio.get_running_loop()
-                self._stop_timer = loop.call_later(delay, self._stop_all, box)
+                self._stop_timer = loop.call_later(delay, self._stop_all, box,
+                                                   delay >= float(grace))
+                if self._sigterm and float(grace) > delay:
+                    self._grace_timer = loop.call_later(float(grace), self._stop_all, box, True)
             return False
         self._terminal_phase = None
         status = self.generate_status(pod, box, terminal=True)
@@ -972,10 +988,21 @@ class PodWorker:
         self._remove_pod_dirs()
         return True
 
-    def _stop_all(self, box: PodSandbox) -> None:
+    def _stop_all(self, box: PodSandbox, grace_over: bool) -> None:
+        """SIGKILL what still runs, except (before the grace period is over) a container whose
+        SIGTERM handler is still at work: it is killed as soon as that returns."""
         for rec in list(box.containers.values()):
-            if rec.state != "exited":
-                self.runtime.kill(rec, "pod deleted")
+            if rec.state == "exited":
+                continue
+            task = self._sigterm.get(rec.container_id)
+            if task is not None and not task.done() and not grace_over:
+                task.add_done_callback(functools.partial(self._kill_after_sigterm, rec))
+                continue
+            self.runtime.kill(rec, "pod deleted")
+        self.wake()
+
+    def _kill_after_sigterm(self, rec: ContainerRecord, _task: asyncio.Task[Any]) -> None:
+        self.runtime.kill(rec, "pod deleted")
         self.wake()
 
 
