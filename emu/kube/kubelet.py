@@ -23,8 +23,12 @@ What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syn
   handler), SIGKILL once a handler returned and `KubeConfig.container_stop_delay` passed, or at
   the grace period's end; then writes the terminal status and deletes the Pod with grace 0.
 
+- native sidecars (init containers with ``restartPolicy: Always``): started in order, kept
+  running and restarted beside the containers, counted for readiness, stopped once the
+  containers are done for good (`is_sidecar`, ``getPhase``'s restartable init containers).
+
 Not emulated: liveness and startup probes, lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
-sidecar (restartable init) containers, resource limits (nothing is OOM-killed), image pull errors.
+resource limits (nothing is OOM-killed), image pull errors.
 This module is long because the pod worker and the status it reports are one state machine.
 """
 
@@ -282,6 +286,12 @@ class Kubelet:
                 self.runtime.remove_sandbox(uid)
 
 
+def is_sidecar(c: Obj) -> bool:
+    """``IsRestartableInitContainer``: an init container with ``restartPolicy: Always`` (a
+    native sidecar, Kubernetes 1.29+)."""
+    return c.get("restartPolicy") == "Always"
+
+
 def _go_list(names: list[str]) -> str:
     return "[" + " ".join(names) + "]"
 
@@ -428,6 +438,7 @@ class PodWorker:
             self._terminal_phase = phase
         if self._terminal_phase is None:
             await self.start_containers(pod, box)
+            self._stop_sidecars(pod.get("spec") or {}, box)
         self._ensure_probes(pod, box)
         status = self.generate_status(pod, box, terminal=False)
         if status["phase"] in ("Succeeded", "Failed"):
@@ -447,6 +458,19 @@ class PodWorker:
             if rec is None:
                 await self.start(pod, box, c, init=True)
                 return
+            if is_sidecar(c):
+                # started in order like an init container, but the next one starts once it
+                # runs; restarted whenever it exits, whatever the Pod's restartPolicy
+                if rec.state == "creating":
+                    return
+                if rec.state == "exited":
+                    if self._regular_done(spec, box):
+                        continue  # the Pod is completing: its sidecars stay stopped
+                    ran = rec.started_at is not None
+                    await self.restart_with_backoff(pod, box, c, rec, init=True)
+                    if not ran:
+                        return
+                continue
             if rec.state != "exited":
                 return
             if rec.exit_code == 0:
@@ -462,6 +486,29 @@ class PodWorker:
             elif rec.state == "exited" and (
                     policy == "Always" or (policy == "OnFailure" and rec.exit_code != 0)):
                 await self.restart_with_backoff(pod, box, c, rec, init=False)
+
+    @staticmethod
+    def _regular_done(spec: Obj, box: PodSandbox) -> bool:
+        """Every regular container exited and none will be restarted (``restartPolicy`` Never,
+        or OnFailure with every one succeeded): the Pod completes, so its sidecars stop."""
+        policy = spec.get("restartPolicy", "Always")
+        if policy == "Always":
+            return False
+        recs = [box.containers.get(c["name"]) for c in spec.get("containers") or []]
+        if not recs or any(r is None or r.state != "exited" for r in recs):
+            return False
+        return policy == "Never" or all(r.exit_code == 0 for r in recs if r is not None)
+
+    def _stop_sidecars(self, spec: Obj, box: PodSandbox) -> None:
+        """Sidecars do not hold a Pod: once its regular containers are done for good, the
+        kubelet stops them (``computePodActions`` kills the Pod's remaining containers)."""
+        sidecars = [c for c in spec.get("initContainers") or [] if is_sidecar(c)]
+        if not sidecars or not self._regular_done(spec, box):
+            return
+        for c in reversed(sidecars):
+            rec = box.containers.get(c["name"])
+            if rec is not None and rec.state != "exited":
+                self.runtime.kill(rec, "main containers completed")
 
     async def restart_with_backoff(self, pod: Obj, box: PodSandbox, c: Obj, rec: ContainerRecord,
                              *, init: bool) -> None:
@@ -521,7 +568,8 @@ class PodWorker:
                                          str(c.get("imagePullPolicy", "IfNotPresent")),
                                          self.config.image_pull_delay,
                                          self.config.container_start_delay)
-        self.runtime.create_container(box, c, init=init, attempt=attempt, delay=delay, pod=pod,
+        self.runtime.create_container(box, c, init=init and not is_sidecar(c), attempt=attempt,
+                                      delay=delay, pod=pod,
                                       env=env, volumes=mounts)
         self.wake()
 
@@ -716,7 +764,9 @@ class PodWorker:
     # -- readiness -------------------------------------------------------------------------------
 
     def _ensure_probes(self, pod: Obj, box: PodSandbox) -> None:
-        specs = {c["name"]: c for c in (pod.get("spec") or {}).get("containers") or []}
+        spec = pod.get("spec") or {}
+        specs = {c["name"]: c for c in [*(c for c in spec.get("initContainers") or []
+                                           if is_sidecar(c)), *(spec.get("containers") or [])]}
         for name, rec in box.containers.items():
             probe = (specs.get(name) or {}).get("readinessProbe")
             if rec.init or not probe or rec.state != "running":
@@ -809,15 +859,24 @@ class PodWorker:
         containers = spec.get("containers") or []
         init_statuses = []
         incomplete = []
+        unready = []
         for c in inits:
             rec = box.containers.get(c["name"])
             cs = self.container_status(c, rec, box, "PodInitializing")
             init_statuses.append(cs)
-            if rec is None or rec.state != "exited" or rec.exit_code != 0:
+            if is_sidecar(c):  # initialized once started; its readiness counts for the Pod's
+                if not cs["started"]:
+                    incomplete.append(c["name"])
+                if not cs["ready"]:
+                    unready.append(c["name"])
+            elif rec is None or rec.state != "exited" or rec.exit_code != 0:
                 incomplete.append(c["name"])
         initialized = not incomplete
+        if incomplete and any(is_sidecar(c) for c in inits) and any(
+                (r := box.containers.get(c["name"])) is not None and r.state != "creating"
+                for c in containers):
+            initialized = True  # initialized before: its sidecars are only restarting
         statuses = []
-        unready = []
         for c in containers:
             rec = box.containers.get(c["name"])
             cs = self.container_status(
@@ -881,8 +940,22 @@ class PodWorker:
         """Port of ``getPhase`` (kubelet_pods.go)."""
         policy = spec.get("restartPolicy", "Always")
         pending_init = failed_init = 0
+        # restartable init containers (sidecars): running ones count as running, terminated
+        # ones not at all; one that never ran keeps the Pod Pending
+        side_pending = side_running = side_waiting = 0
+        sidecars = {c.get("name") for c in spec.get("initContainers") or [] if is_sidecar(c)}
         for cs in init_statuses:
             state = cs["state"]
+            if cs.get("name") in sidecars:
+                if "running" in state:
+                    side_running += 1
+                    if not cs.get("started"):
+                        side_pending += 1
+                elif "terminated" not in state and not (cs.get("lastState") or {}).get(
+                        "terminated"):
+                    side_pending += 1
+                    side_waiting += 1
+                continue
             if "running" in state:
                 pending_init += 1
             elif "terminated" in state:
@@ -896,7 +969,10 @@ class PodWorker:
             return "Failed"
         if pending_init or failed_init:
             return "Pending"
-        running = waiting = stopped = succeeded = 0
+        if side_pending and not any("running" in cs["state"] or "terminated" in cs["state"]
+                                    for cs in statuses):
+            return "Pending"  # (HasAnyRegularContainerStarted: not while sidecars restart)
+        running, waiting, stopped, succeeded = side_running, side_waiting, 0, 0
         for cs in statuses:
             state = cs["state"]
             if "running" in state:
