@@ -25,7 +25,9 @@ What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syn
 
 - native sidecars (init containers with ``restartPolicy: Always``): started in order, kept
   running and restarted beside the containers, counted for readiness, stopped once the
-  containers are done for good (`is_sidecar`, ``getPhase``'s restartable init containers).
+  containers are done for good (`is_sidecar`, ``getPhase``'s restartable init containers);
+  a regular container's own ``restartPolicy`` / ``restartPolicyRules`` override the Pod's
+  (`container_should_restart`).
 
 Not emulated: liveness and startup probes, lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
 resource limits (nothing is OOM-killed), image pull errors.
@@ -292,6 +294,28 @@ def is_sidecar(c: Obj) -> bool:
     return c.get("restartPolicy") == "Always"
 
 
+def container_should_restart(c: Obj, spec: Obj, exit_code: int | None) -> bool:
+    """``podutil.ContainerShouldRestart`` (ContainerRestartRules, beta in Kubernetes 1.35): the
+    container's ``restartPolicyRules`` (the first whose exit codes match; action ``Restart``),
+    then its own ``restartPolicy``, then the Pod's."""
+    code = 0 if exit_code is None else exit_code
+    own = c.get("restartPolicy")
+    if own is not None:
+        for rule in c.get("restartPolicyRules") or []:
+            codes = (rule.get("exitCodes") or {})
+            values = codes.get("values") or []
+            hit = code in values if codes.get("operator") == "In" else \
+                code not in values if codes.get("operator") == "NotIn" else False
+            if hit:
+                if rule.get("action") == "Restart":
+                    return True
+                break
+        if own in ("Always", "OnFailure", "Never"):
+            return own == "Always" or (own == "OnFailure" and code != 0)
+    policy = spec.get("restartPolicy", "Always")
+    return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
 def _go_list(names: list[str]) -> str:
     return "[" + " ".join(names) + "]"
 
@@ -483,21 +507,22 @@ class PodWorker:
             rec = box.containers.get(c["name"])
             if rec is None:
                 await self.start(pod, box, c, init=False)
-            elif rec.state == "exited" and (
-                    policy == "Always" or (policy == "OnFailure" and rec.exit_code != 0)):
+            elif rec.state == "exited" and container_should_restart(c, spec, rec.exit_code):
                 await self.restart_with_backoff(pod, box, c, rec, init=False)
 
     @staticmethod
     def _regular_done(spec: Obj, box: PodSandbox) -> bool:
-        """Every regular container exited and none will be restarted (``restartPolicy`` Never,
-        or OnFailure with every one succeeded): the Pod completes, so its sidecars stop."""
-        policy = spec.get("restartPolicy", "Always")
-        if policy == "Always":
+        """Every regular container exited and none will be restarted (by its own or the Pod's
+        ``restartPolicy``): the Pod completes, so its sidecars stop."""
+        containers = spec.get("containers") or []
+        if not containers:
             return False
-        recs = [box.containers.get(c["name"]) for c in spec.get("containers") or []]
-        if not recs or any(r is None or r.state != "exited" for r in recs):
-            return False
-        return policy == "Never" or all(r.exit_code == 0 for r in recs if r is not None)
+        for c in containers:
+            rec = box.containers.get(c["name"])
+            if rec is None or rec.state != "exited" or \
+                    container_should_restart(c, spec, rec.exit_code):
+                return False
+        return True
 
     def _stop_sidecars(self, spec: Obj, box: PodSandbox) -> None:
         """Sidecars do not hold a Pod: once its regular containers are done for good, the
@@ -973,6 +998,8 @@ class PodWorker:
                                     for cs in statuses):
             return "Pending"  # (HasAnyRegularContainerStarted: not while sidecars restart)
         running, waiting, stopped, succeeded = side_running, side_waiting, 0, 0
+        restarting = False
+        own = {c.get("name"): c for c in spec.get("containers") or [] if c.get("restartPolicy")}
         for cs in statuses:
             state = cs["state"]
             if "running" in state:
@@ -981,8 +1008,14 @@ class PodWorker:
                 stopped += 1
                 if state["terminated"]["exitCode"] == 0:
                     succeeded += 1
+                c = own.get(cs.get("name"))
+                restarting = restarting or (c is not None and container_should_restart(
+                    c, spec, state["terminated"]["exitCode"]))
             elif (cs.get("lastState") or {}).get("terminated"):
                 stopped += 1
+                c = own.get(cs.get("name"))
+                restarting = restarting or (c is not None and container_should_restart(
+                    c, spec, cs["lastState"]["terminated"].get("exitCode")))
             else:
                 waiting += 1
         if waiting:
@@ -993,6 +1026,8 @@ class PodWorker:
             if terminal:
                 return "Succeeded" if stopped == succeeded else "Failed"
             if policy == "Always":
+                return "Running"
+            if restarting:  # a container's own restartPolicy restarts it: not done yet
                 return "Running"
             if stopped == succeeded:
                 return "Succeeded"

@@ -1,11 +1,14 @@
-"""Native sidecars: init containers with ``restartPolicy: Always`` (Kubernetes 1.29+).
+"""Container-level ``restartPolicy``: native sidecars and regular containers' own policy.
 
+Native sidecars are init containers with ``restartPolicy: Always`` (Kubernetes 1.29+).
 As the kubelet runs them (``computePodActions``, ``getPhase``, ``status/generate.go``): started
 in order among the init containers, the next one starting once the sidecar runs; kept running
 beside the main containers and restarted (with back-off) whenever they exit, whatever the Pod's
 ``restartPolicy``; their readiness counts for the Pod's; they do not hold the Pod: once its main
 containers are done for good the sidecars are stopped and the phase comes from the main
-containers alone.
+containers alone. A regular container's own ``restartPolicy`` and ``restartPolicyRules``
+(ContainerRestartRules, beta in 1.35: KubeRay's SidecarSubmitterRestart relies on it) override
+the Pod's for that container.
 """
 
 from __future__ import annotations
@@ -133,3 +136,69 @@ async def test_a_failed_main_container_fails_the_pod_beside_a_running_sidecar(si
     await sim.apply(with_sidecar(pod("p", image="example/job", restart_policy="Never")))
     done = await sim.wait_for("Pod", "p", phase_is("Failed"), timeout=60)
     assert "terminated" in status_of(done, "proxy")["state"]
+
+
+# -- container-level restartPolicy of regular containers (ContainerRestartRules, K8s 1.35) ------
+
+
+def flaky(codes: list[int], starts: list[float]):
+    """Exits with the next of ``codes`` each run (the last one for good)."""
+
+    async def program(ctx: ContainerContext) -> int:
+        starts.append(asyncio.get_running_loop().time())
+        await asyncio.sleep(1.0)
+        return codes[min(len(starts), len(codes)) - 1]
+
+    return program
+
+
+async def test_a_containers_own_on_failure_policy_overrides_the_pods_never(sim):
+    starts: list[float] = []
+    sim.programs.register("example/job", flaky([1, 0], starts))
+    cluster = kc.install(sim)
+    await cluster.wait_ready()
+    manifest = pod("p", image="example/job", restart_policy="Never")
+    manifest["spec"]["containers"][0]["restartPolicy"] = "OnFailure"
+    await sim.apply(manifest)
+    done = await sim.wait_for("Pod", "p", phase_is("Succeeded"), timeout=60)
+    assert len(starts) == 2
+    # (a Pod never leaves a terminal phase: Succeeded means it was never Failed meanwhile)
+    assert done["status"]["containerStatuses"][0]["restartCount"] == 1
+
+
+async def test_restart_rules_restart_on_the_listed_exit_codes_only(sim):
+    starts: list[float] = []
+    sim.programs.register("example/job", flaky([42, 42, 3], starts))
+    cluster = kc.install(sim)
+    await cluster.wait_ready()
+    manifest = pod("p", image="example/job", restart_policy="Never")
+    manifest["spec"]["containers"][0].update(
+        restartPolicy="Never",
+        restartPolicyRules=[{"action": "Restart",
+                             "exitCodes": {"operator": "In", "values": [42]}}])
+    await sim.apply(manifest)
+    done = await sim.wait_for("Pod", "p", phase_is("Failed"), timeout=120)
+    assert len(starts) == 3
+    terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 3
+
+
+async def test_a_submitter_that_restarts_on_failure_beside_a_head_never_fails_it(sim):
+    """KubeRay's SidecarSubmitterRestart shape: a head Pod with ``restartPolicy: Never`` and a
+    submitter container with ``restartPolicy: OnFailure``; the submitter's failure restarts it,
+    the Pod stays Running."""
+    starts: list[float] = []
+    sim.programs.register("example/submitter", flaky([1, 1, 0], starts))
+    sim.programs.register("example/app", ready_after(0))
+    cluster = kc.install(sim)
+    await cluster.wait_ready()
+    manifest = pod("p", restart_policy="Never")
+    manifest["spec"]["containers"].append({"name": "submitter", "image": "example/submitter",
+                                           "restartPolicy": "OnFailure"})
+    await sim.apply(manifest)
+    await sim.sleep(40)
+    p = await sim.wait_for("Pod", "p")
+    assert p["status"]["phase"] == "Running"
+    submitter = next(s for s in p["status"]["containerStatuses"] if s["name"] == "submitter")
+    assert submitter["restartCount"] == 2
+    assert submitter["state"]["terminated"]["exitCode"] == 0
