@@ -125,3 +125,8 @@ class KubeConfig:
     #: kubelet's ``nodeInfo.kubeletVersion`` (KubeRay's SidecarSubmitterRestart gate needs
     #: v1.35 or later). Defaults to ``"v1.33.0"``.
     kubernetes_version: str = attrs.field(default="v1.33.0", validator=_kube_version)
+    #: Run the containers' startup, liveness and readiness probes (`emu.kube.probes`). Defaults
+    #: to True. False is faster and optimistic: readiness then follows the programs' own state
+    #: (sampled on the readiness probe's schedule where one is set) and nothing is restarted by
+    #: a failing probe.
+    probes: bool = True

@@ -54,6 +54,8 @@ class ContainerRecord:
     ctx: ContainerContext | None = None
     #: The readiness probe's last result (None: no probe result yet).
     probe_ready: bool | None = None
+    #: Whether its startup probe succeeded (None: it has none; False: not yet).
+    started_ok: bool | None = None
     timer: asyncio.TimerHandle | None = None
 
     @property

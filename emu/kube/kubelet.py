@@ -12,10 +12,12 @@ What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syn
   containers, each a process running the program its image names;
 - restarts exited containers by ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 300 s,
   the first restart immediate, reset after ten stable minutes);
-- readiness: with a ``readinessProbe``, the program's readiness (`ContainerContext.set_ready`)
-  sampled by the probe's initial delay, period and thresholds; without one, the program's
-  readiness as it changes (a deliberate difference: real containers without a probe are ready as
-  soon as they run; here the program decides, and `idle_program` is ready at once);
+- probes (`emu.kube.probes`): startup, liveness and readiness workers per container attempt;
+  readiness from the readiness probe where one is set, a liveness or startup failure kills the
+  container; without a readiness probe, the program's readiness as it changes (a deliberate
+  difference: real containers without a probe are ready as soon as they run; here the program
+  decides, and `idle_program` is ready at once). With ``KubeConfig(probes=False)`` only
+  readiness is sampled, from the program's state, on the readiness probe's schedule;
 - writes ``status`` (phase, the PodReadyToStartContainers / Initialized / Ready / ContainersReady
   conditions, container statuses with state, lastState, restartCount, started, ready) through the
   API server, only when it changed, keeping conditions other components own;
@@ -29,7 +31,7 @@ What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syn
   a regular container's own ``restartPolicy`` / ``restartPolicyRules`` override the Pod's
   (`container_should_restart`).
 
-Not emulated: liveness and startup probes, lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
+Not emulated: lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
 resource limits (nothing is OOM-killed), image pull errors.
 This module is long because the pod worker and the status it reports are one state machine.
 """
@@ -51,6 +53,7 @@ from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.network import NetworkError
 from ..kernel.process import Process
+from . import probes
 from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
 from .events import EventRecorder
@@ -789,18 +792,95 @@ class PodWorker:
     # -- readiness -------------------------------------------------------------------------------
 
     def _ensure_probes(self, pod: Obj, box: PodSandbox) -> None:
+        """Start the probe workers of each running container attempt that has probes (the
+        prober manager's ``AddPod``): `_prober` with `KubeConfig.probes`, else the readiness
+        sampler `_probe_loop`."""
         spec = pod.get("spec") or {}
         specs = {c["name"]: c for c in [*(c for c in spec.get("initContainers") or []
                                            if is_sidecar(c)), *(spec.get("containers") or [])]}
+        process = self.kubelet.process
+        assert process is not None
         for name, rec in box.containers.items():
-            probe = (specs.get(name) or {}).get("readinessProbe")
-            if rec.init or not probe or rec.state != "running":
+            c = specs.get(name)
+            if rec.init or c is None or rec.state != "running":
                 continue
-            if rec.container_id in self._probes:
+            if not self.config.probes:
+                probe = c.get("readinessProbe")
+                if probe and rec.container_id not in self._probes:
+                    self._probes[rec.container_id] = process.spawn(self._probe_loop(rec, probe))
                 continue
-            assert self.kubelet.process is not None
-            self._probes[rec.container_id] = self.kubelet.process.spawn(
-                self._probe_loop(rec, probe))
+            for kind, pspec in probes.probe_specs(c).items():
+                key = f"{rec.container_id}:{kind}"
+                if key in self._probes:
+                    continue
+                if kind == "startup" and rec.started_ok is None:
+                    rec.started_ok = False
+                if kind == "readiness" and rec.probe_ready is None:
+                    rec.probe_ready = self._was_ready(pod, name, rec)
+                self._probes[key] = process.spawn(self._prober(rec, c, pspec, box.ip),
+                                                  name=f"{process.name}:probe:{self.name}:"
+                                                       f"{name}:{kind}")
+
+    def _was_ready(self, pod: Obj, name: str, rec: ContainerRecord) -> bool:
+        """A restarted kubelet keeps the readiness the API shows for the same container (its
+        probe results are gone; real kubelets keep them in the status manager)."""
+        for key in ("containerStatuses", "initContainerStatuses"):
+            for cs in (pod.get("status") or {}).get(key) or []:
+                if cs.get("name") == name and cs.get("containerID") == rec.container_id:
+                    return bool(cs.get("ready"))
+        return False
+
+    async def _prober(self, rec: ContainerRecord, c: Obj, spec: probes.ProbeSpec,
+                      ip: str) -> None:
+        """One probe worker (``prober/worker.go`` ``run`` / ``doProbe``) for one container
+        attempt: a probe on each tick of ``periodSeconds`` counted from the container's start,
+        none before ``initialDelaySeconds``; thresholds in a row set the result."""
+        kubelet = self.kubelet
+        assert kubelet.process is not None and rec.started_at is not None
+        kind, name = spec.kind, c["name"]
+        loop = asyncio.get_running_loop()
+        start = rec.started_at
+        last: bool | None = None
+        run = 0
+        while rec.state == "running":
+            pod = kubelet.latest.get(self.uid)
+            deleting = pod is None or bool(pod["metadata"].get("deletionTimestamp"))
+            waiting_start = kind != "startup" and rec.started_ok is False
+            if int(loop.time() - start + 1e-9) >= spec.initial_delay and not waiting_start \
+                    and not (deleting and kind != "readiness"):
+                # an exec probe runs inside the container, the others come from the kubelet
+                source = rec.process if "exec" in spec.handler else kubelet.process
+                ok, output = await probes.run_probe(
+                    spec, network=kubelet.cluster.world.network, source=source,
+                    caller=kubelet.process.name, ip=ip, container=c)
+                if rec.state != "running":
+                    return
+                if not ok and pod is not None:
+                    kubelet.event(pod, "Warning", "Unhealthy",
+                                  probes.unhealthy_message(kind, output))
+                run = run + 1 if ok == last else 1
+                last = ok
+                if run >= (spec.success_threshold if ok else spec.failure_threshold):
+                    if kind == "readiness":
+                        if rec.probe_ready is not ok:
+                            rec.probe_ready = ok
+                            self.wake()
+                    elif kind == "startup" and ok:
+                        rec.started_ok = True
+                        self.wake()
+                        return  # a startup probe stops once it succeeded
+                    elif not ok:  # liveness or startup failed: kill, restart by policy
+                        if pod is not None:
+                            kubelet.event(pod, "Normal", "Killing",
+                                          probes.killing_message(name, kind))
+                        self.runtime.kill(rec, f"{kind} probe failed")
+                        self.wake()
+                        return
+            now = loop.time()
+            # (the slack keeps float rounding from landing on the tick just passed: a wait of
+            # ~0 s would spin without moving virtual time)
+            ticks = int((now - start + 1e-6) // spec.period) + 1
+            await asyncio.sleep(start + ticks * spec.period - now)
 
     async def _probe_loop(self, rec: ContainerRecord, probe: Obj) -> None:
         """The readiness prober (``prober/worker.go``): the program's readiness sampled every
@@ -828,7 +908,7 @@ class PodWorker:
             await asyncio.sleep(period)
 
     def container_ready(self, c: Obj, rec: ContainerRecord | None) -> bool:
-        if rec is None or rec.state != "running":
+        if rec is None or rec.state != "running" or rec.started_ok is False:
             return False
         if c.get("readinessProbe"):
             return rec.probe_ready is True
@@ -864,7 +944,7 @@ class PodWorker:
         status["imageID"] = _image_id(image)
         if rec.state == "running":
             status["state"] = {"running": {"startedAt": rfc3339(rec.started_at or 0.0)}}
-            status["started"] = True
+            status["started"] = rec.started_ok is not False  # a startup probe passed, if any
             status["ready"] = self.container_ready(c, rec)
         elif name in self._backoff_msg:
             status["state"] = {"waiting": {"reason": "CrashLoopBackOff",
