@@ -368,6 +368,45 @@ def operator_config(config: Configuration, gates: FeatureGates, *,
     )
 
 
+def k8s_version_at_least(git_version: str, major: int, minor: int, patch: int) -> bool:
+    """``utils.IsK8sVersionAtLeast``: apimachinery's ``ParseGeneric`` (``v`` optional, two or
+    three numbers, anything after them ignored) compared with ``AtLeast``; ``ValueError`` when
+    the text is not a version."""
+    import re
+
+    m = re.match(r"^v?(\d+(?:\.\d+)+)", git_version.strip())
+    if m is None:
+        raise ValueError(f'could not parse "{git_version}" as version')
+    parts = [int(p) for p in m.group(1).split(".")]
+    if len(parts) > 3:
+        raise ValueError(f'could not parse "{git_version}" as version')
+    parts += [0] * (3 - len(parts))
+    return tuple(parts) >= (major, minor, patch)
+
+
+async def check_kubernetes_version(client: Client, gates: FeatureGates) -> str | None:
+    """main.go's guard before the manager is built: with the SidecarSubmitterRestart gate on,
+    the API server's version must be v1.35 or later (the submitter container's per-container
+    restart rules are beta there). The error main.go exits 1 with, or None to go on."""
+    from .utils.features import SIDECAR_SUBMITTER_RESTART
+
+    if not gates.enabled(SIDECAR_SUBMITTER_RESTART):
+        return None
+    try:
+        git_version = str((await client.server_version()).get("gitVersion", ""))
+    except Exception as err:  # any failure to ask is main.go's first exit
+        return ("SidecarSubmitterRestart feature gate enabled but unable to detect K8s version. "
+                f"Feature requires K8s 1.35+.: {err}")
+    try:
+        at_least = k8s_version_at_least(git_version, 1, 35, 0)
+    except ValueError as err:
+        return f"Failed to compare K8s version.: {err}"
+    if not at_least:
+        return (f"SidecarSubmitterRestart feature gate requires K8s 1.35+: current version "
+                f"{git_version} is below 1.35")
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # The operator image's program
 # ---------------------------------------------------------------------------------------------
@@ -483,6 +522,10 @@ def make_operator_program(on_replica: Callable[[OperatorReplica], None] | None =
             config, gates = load_configuration(flags, env, read_file)
         except FlagError as err:
             ctx.process.log("operator_exit", error=str(err), code=1)
+            return 1
+        refused = await check_kubernetes_version(Client(ctx.network, process=ctx.process), gates)
+        if refused is not None:
+            ctx.process.log("operator_exit", error=refused, code=1)
             return 1
 
         def on_setup(mgr: Manager, reconcilers: dict[str, Any]) -> None:
@@ -697,6 +740,9 @@ async def _start_direct(sim: Any, install: KubeRayInstall, manifests: list[dict[
         raise FileNotFoundError(f"open {path}: no such file or directory")
 
     config, gates = load_configuration(parse_flags(args), env, read_file)
+    refused = await check_kubernetes_version(sim.client("kuberay-operator"), gates)
+    if refused is not None:  # every replica would exit 1 at once
+        raise FlagError(refused)
     cert_manager = await operator_cert_manager_check(sim.client("kuberay-operator"), gates)
     name = deployment["metadata"]["name"]
     for i in range(int(deployment["spec"]["replicas"])):

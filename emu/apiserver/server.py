@@ -19,6 +19,7 @@ import base64
 import binascii
 import builtins
 import gc
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,9 @@ MAX_OBJECT_BYTES = 1536 * 1024
 #: kube-apiserver's ``MaxRequestBodyBytes``: the largest request body it reads.
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
 _BODY_VERBS = frozenset(("create", "update", "update_status", "patch"))
+#: The Kubernetes version the API server reports by default (``GET /version``'s ``gitVersion``);
+#: `APIServer.version` sets it per world (`emu.kube.config.KubeConfig.kubernetes_version`).
+KUBERNETES_VERSION = "v1.33.0"
 #: Namespaces that exist from the start, as in a fresh cluster.
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
@@ -176,6 +180,9 @@ class APIServer:
         self._rng = rng
         self._trace = trace
         self.bookmark_interval = bookmark_interval
+        #: What ``GET /version`` reports (`version_info`); clients that gate on the server's
+        #: version (KubeRay's SidecarSubmitterRestart) read it.
+        self.version = KUBERNETES_VERSION
         self.kinds: KindRegistry = builtin_registry()
         self._resolved: dict[tuple[Any, Any], tuple[KindInfo, Table]] = {}
         self._resolved_gen = -1
@@ -189,6 +196,15 @@ class APIServer:
                         caller="apiserver")
 
     # -- small helpers -------------------------------------------------------------------------
+
+    def version_info(self) -> dict[str, str]:
+        """``GET /version`` (apimachinery's ``version.Info``) for `version`."""
+        m = re.match(r"v?(\d+)\.(\d+)", self.version)
+        major, minor = (m.group(1), m.group(2)) if m else ("", "")
+        return {"major": major, "minor": minor, "gitVersion": self.version,
+                "gitCommit": "kuberay-emu", "gitTreeState": "clean",
+                "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc",
+                "platform": "linux/amd64"}
 
     @property
     def resource_version(self) -> int:
@@ -1111,6 +1127,8 @@ class APIServer:
                 propagation_policy=o.get("propagation_policy"),
                 grace_period_seconds=o.get("grace_period_seconds"), caller=caller,
                 api_version=req.api_version, dry_run=bool(o.get("dry_run")))
+        if verb == "version":
+            return self.version_info()
         if verb == "watch":
             raise MethodNotAllowed("watch is a stream: open it with open_watch")
         raise MethodNotAllowed(f'verb "{verb}" is not supported')

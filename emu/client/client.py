@@ -79,6 +79,10 @@ class Client:
 
     # -- reads -----------------------------------------------------------------------------------
 
+    async def server_version(self) -> dict[str, Any]:
+        """``GET /version`` (client-go's ``ServerVersion``): major, minor, gitVersion ..."""
+        return dict(await self._call(ApiRequest("version", "")))
+
     async def get(self, kind: str, name: str, namespace: str | None = None, *,
                   resource_version: str | None = None,
                   api_version: str | None = None) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class ContainerContext:
     init: bool = False
     _ready: bool = False
     _ready_listeners: list[Callable[[bool], None]] = attrs.field(factory=list)
+    _sigterm_handlers: list[Callable[[], Awaitable[Any]]] = attrs.field(factory=list)
 
     @property
     def ready(self) -> bool:
@@ -74,6 +75,18 @@ class ContainerContext:
 
     def on_ready_change(self, listener: Callable[[bool], None]) -> None:
         self._ready_listeners.append(listener)
+
+    def on_sigterm(self, handler: Callable[[], Awaitable[Any]]) -> None:
+        """Handle SIGTERM: when the kubelet stops the container gracefully (its Pod deleted),
+        ``handler()`` runs in the container's process and the container is killed only once
+        every handler returned (or the grace period ran out). A program without one is killed
+        after `KubeConfig.container_stop_delay`. SIGKILL (a Node lost, a container killed by a
+        fault) runs no handler."""
+        self._sigterm_handlers.append(handler)
+
+    @property
+    def sigterm_handlers(self) -> list[Callable[[], Awaitable[Any]]]:
+        return list(self._sigterm_handlers)
 
     @property
     def namespace(self) -> str:

@@ -233,6 +233,9 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
     config = attrs.evolve(config or KubeConfig(), **overrides)
     cluster = KubeCluster(sim, config)
     _CLUSTERS[sim] = cluster
+    api = getattr(sim, "api", None)
+    if api is not None:
+        api.version = config.kubernetes_version
     for node in cluster.node_names:
         cluster.start_kubelet(node)
     wanted = config.controllers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import attrs
@@ -15,6 +16,12 @@ def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
 def _non_negative(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
     if value < 0:
         raise ValueError(f"KubeConfig.{attribute.name} can't be negative: {value}")
+
+
+def _kube_version(_inst: object, _attribute: object, value: str) -> None:
+    if not re.fullmatch(r"v\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?", str(value)):
+        raise ValueError(f"KubeConfig.kubernetes_version is a Kubernetes release like "
+                         f"'v1.35.0', not {value!r}")
 
 
 def _pool_name(_inst: object, _attribute: object, value: str) -> None:
@@ -125,3 +132,12 @@ class KubeConfig:
         "deployment", "replicaset", "statefulset", "endpointslice", "kube-proxy",
         "persistentvolume",
     )
+    #: The cluster's Kubernetes version: what the API server's ``/version`` reports and each
+    #: kubelet's ``nodeInfo.kubeletVersion`` (KubeRay's SidecarSubmitterRestart gate needs
+    #: v1.35 or later). Defaults to ``"v1.33.0"``.
+    kubernetes_version: str = attrs.field(default="v1.33.0", validator=_kube_version)
+    #: Run the containers' startup, liveness and readiness probes (`emu.kube.probes`). Defaults
+    #: to True. False is faster and optimistic: readiness then follows the programs' own state
+    #: (sampled on the readiness probe's schedule where one is set) and nothing is restarted by
+    #: a failing probe.
+    probes: bool = True

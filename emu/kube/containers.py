@@ -54,6 +54,8 @@ class ContainerRecord:
     ctx: ContainerContext | None = None
     #: The readiness probe's last result (None: no probe result yet).
     probe_ready: bool | None = None
+    #: Whether its startup probe succeeded (None: it has none; False: not yet).
+    started_ok: bool | None = None
     timer: asyncio.TimerHandle | None = None
 
     @property
@@ -224,6 +226,23 @@ class NodeRuntime:
         else:
             rec.reason = "Error"
         box.notify()
+
+    def sigterm(self, rec: ContainerRecord) -> asyncio.Task[Any] | None:
+        """Send SIGTERM: run the program's handlers (`ContainerContext.on_sigterm`) in its
+        process, one after the other; the task, or None when the container runs none."""
+        ctx, proc = rec.ctx, rec.process
+        if rec.state != "running" or ctx is None or proc is None or not proc.alive:
+            return None
+        handlers = ctx.sigterm_handlers
+        if not handlers:
+            return None
+
+        async def run() -> None:
+            for handler in handlers:
+                await handler()
+
+        proc.log("sigterm")
+        return proc.spawn(run(), name=f"{proc.name}:sigterm")
 
     def kill(self, rec: ContainerRecord, why: str) -> None:
         """Stop a container at once (SIGKILL): exit code 137."""

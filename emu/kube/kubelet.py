@@ -12,18 +12,27 @@ What it does, as the real kubelet does it (``pkg/kubelet``: ``kubelet.go`` ``syn
   containers, each a process running the program its image names;
 - restarts exited containers by ``restartPolicy`` with CrashLoopBackOff (10 s doubling to 300 s,
   the first restart immediate, reset after ten stable minutes);
-- readiness: with a ``readinessProbe``, the program's readiness (`ContainerContext.set_ready`)
-  sampled by the probe's initial delay, period and thresholds; without one, the program's
-  readiness as it changes (a deliberate difference: real containers without a probe are ready as
-  soon as they run; here the program decides, and `idle_program` is ready at once);
+- probes (`emu.kube.probes`): startup, liveness and readiness workers per container attempt;
+  readiness from the readiness probe where one is set, a liveness or startup failure kills the
+  container; without a readiness probe, the program's readiness as it changes (a deliberate
+  difference: real containers without a probe are ready as soon as they run; here the program
+  decides, and `idle_program` is ready at once). With ``KubeConfig(probes=False)`` only
+  readiness is sampled, from the program's state, on the readiness probe's schedule;
 - writes ``status`` (phase, the PodReadyToStartContainers / Initialized / Ready / ContainersReady
   conditions, container statuses with state, lastState, restartCount, started, ready) through the
   API server, only when it changed, keeping conditions other components own;
-- on ``deletionTimestamp``: stops the containers (after `KubeConfig.container_stop_delay`, capped
-  by the grace period), writes the terminal status, then deletes the Pod with grace 0.
+- on ``deletionTimestamp``: SIGTERM to every container (programs that handle it run their
+  handler), SIGKILL once a handler returned and `KubeConfig.container_stop_delay` passed, or at
+  the grace period's end; then writes the terminal status and deletes the Pod with grace 0.
 
-Not emulated: liveness and startup probes, lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
-sidecar (restartable init) containers, resource limits (nothing is OOM-killed), image pull errors.
+- native sidecars (init containers with ``restartPolicy: Always``): started in order, kept
+  running and restarted beside the containers, counted for readiness, stopped once the
+  containers are done for good (`is_sidecar`, ``getPhase``'s restartable init containers);
+  a regular container's own ``restartPolicy`` / ``restartPolicyRules`` override the Pod's
+  (`container_should_restart`).
+
+Not emulated: lifecycle hooks, ``activeDeadlineSeconds`` on Pods,
+resource limits (nothing is OOM-killed), image pull errors.
 This module is long because the pod worker and the status it reports are one state machine.
 """
 
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import math
 import re
@@ -44,6 +54,7 @@ from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.network import NetworkError
 from ..kernel.process import Process
+from . import probes
 from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
 from .events import EventRecorder
@@ -53,7 +64,6 @@ if TYPE_CHECKING:
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NODE_LEASE_DURATION = 40
-KUBELET_VERSION = "v1.33.0"
 #: Conditions the kubelet owns; any other condition on a Pod is kept as it is.
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 CONFIG_RETRY = 10.0
@@ -149,7 +159,7 @@ class Kubelet:
                 "addresses": [{"type": "InternalIP", "address": self.ip},
                               {"type": "Hostname", "address": self.node}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "containerRuntimeVersion":
+                "nodeInfo": {"kubeletVersion": cfg.kubernetes_version, "containerRuntimeVersion":
                              "containerd://1.7.0", "operatingSystem": "linux",
                              "architecture": "amd64"},
                 "phase": "Running",
@@ -284,6 +294,34 @@ class Kubelet:
                 self.runtime.remove_sandbox(uid)
 
 
+def is_sidecar(c: Obj) -> bool:
+    """``IsRestartableInitContainer``: an init container with ``restartPolicy: Always`` (a
+    native sidecar, Kubernetes 1.29+)."""
+    return c.get("restartPolicy") == "Always"
+
+
+def container_should_restart(c: Obj, spec: Obj, exit_code: int | None) -> bool:
+    """``podutil.ContainerShouldRestart`` (ContainerRestartRules, beta in Kubernetes 1.35): the
+    container's ``restartPolicyRules`` (the first whose exit codes match; action ``Restart``),
+    then its own ``restartPolicy``, then the Pod's."""
+    code = 0 if exit_code is None else exit_code
+    own = c.get("restartPolicy")
+    if own is not None:
+        for rule in c.get("restartPolicyRules") or []:
+            codes = (rule.get("exitCodes") or {})
+            values = codes.get("values") or []
+            hit = code in values if codes.get("operator") == "In" else \
+                code not in values if codes.get("operator") == "NotIn" else False
+            if hit:
+                if rule.get("action") == "Restart":
+                    return True
+                break
+        if own in ("Always", "OnFailure", "Never"):
+            return own == "Always" or (own == "OnFailure" and code != 0)
+    policy = spec.get("restartPolicy", "Always")
+    return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
 def _go_list(names: list[str]) -> str:
     return "[" + " ".join(names) + "]"
 
@@ -363,6 +401,9 @@ class PodWorker:
         self._lost: dict[str, Obj] = {}
         self._probes: dict[str, asyncio.Task[Any]] = {}
         self._stop_timer: asyncio.TimerHandle | None = None
+        self._grace_timer: asyncio.TimerHandle | None = None
+        #: SIGTERM handlers at work, by container id (`terminate`).
+        self._sigterm: dict[str, asyncio.Task[Any]] = {}
         self._terminal_phase: str | None = None
         self._qos_class: str | None = None
 
@@ -395,6 +436,8 @@ class PodWorker:
         finally:
             if self._timer is not None:
                 self._timer.cancel()
+            if self._grace_timer is not None:
+                self._grace_timer.cancel()
             for task in self._probes.values():
                 task.cancel()
             if self.kubelet.workers.get(self.uid) is self:
@@ -426,6 +469,7 @@ class PodWorker:
             self._terminal_phase = phase
         if self._terminal_phase is None:
             await self.start_containers(pod, box)
+            self._stop_sidecars(pod.get("spec") or {}, box)
         self._ensure_probes(pod, box)
         status = self.generate_status(pod, box, terminal=False)
         if status["phase"] in ("Succeeded", "Failed"):
@@ -445,6 +489,19 @@ class PodWorker:
             if rec is None:
                 await self.start(pod, box, c, init=True)
                 return
+            if is_sidecar(c):
+                # started in order like an init container, but the next one starts once it
+                # runs; restarted whenever it exits, whatever the Pod's restartPolicy
+                if rec.state == "creating":
+                    return
+                if rec.state == "exited":
+                    if self._regular_done(spec, box):
+                        continue  # the Pod is completing: its sidecars stay stopped
+                    ran = rec.started_at is not None
+                    await self.restart_with_backoff(pod, box, c, rec, init=True)
+                    if not ran:
+                        return
+                continue
             if rec.state != "exited":
                 return
             if rec.exit_code == 0:
@@ -457,9 +514,33 @@ class PodWorker:
             rec = box.containers.get(c["name"])
             if rec is None:
                 await self.start(pod, box, c, init=False)
-            elif rec.state == "exited" and (
-                    policy == "Always" or (policy == "OnFailure" and rec.exit_code != 0)):
+            elif rec.state == "exited" and container_should_restart(c, spec, rec.exit_code):
                 await self.restart_with_backoff(pod, box, c, rec, init=False)
+
+    @staticmethod
+    def _regular_done(spec: Obj, box: PodSandbox) -> bool:
+        """Every regular container exited and none will be restarted (by its own or the Pod's
+        ``restartPolicy``): the Pod completes, so its sidecars stop."""
+        containers = spec.get("containers") or []
+        if not containers:
+            return False
+        for c in containers:
+            rec = box.containers.get(c["name"])
+            if rec is None or rec.state != "exited" or \
+                    container_should_restart(c, spec, rec.exit_code):
+                return False
+        return True
+
+    def _stop_sidecars(self, spec: Obj, box: PodSandbox) -> None:
+        """Sidecars do not hold a Pod: once its regular containers are done for good, the
+        kubelet stops them (``computePodActions`` kills the Pod's remaining containers)."""
+        sidecars = [c for c in spec.get("initContainers") or [] if is_sidecar(c)]
+        if not sidecars or not self._regular_done(spec, box):
+            return
+        for c in reversed(sidecars):
+            rec = box.containers.get(c["name"])
+            if rec is not None and rec.state != "exited":
+                self.runtime.kill(rec, "main containers completed")
 
     async def restart_with_backoff(self, pod: Obj, box: PodSandbox, c: Obj, rec: ContainerRecord,
                              *, init: bool) -> None:
@@ -521,7 +602,8 @@ class PodWorker:
                                          str(c.get("imagePullPolicy", "IfNotPresent")),
                                          self.config.image_pull_delay,
                                          self.config.container_start_delay)
-        self.runtime.create_container(box, c, init=init, attempt=attempt, delay=delay, pod=pod,
+        self.runtime.create_container(box, c, init=init and not is_sidecar(c), attempt=attempt,
+                                      delay=delay, pod=pod,
                                       env=env, volumes=mounts)
         self.wake()
 
@@ -737,16 +819,95 @@ class PodWorker:
     # -- readiness -------------------------------------------------------------------------------
 
     def _ensure_probes(self, pod: Obj, box: PodSandbox) -> None:
-        specs = {c["name"]: c for c in (pod.get("spec") or {}).get("containers") or []}
+        """Start the probe workers of each running container attempt that has probes (the
+        prober manager's ``AddPod``): `_prober` with `KubeConfig.probes`, else the readiness
+        sampler `_probe_loop`."""
+        spec = pod.get("spec") or {}
+        specs = {c["name"]: c for c in [*(c for c in spec.get("initContainers") or []
+                                           if is_sidecar(c)), *(spec.get("containers") or [])]}
+        process = self.kubelet.process
+        assert process is not None
         for name, rec in box.containers.items():
-            probe = (specs.get(name) or {}).get("readinessProbe")
-            if rec.init or not probe or rec.state != "running":
+            c = specs.get(name)
+            if rec.init or c is None or rec.state != "running":
                 continue
-            if rec.container_id in self._probes:
+            if not self.config.probes:
+                probe = c.get("readinessProbe")
+                if probe and rec.container_id not in self._probes:
+                    self._probes[rec.container_id] = process.spawn(self._probe_loop(rec, probe))
                 continue
-            assert self.kubelet.process is not None
-            self._probes[rec.container_id] = self.kubelet.process.spawn(
-                self._probe_loop(rec, probe))
+            for kind, pspec in probes.probe_specs(c).items():
+                key = f"{rec.container_id}:{kind}"
+                if key in self._probes:
+                    continue
+                if kind == "startup" and rec.started_ok is None:
+                    rec.started_ok = False
+                if kind == "readiness" and rec.probe_ready is None:
+                    rec.probe_ready = self._was_ready(pod, name, rec)
+                self._probes[key] = process.spawn(self._prober(rec, c, pspec, box.ip),
+                                                  name=f"{process.name}:probe:{self.name}:"
+                                                       f"{name}:{kind}")
+
+    def _was_ready(self, pod: Obj, name: str, rec: ContainerRecord) -> bool:
+        """A restarted kubelet keeps the readiness the API shows for the same container (its
+        probe results are gone; real kubelets keep them in the status manager)."""
+        for key in ("containerStatuses", "initContainerStatuses"):
+            for cs in (pod.get("status") or {}).get(key) or []:
+                if cs.get("name") == name and cs.get("containerID") == rec.container_id:
+                    return bool(cs.get("ready"))
+        return False
+
+    async def _prober(self, rec: ContainerRecord, c: Obj, spec: probes.ProbeSpec,
+                      ip: str) -> None:
+        """One probe worker (``prober/worker.go`` ``run`` / ``doProbe``) for one container
+        attempt: a probe on each tick of ``periodSeconds`` counted from the container's start,
+        none before ``initialDelaySeconds``; thresholds in a row set the result."""
+        kubelet = self.kubelet
+        assert kubelet.process is not None and rec.started_at is not None
+        kind, name = spec.kind, c["name"]
+        loop = asyncio.get_running_loop()
+        start = rec.started_at
+        last: bool | None = None
+        run = 0
+        while rec.state == "running":
+            pod = kubelet.latest.get(self.uid)
+            deleting = pod is None or bool(pod["metadata"].get("deletionTimestamp"))
+            waiting_start = kind != "startup" and rec.started_ok is False
+            if int(loop.time() - start + 1e-9) >= spec.initial_delay and not waiting_start \
+                    and not (deleting and kind != "readiness"):
+                # an exec probe runs inside the container, the others come from the kubelet
+                source = rec.process if "exec" in spec.handler else kubelet.process
+                ok, output = await probes.run_probe(
+                    spec, network=kubelet.cluster.world.network, source=source,
+                    caller=kubelet.process.name, ip=ip, container=c)
+                if rec.state != "running":
+                    return
+                if not ok and pod is not None:
+                    kubelet.event(pod, "Warning", "Unhealthy",
+                                  probes.unhealthy_message(kind, output))
+                run = run + 1 if ok == last else 1
+                last = ok
+                if run >= (spec.success_threshold if ok else spec.failure_threshold):
+                    if kind == "readiness":
+                        if rec.probe_ready is not ok:
+                            rec.probe_ready = ok
+                            self.wake()
+                    elif kind == "startup" and ok:
+                        rec.started_ok = True
+                        self.wake()
+                        return  # a startup probe stops once it succeeded
+                    elif not ok:  # liveness or startup failed: kill, restart by policy
+                        if pod is not None:
+                            kubelet.event(pod, "Normal", "Killing",
+                                          probes.killing_message(name, kind))
+                        self.runtime.kill(rec, f"{kind} probe failed")
+                        self.wake()
+                        return
+            now = loop.time()
+            # (the slack keeps float rounding from landing on the tick just passed: a wait of
+            # ~0 s would spin without moving virtual time)
+            ticks = int((now - start + 1e-6) // spec.period) + 1
+            await asyncio.sleep(start + ticks * spec.period - now)
 
     async def _probe_loop(self, rec: ContainerRecord, probe: Obj) -> None:
         """The readiness prober (``prober/worker.go``): the program's readiness sampled every
@@ -774,7 +935,7 @@ class PodWorker:
             await asyncio.sleep(period)
 
     def container_ready(self, c: Obj, rec: ContainerRecord | None) -> bool:
-        if rec is None or rec.state != "running":
+        if rec is None or rec.state != "running" or rec.started_ok is False:
             return False
         if c.get("readinessProbe"):
             return rec.probe_ready is True
@@ -810,7 +971,7 @@ class PodWorker:
         status["imageID"] = _image_id(image)
         if rec.state == "running":
             status["state"] = {"running": {"startedAt": rfc3339(rec.started_at or 0.0)}}
-            status["started"] = True
+            status["started"] = rec.started_ok is not False  # a startup probe passed, if any
             status["ready"] = self.container_ready(c, rec)
         elif name in self._backoff_msg:
             status["state"] = {"waiting": {"reason": "CrashLoopBackOff",
@@ -830,15 +991,24 @@ class PodWorker:
         containers = spec.get("containers") or []
         init_statuses = []
         incomplete = []
+        unready = []
         for c in inits:
             rec = box.containers.get(c["name"])
             cs = self.container_status(c, rec, box, "PodInitializing")
             init_statuses.append(cs)
-            if rec is None or rec.state != "exited" or rec.exit_code != 0:
+            if is_sidecar(c):  # initialized once started; its readiness counts for the Pod's
+                if not cs["started"]:
+                    incomplete.append(c["name"])
+                if not cs["ready"]:
+                    unready.append(c["name"])
+            elif rec is None or rec.state != "exited" or rec.exit_code != 0:
                 incomplete.append(c["name"])
         initialized = not incomplete
+        if incomplete and any(is_sidecar(c) for c in inits) and any(
+                (r := box.containers.get(c["name"])) is not None and r.state != "creating"
+                for c in containers):
+            initialized = True  # initialized before: its sidecars are only restarting
         statuses = []
-        unready = []
         for c in containers:
             rec = box.containers.get(c["name"])
             cs = self.container_status(
@@ -902,8 +1072,22 @@ class PodWorker:
         """Port of ``getPhase`` (kubelet_pods.go)."""
         policy = spec.get("restartPolicy", "Always")
         pending_init = failed_init = 0
+        # restartable init containers (sidecars): running ones count as running, terminated
+        # ones not at all; one that never ran keeps the Pod Pending
+        side_pending = side_running = side_waiting = 0
+        sidecars = {c.get("name") for c in spec.get("initContainers") or [] if is_sidecar(c)}
         for cs in init_statuses:
             state = cs["state"]
+            if cs.get("name") in sidecars:
+                if "running" in state:
+                    side_running += 1
+                    if not cs.get("started"):
+                        side_pending += 1
+                elif "terminated" not in state and not (cs.get("lastState") or {}).get(
+                        "terminated"):
+                    side_pending += 1
+                    side_waiting += 1
+                continue
             if "running" in state:
                 pending_init += 1
             elif "terminated" in state:
@@ -917,7 +1101,12 @@ class PodWorker:
             return "Failed"
         if pending_init or failed_init:
             return "Pending"
-        running = waiting = stopped = succeeded = 0
+        if side_pending and not any("running" in cs["state"] or "terminated" in cs["state"]
+                                    for cs in statuses):
+            return "Pending"  # (HasAnyRegularContainerStarted: not while sidecars restart)
+        running, waiting, stopped, succeeded = side_running, side_waiting, 0, 0
+        restarting = False
+        own = {c.get("name"): c for c in spec.get("containers") or [] if c.get("restartPolicy")}
         for cs in statuses:
             state = cs["state"]
             if "running" in state:
@@ -926,8 +1115,14 @@ class PodWorker:
                 stopped += 1
                 if state["terminated"]["exitCode"] == 0:
                     succeeded += 1
+                c = own.get(cs.get("name"))
+                restarting = restarting or (c is not None and container_should_restart(
+                    c, spec, state["terminated"]["exitCode"]))
             elif (cs.get("lastState") or {}).get("terminated"):
                 stopped += 1
+                c = own.get(cs.get("name"))
+                restarting = restarting or (c is not None and container_should_restart(
+                    c, spec, cs["lastState"]["terminated"].get("exitCode")))
             else:
                 waiting += 1
         if waiting:
@@ -938,6 +1133,8 @@ class PodWorker:
             if terminal:
                 return "Succeeded" if stopped == succeeded else "Failed"
             if policy == "Always":
+                return "Running"
+            if restarting:  # a container's own restartPolicy restarts it: not done yet
                 return "Running"
             if stopped == succeeded:
                 return "Succeeded"
@@ -981,9 +1178,18 @@ class PodWorker:
         live = [r for r in box.containers.values() if r.state != "exited"]
         if live:
             if self._stop_timer is None:
+                # SIGTERM now; SIGKILL once the program's handler is done and the stop delay
+                # passed, or at the end of the grace period whatever happens
+                for rec in live:
+                    task = self.runtime.sigterm(rec)
+                    if task is not None:
+                        self._sigterm[rec.container_id] = task
                 delay = min(self.config.container_stop_delay, float(grace))
                 loop = asyncio.get_running_loop()
-                self._stop_timer = loop.call_later(delay, self._stop_all, box)
+                self._stop_timer = loop.call_later(delay, self._stop_all, box,
+                                                   delay >= float(grace))
+                if self._sigterm and float(grace) > delay:
+                    self._grace_timer = loop.call_later(float(grace), self._stop_all, box, True)
             return False
         self._terminal_phase = None
         status = self.generate_status(pod, box, terminal=True)
@@ -1000,10 +1206,21 @@ class PodWorker:
         self._remove_pod_dirs()
         return True
 
-    def _stop_all(self, box: PodSandbox) -> None:
+    def _stop_all(self, box: PodSandbox, grace_over: bool) -> None:
+        """SIGKILL what still runs, except (before the grace period is over) a container whose
+        SIGTERM handler is still at work: it is killed as soon as that returns."""
         for rec in list(box.containers.values()):
-            if rec.state != "exited":
-                self.runtime.kill(rec, "pod deleted")
+            if rec.state == "exited":
+                continue
+            task = self._sigterm.get(rec.container_id)
+            if task is not None and not task.done() and not grace_over:
+                task.add_done_callback(functools.partial(self._kill_after_sigterm, rec))
+                continue
+            self.runtime.kill(rec, "pod deleted")
+        self.wake()
+
+    def _kill_after_sigterm(self, rec: ContainerRecord, _task: asyncio.Task[Any]) -> None:
+        self.runtime.kill(rec, "pod deleted")
         self.wake()
 
 

@@ -214,6 +214,13 @@ class RayNode:
         self.raylet: Raylet | None = None
         self.dashboard: Dashboard | None = None
         self._child_exited = asyncio.Event()
+        ctx.on_sigterm(self._sigterm)
+
+    async def _sigterm(self) -> None:
+        """``ray start --block`` passes SIGTERM on: the raylet unregisters its node (the other
+        children are killed with the container)."""
+        if self.raylet is not None and self.raylet.ctx.process.alive:
+            await self.raylet.shutdown_gracefully()
 
     def _child(self, name: str, main: Callable[[ContainerContext], Coroutine[Any, Any, Any]]
                ) -> Process:
