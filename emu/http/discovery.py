@@ -28,13 +28,6 @@ ALL_CATEGORY = frozenset({("", "Pod"), ("", "Service"), ("apps", "Deployment"),
 _SCALABLE = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
 
 
-def version() -> Obj:
-    return {"major": KUBE_MAJOR, "minor": KUBE_MINOR,
-            "gitVersion": f"v{KUBE_MAJOR}.{KUBE_MINOR}.0-emu", "gitCommit": "kuberay-emu",
-            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23",
-            "compiler": "gc", "platform": "linux/amd64"}
-
-
 def core_versions(server_url: str = "") -> Obj:
     return {"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",

@@ -198,7 +198,7 @@ class Gateway:
         if path in ("/healthz", "/livez", "/readyz"):
             return HttpResponse(200, b"ok", "text/plain")
         if path == "/version":
-            return HttpResponse.json(discovery.version())
+            return HttpResponse.json(api.version_info())
         if path in ("/api", "/apis") and discovery.wants_aggregated(req.header("accept")):
             listing = discovery.aggregated(api.kinds, core=path == "/api",
                                            scalable=scalable(self.sim))

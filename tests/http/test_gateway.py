@@ -31,7 +31,11 @@ def cm(name: str, **labels: str) -> dict:
 
 async def test_discovery_lists_builtins_and_kuberay(sim):
     async with client(sim) as c:
-        assert (await c.get("/version")).json()["major"] == "1"
+        version = (await c.get("/version")).json()
+        assert version["major"] == "1"
+        # the world's own Kubernetes version (KubeConfig.kubernetes_version), as clients that
+        # gate on it (KubeRay's SidecarSubmitterRestart) read it through the API server
+        assert version["gitVersion"] == sim.api.version
         assert (await c.get("/api")).json()["versions"] == ["v1"]
         groups = {g["name"] for g in (await c.get("/apis")).json()["groups"]}
         assert {"apps", "batch", "ray.io", "coordination.k8s.io"} <= groups
