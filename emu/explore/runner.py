@@ -383,6 +383,11 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
                                  f"{list(goal.states)} (gave up at t={sim.now:.3f}s, "
                                  f"{goal.horizon:g}s after the apply or the last fault)"})
         return
+    # let the goal state stand past every invariant's bound (e.g. a terminal RayJob status that
+    # contradicts its jobStatus, 5 s), or deleting it would hide the contradiction
+    hold = max([float(getattr(i, "hold_time", 0.0) or 0.0) for i in invariants] or [0.0])
+    if hold > 0:
+        await sim.sleep(hold + POLL)
     if goal.delete:
         await _settle(sim, 0.0)
         from ..kernel.network import NetworkError
