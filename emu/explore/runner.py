@@ -367,9 +367,21 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
                 return False
         return True
 
+    # The goal counts once it has stood longer than every invariant's bound (``hold_time``: a
+    # terminal RayJob status contradicting its jobStatus, 5 s) *after* the last fault healed and
+    # the last knob change: deleting the workload sooner would hide the contradiction, and a
+    # goal reached before a fault says nothing about the recovery from it.
+    hold = max([float(getattr(i, "hold_time", 0.0) or 0.0) for i in invariants] or [0.0]) + POLL
+    held_since: float | None = None
     while True:
-        done = reached() and sim.now >= start + last_change
-        if done or sim.now >= start + goal.horizon + min(settle, goal.horizon) \
+        if not reached():
+            held_since = None
+        elif held_since is None:
+            held_since = sim.now
+        if held_since is not None and \
+                sim.now >= max(held_since, _last_fault_end(sim), start + last_change) + hold:
+            break
+        if sim.now >= start + goal.horizon + min(settle, goal.horizon) \
                 or sim.now >= _last_fault_end(sim) + goal.horizon:
             break
         await sim.sleep(POLL)
@@ -383,11 +395,6 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
                                  f"{list(goal.states)} (gave up at t={sim.now:.3f}s, "
                                  f"{goal.horizon:g}s after the apply or the last fault)"})
         return
-    # let the goal state stand past every invariant's bound (e.g. a terminal RayJob status that
-    # contradicts its jobStatus, 5 s), or deleting it would hide the contradiction
-    hold = max([float(getattr(i, "hold_time", 0.0) or 0.0) for i in invariants] or [0.0])
-    if hold > 0:
-        await sim.sleep(hold + POLL)
     if goal.delete:
         await _settle(sim, 0.0)
         from ..kernel.network import NetworkError
