@@ -190,13 +190,26 @@ def perturbations(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultP
                                                 duration=20.0)])
 
 
+#: The plan families, by name, in the order `systematic` interleaves them.
+FAMILIES = {"crash-after-writes": crash_after_writes, "pause-before-writes": pause_before_writes,
+            "lose-responses": lose_responses, "pod-loss": pod_loss_at_transitions,
+            "outages": outages, "perturbations": perturbations}
+
+
+def check_families(names: Sequence[str]) -> None:
+    """A `ValueError` naming an unknown plan family and the known ones."""
+    for name in names:
+        if name not in FAMILIES:
+            raise ValueError(f"no plan family {name!r}; families: " + ", ".join(FAMILIES))
+
+
 def systematic(workload: Workload, actions: Sequence[Obj]) -> list[FaultPlan]:
-    """Every single-fault plan of the generators above, interleaved family by family (so a
-    small budget still tries each kind of fault), duplicates removed, in a stable order."""
-    families = [list(crash_after_writes(workload, actions)),
-                list(pause_before_writes(workload, actions)),
-                list(lose_responses(workload, actions)), list(pod_loss_at_transitions(workload, actions)),
-                list(outages(workload, actions)), list(perturbations(workload, actions))]
+    """Every single-fault plan of the generators above (of ``workload.families`` when it names
+    some), interleaved family by family (so a small budget still tries each kind of fault),
+    duplicates removed, in a stable order."""
+    check_families(workload.families)
+    families = [list(gen(workload, actions)) for name, gen in FAMILIES.items()
+                if not workload.families or name in workload.families]
     out: list[FaultPlan] = []
     seen: set[str] = set()
     i = 0

@@ -11,6 +11,7 @@ the leader.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -65,14 +66,15 @@ setup: {nodes: 1, install: "explore_worlds:no_controller", lease: ""}
 """
 
 
-def budget_to_reach(workload: Workload, seed: int, matches: Callable[[RunSpec], bool],
+def budget_to_reach(workload: Workload, seed: int,
+                    matches: Callable[[RunSpec, list[dict[str, Any]]], bool],
                     limit: int = 2000) -> int:
     """The smallest ``explore`` budget whose candidates (seed ``seed``) include a run spec
-    ``matches`` accepts: tests name the plan they need by what it is, not by its index, so
-    they survive a change to the plan generators' order or sizes."""
+    ``matches(spec, reference_actions)`` accepts: tests name the plan they need by what it is,
+    not by its index, so they survive a change to the plan generators' order or sizes."""
     [reference] = list(ForkServer(workload, seed, fork=False).run([RunSpec()], record=True))
     for i, spec in enumerate(plans.candidates(workload, reference.actions, seed, limit)):
-        if matches(spec):
+        if matches(spec, reference.actions):
             return i + 1
     raise AssertionError(f"no candidate of {workload.name!r} (seed {seed}, {limit} runs) "
                          "matches")

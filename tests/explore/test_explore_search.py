@@ -23,7 +23,7 @@ def test_explore_finds_the_duplicate_head_of_kuberay_715_only_when_expectations_
     # old behaviour back (expectations always satisfied) and the explorer must see two heads.
     wl = one_replica_raycluster()
     # the first candidate that lags the (only) leader's Pod watch, found by what it is
-    budget = budget_to_reach(wl, 1, lambda spec: any(
+    budget = budget_to_reach(wl, 1, lambda spec, _: any(
         isinstance(f, InformerLag) and f.kind == "Pod" for f in spec.plan.faults))
     port = explore(wl, budget=budget, seed=1, shrink_budget=0, export=False,
                    invariants=[OneLiveHead()])
