@@ -47,9 +47,14 @@ Obj = dict[str, Any]
 
 #: How long a paused leader stays frozen: past the 15 s Lease and a successor's first actions.
 PAUSE_SECONDS = 30.0
-#: API-server outages: shorter than the Node monitor grace period (40 s), past which every Node
-#: is tainted unreachable and (in this emulator, see docs/findings.md) stays so.
-OUTAGE_SECONDS = (10.0, 30.0)
+#: API-server outages, each crossing one more real threshold: 10 s (inside the operator's 10 s
+#: RenewDeadline), 30 s (past the 15 s Lease: the leader loses it), 60 s (past the node
+#: lifecycle controller's 50 s Node monitor grace period: every Node is tainted unreachable and
+#: must recover once its kubelet posts status again; past Ray's 60 s GCS reconnect budget too).
+OUTAGE_SECONDS = (10.0, 30.0, 60.0)
+#: Redis outages: 30 s (the GCS crashes on its failed PING and restarts) and 70 s (past the
+#: GCS's ~60 s Redis connect retries, 600 x 100 ms: the restarted GCS gives up too).
+REDIS_DOWN_SECONDS = (30.0, 70.0)
 
 
 def _writes(actions: Sequence[Obj], names: Sequence[str] = ()) -> list[Obj]:
@@ -140,7 +145,8 @@ def outages(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
         yield FaultPlan([PauseLeader(at=t, duration=PAUSE_SECONDS, lease=workload.setup.lease)])
         yield FaultPlan([CrashLeader(at=t, lease=workload.setup.lease)])
         if workload.setup.redis:
-            yield FaultPlan([RedisDown(at=t, address="redis:6379", duration=30.0)])
+            for d in REDIS_DOWN_SECONDS:
+                yield FaultPlan([RedisDown(at=t, address="redis:6379", duration=d)])
 
 
 #: The kinds KubeRay watches whose observation the perturbations target (with your own
@@ -184,13 +190,26 @@ def perturbations(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultP
                                                 duration=20.0)])
 
 
+#: The plan families, by name, in the order `systematic` interleaves them.
+FAMILIES = {"crash-after-writes": crash_after_writes, "pause-before-writes": pause_before_writes,
+            "lose-responses": lose_responses, "pod-loss": pod_loss_at_transitions,
+            "outages": outages, "perturbations": perturbations}
+
+
+def check_families(names: Sequence[str]) -> None:
+    """A `ValueError` naming an unknown plan family and the known ones."""
+    for name in names:
+        if name not in FAMILIES:
+            raise ValueError(f"no plan family {name!r}; families: " + ", ".join(FAMILIES))
+
+
 def systematic(workload: Workload, actions: Sequence[Obj]) -> list[FaultPlan]:
-    """Every single-fault plan of the generators above, interleaved family by family (so a
-    small budget still tries each kind of fault), duplicates removed, in a stable order."""
-    families = [list(crash_after_writes(workload, actions)),
-                list(pause_before_writes(workload, actions)),
-                list(lose_responses(workload, actions)), list(pod_loss_at_transitions(workload, actions)),
-                list(outages(workload, actions)), list(perturbations(workload, actions))]
+    """Every single-fault plan of the generators above (of ``workload.families`` when it names
+    some), interleaved family by family (so a small budget still tries each kind of fault),
+    duplicates removed, in a stable order."""
+    check_families(workload.families)
+    families = [list(gen(workload, actions)) for name, gen in FAMILIES.items()
+                if not workload.families or name in workload.families]
     out: list[FaultPlan] = []
     seen: set[str] = set()
     i = 0

@@ -499,9 +499,21 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
                 return False
         return True
 
+    # The goal counts once it has stood longer than every invariant's bound (``hold_time``: a
+    # terminal RayJob status contradicting its jobStatus, 5 s) *after* the last fault healed and
+    # the last knob change: deleting the workload sooner would hide the contradiction, and a
+    # goal reached before a fault says nothing about the recovery from it.
+    hold = max([float(getattr(i, "hold_time", 0.0) or 0.0) for i in invariants] or [0.0]) + POLL
+    held_since: float | None = None
     while True:
-        done = reached() and sim.now >= start + last_change
-        if done or sim.now >= start + goal.horizon + min(settle, goal.horizon) \
+        if not reached():
+            held_since = None
+        elif held_since is None:
+            held_since = sim.now
+        if held_since is not None and \
+                sim.now >= max(held_since, _last_fault_end(sim), start + last_change) + hold:
+            break
+        if sim.now >= start + goal.horizon + min(settle, goal.horizon) \
                 or sim.now >= _last_fault_end(sim) + goal.horizon:
             break
         await sim.sleep(POLL)

@@ -100,6 +100,9 @@ class Workload:
     setup: Setup = attrs.field(factory=Setup)
     goal: Goal | None = None
     scenario: str | None = None
+    #: The plan families to generate (`emu.explore.plans.FAMILIES`); empty: all of them. A
+    #: user who suspects one kind of fault narrows the search to it.
+    families: tuple[str, ...] = attrs.field(converter=_tuple, default=())
 
     def knob(self, name: str) -> Knob:
         for k in self.knobs:
@@ -353,6 +356,7 @@ def from_file(path: str | Path) -> Workload:
     knobs: list[Knob] = []
     goal: Goal | None = None
     setup = Setup()
+    families: list[str] = []
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict) or "kind" not in doc:
             raise ValueError(f"workload file {p}: document {i + 1} is not a manifest "
@@ -373,8 +377,15 @@ def from_file(path: str | Path) -> Workload:
                             delete=bool(g.get("delete", True)))
             if doc.get("setup"):
                 setup = Setup(**doc["setup"])
+            families = [str(f) for f in doc.get("families") or []]
             continue
         manifests.append(doc)
     if not manifests:
         raise ValueError(f"workload file {p} has no manifests")
-    return Workload(p.stem, manifests, knobs, setup=setup, goal=goal)
+    from .plans import check_families
+
+    try:
+        check_families(families)
+    except ValueError as err:
+        raise ValueError(f"workload file {p}: {err}") from None
+    return Workload(p.stem, manifests, knobs, setup=setup, goal=goal, families=families)

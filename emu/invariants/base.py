@@ -86,6 +86,13 @@ class Invariant:
         """Virtual seconds after the last fault heals this invariant needs before ``finish``."""
         return 0.0
 
+    @property
+    def hold_time(self) -> float:
+        """Virtual seconds a condition this invariant bounds may last unreported. A driver that
+        ends a workload once it reached its goal (e.g. deletes it) lets the goal state stand
+        longer than this first, or a contradiction present in that state is never reported."""
+        return 0.0
+
 
 class BaseMonitor:
     """Shared bookkeeping for monitors: found violations and information items, sorted output."""
@@ -174,6 +181,11 @@ class Monitors:
     def settle_time(self) -> float:
         """The longest ``settle_time`` of the attached invariants."""
         return max((inv.settle_time for inv in self.invariants), default=0.0)
+
+    @property
+    def hold_time(self) -> float:
+        """The longest ``hold_time`` of the attached invariants."""
+        return max((inv.hold_time for inv in self.invariants), default=0.0)
 
     def violations(self) -> list[Violation]:
         """Safety violations found so far, all monitors, sorted by time."""

@@ -43,6 +43,10 @@ class OneLiveHead(Invariant):
     #: Seconds two live heads may coexist before it is a violation (0: never).
     bound: float = 0.0
 
+    @property
+    def hold_time(self) -> float:
+        return self.bound
+
     def attach(self, sim: Simulation) -> _HeadMonitor:
         return _HeadMonitor(self, sim)
 

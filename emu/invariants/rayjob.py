@@ -158,6 +158,10 @@ class RayJobStatusConsistent(Invariant):
     #: Seconds a Running RayJob may carry a terminal jobStatus (grace period 300 s + slack).
     running_bound: float = 330.0
 
+    @property
+    def hold_time(self) -> float:
+        return self.bound
+
     def attach(self, sim: Simulation) -> _StatusMonitor:
         return _StatusMonitor(self, sim)
 
@@ -228,6 +232,10 @@ class RetryAttemptsFenced(Invariant):
 
     #: Seconds two attempts' Pods may run together before it is a violation (0: never).
     bound: float = 0.0
+
+    @property
+    def hold_time(self) -> float:
+        return self.bound
 
     def attach(self, sim: Simulation) -> _FenceMonitor:
         return _FenceMonitor(self, sim)

@@ -103,6 +103,10 @@ class ServesReadyCluster(Invariant):
     #: Seconds a newly selected cluster may still be unready (the operator's cache lag).
     bound: float = 5.0
 
+    @property
+    def hold_time(self) -> float:
+        return self.bound
+
     def attach(self, sim: Simulation) -> _ServesMonitor:
         return _ServesMonitor(self, sim)
 

@@ -5,13 +5,18 @@
 runner's own ``workload-goal`` check, so the tests of determinism, the store and the command
 line have findings to compare without depending on a KubeRay bug. `one_replica_raycluster` is
 the built-in RayCluster with one operator replica, so the first operator in the reference run is
-the leader (the plan that lags its Pod watch is then the 6th candidate).
+the leader.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import attrs
 
+from emu.explore import plans
+from emu.explore.runner import ForkServer, RunSpec
 from emu.explore.workload import Goal, Knob, Setup, Workload, builtin
 
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap",
@@ -59,3 +64,17 @@ kind: KnobSpace
 goal: {kind: ConfigMap, path: data.k, states: ["1"], horizon: 5, delete: false}
 setup: {nodes: 1, install: "explore_worlds:no_controller", lease: ""}
 """
+
+
+def budget_to_reach(workload: Workload, seed: int,
+                    matches: Callable[[RunSpec, list[dict[str, Any]]], bool],
+                    limit: int = 2000) -> int:
+    """The smallest ``explore`` budget whose candidates (seed ``seed``) include a run spec
+    ``matches(spec, reference_actions)`` accepts: tests name the plan they need by what it is,
+    not by its index, so they survive a change to the plan generators' order or sizes."""
+    [reference] = list(ForkServer(workload, seed, fork=False).run([RunSpec()], record=True))
+    for i, spec in enumerate(plans.candidates(workload, reference.actions, seed, limit)):
+        if matches(spec, reference.actions):
+            return i + 1
+    raise AssertionError(f"no candidate of {workload.name!r} (seed {seed}, {limit} runs) "
+                         "matches")

@@ -4,10 +4,11 @@ Ray; the store resumes."""
 from __future__ import annotations
 
 import pytest
-from explore_worlds import one_replica_raycluster, unreachable
+from explore_worlds import budget_to_reach, one_replica_raycluster, unreachable
 
 import controllers.expectations as expectations
 from emu.explore.search import Executor, ProcessExecutor, RayExecutor, explore
+from emu.faults import InformerLag
 from emu.invariants import OneLiveHead
 
 
@@ -21,9 +22,10 @@ def test_explore_finds_the_duplicate_head_of_kuberay_715_only_when_expectations_
     # it create a second head Pod; #2150 added the scale expectations the port keeps. Put the
     # old behaviour back (expectations always satisfied) and the explorer must see two heads.
     wl = one_replica_raycluster()
-    # the 11th candidate lags the leader's Pod watch by 30 s (systematic and random plans
-    # alternate; the perturbations are the sixth systematic family)
-    port = explore(wl, budget=11, seed=1, shrink_budget=0, export=False,
+    # the first candidate that lags the (only) leader's Pod watch, found by what it is
+    budget = budget_to_reach(wl, 1, lambda spec, _: any(
+        isinstance(f, InformerLag) and f.kind == "Pod" for f in spec.plan.faults))
+    port = explore(wl, budget=budget, seed=1, shrink_budget=0, export=False,
                    invariants=[OneLiveHead()])
     assert "one-live-head" not in {f.invariant for f in port.findings}
 
@@ -32,7 +34,7 @@ def test_explore_finds_the_duplicate_head_of_kuberay_715_only_when_expectations_
 
     monkeypatch.setattr(expectations.RayClusterScaleExpectation, "is_satisfied",
                         always_satisfied)
-    buggy = explore(wl, budget=11, seed=1, shrink_budget=0, export=False,
+    buggy = explore(wl, budget=budget, seed=1, shrink_budget=0, export=False,
                     invariants=[OneLiveHead()])
     [finding] = [f for f in buggy.findings if f.invariant == "one-live-head"]
     assert "RayCluster default/raycluster had 2 live head Pods" in finding.message

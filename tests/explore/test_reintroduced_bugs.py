@@ -1,0 +1,123 @@
+"""KubeRay recovery bugs fixed upstream, put back into the port by monkeypatching the ported
+function (controllers/ itself is never changed): a small explore budget reports a finding the
+unmodified port, same seed and budget, does not have. (#715 is in test_explore_search.py.)
+
+Each search names the plan it needs by what it is (`budget_to_reach`), narrowed to the plan
+family a user suspecting that kind of fault would pick (`Workload.families`), so the budget
+stays small and the test survives changes to the generators' order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from explore_worlds import budget_to_reach
+
+import controllers.raycluster as raycluster
+import controllers.rayservice as rayservice
+from emu.explore.faults import LoseRayPod
+from emu.explore.runner import RunResult, RunSpec
+from emu.explore.search import explore
+from emu.explore.workload import Workload, builtin
+from emu.invariants import EventuallySteady, OneJobRunPerAttempt
+
+
+def _findings(result: Any) -> set[tuple[str, str]]:
+    return {(f.invariant, repr(f.plan)) for f in result.findings}
+
+
+def _running_at(actions: list[dict[str, Any]], kind: str) -> float:
+    return min(a["t"] for a in actions
+               if a["type"] == "transition" and a["kind"] == kind and "Running" in a["state"])
+
+
+def test_kuberay_1420_serve_apps_not_recreated_after_a_head_restart_without_gcs_ft(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #1420: checkIfNeedSubmitServeApplications (rayservice_controller.go) asked
+    # for a Serve submission only when nothing was cached for the cluster or the cached config
+    # differed from serveConfigV2. A head Pod recreated without GCS FT comes back with no Serve
+    # applications while the cache still matches, so nothing was ever submitted again and the
+    # RayService never served again. The fix also submits when the cluster reports none.
+    wl = attrs.evolve(builtin("rayservice"), families=("pod-loss",))
+
+    def head_deleted_while_running(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        return any(isinstance(f, LoseRayPod) and (f.node_type, f.how) == ("head", "delete")
+                   and f.at >= _running_at(actions, "RayService") for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, head_deleted_while_running)
+    assert budget <= 30
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[EventuallySteady()])
+    port = explore(wl, **search)
+
+    def before_1420(cached: str, serve_config_v2: str, serve_applications: Any
+                    ) -> tuple[bool, str]:
+        if cached == "":
+            return True, "Nothing has been cached for the cluster."
+        if cached != serve_config_v2:
+            return True, "Current V2 Serve config doesn't match cached Serve config."
+        return False, "Current V2 Serve config matches cached Serve config."
+
+    monkeypatch.setattr(rayservice, "check_if_need_submit_serve_applications", before_1420)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #1420 put back ({budget} runs)"
+    [(invariant, plan), *_] = sorted(new)
+    assert invariant == "eventually-steady"
+    assert "LoseRayPod(" in plan and "node_type='head'" in plan
+    assert any("RayService default/rs not steady" in f.message
+               for f in buggy.findings if repr(f.plan) == plan)
+
+
+def _sidecar_rayjob() -> Workload:
+    """The built-in RayJob in SidecarMode (the submitter is a container of the head Pod)."""
+    wl = builtin("rayjob")
+    knobs = tuple(attrs.evolve(k, values=("SidecarMode", "K8sJobMode"))
+                  if k.name == "submissionMode" else k for k in wl.knobs)
+    return attrs.evolve(wl, manifests=wl.manifests_for({"submissionMode": "SidecarMode"}),
+                        knobs=knobs, families=("pod-loss",))
+
+
+def test_kuberay_4141_sidecar_mode_head_recreated_runs_the_job_again(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # KubeRay #4130, fixed by PRs #4141 and #4234: in SidecarMode the submitter is a container
+    # of the head Pod and submits without asking whether the job exists, so a recreated head
+    # (empty GCS) ran the job again. The fix marks the RayJob's cluster with the annotation
+    # ray.io/disable-provisioned-head-restart, and reconcilePods no longer recreates a
+    # provisioned cluster's head (shouldSkipHeadPodRestart, raycluster_controller.go); the
+    # RayJob fails instead ("Ray head pod not found."). Put the old behaviour back.
+    wl = _sidecar_rayjob()
+
+    def head_deleted_while_job_runs(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        return any(isinstance(f, LoseRayPod) and (f.node_type, f.how) == ("head", "delete")
+                   and f.at >= _running_at(actions, "RayJob") + 1.0
+                   and not spec.knob_map for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, head_deleted_while_job_runs)
+    assert budget <= 30
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[OneJobRunPerAttempt()])
+    explore(wl, out=tmp_path / "port", **search)
+    monkeypatch.setattr(raycluster, "should_skip_head_pod_restart", lambda instance: False)
+    buggy = explore(wl, out=tmp_path / "buggy", **search)
+    assert buggy.findings, f"the explorer found nothing with #4141 put back ({budget} runs)"
+    # the run that deletes the provisioned head: twice with the bug, once in the port
+    twice = {_key(r) for r in _runs(tmp_path / "buggy") if r.violations}
+    port_twice = {_key(r) for r in _runs(tmp_path / "port") if r.violations}
+    new = twice - port_twice
+    assert new, "no run broke one-job-run-per-attempt with the bug that did not without it"
+    assert all("node_type='head'" in plan and "how='delete'" in plan for plan in new)
+
+
+def _runs(out: Path) -> list[RunResult]:
+    lines = (out / "runs.jsonl").read_text().splitlines()
+    items = [json.loads(line) for line in lines]
+    return [RunResult.from_dict(item) for item in items if "spec" in item]
+
+
+def _key(r: RunResult) -> str:
+    return repr(r.spec.plan) + repr(sorted(r.spec.knob_map.items()))
