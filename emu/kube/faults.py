@@ -26,6 +26,7 @@ import attrs
 
 from ..apiserver.errors import ApiError, is_not_found
 from ..kernel.faultbase import Fault
+from ..kernel.network import NetworkError
 from .cluster import cluster_of
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ class DeletePod(Fault):
         outcome: list[str | None] = []
 
         async def delete() -> None:
+            # kubectl's delete fails when the API server cannot be reached (an outage in the
+            # same plan): the fault then did not take effect, and says why, rather than dying
+            # in a background task while the plan prints as if the Pod had been deleted
             try:
                 await client.delete("Pod", self.name, self.namespace,
                                     grace_period_seconds=self.grace_period_seconds)
@@ -59,6 +63,11 @@ class DeletePod(Fault):
                 outcome.append(f"Pod {self.namespace}/{self.name}: {err}")
                 if not is_not_found(err):
                     raise
+            except NetworkError as err:
+                why = (f"Pod {self.namespace}/{self.name} was not deleted at t={sim.now:g}s: "
+                       f"the API server could not be reached ({type(err).__name__}: {err})")
+                outcome.append(why)
+                sim.trace.emit("faults", "fault_failed", fault=repr(self), reason=why)
             else:
                 outcome.append(None)
 

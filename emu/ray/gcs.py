@@ -194,9 +194,13 @@ class GcsServer:
             await self._st(self.storage.batch_delete("NODE", oldest))
 
     async def _redis_heartbeat(self) -> None:
-        while True:
-            await self.ctx.process.sleep(REDIS_HEARTBEAT_S)
-            await self._st(self.storage.health_check())
+        # a failed PING kills the GCS (`_st` → `die`), as the real one exits; this task is then
+        # done, and ending it quietly keeps asyncio from printing "Task exception was never
+        # retrieved" for a death the trace already records
+        with contextlib.suppress(ProcessGone):
+            while True:
+                await self.ctx.process.sleep(REDIS_HEARTBEAT_S)
+                await self._st(self.storage.health_check())
 
     # -- RPC table ----------------------------------------------------------------------------------
 

@@ -227,6 +227,28 @@ def test_kubernetes_faults_that_found_nothing_are_reported() -> None:
     assert reasons[1] == "no running container in Pod default/ghost at t=1s"
 
 
+def test_a_pod_deletion_during_an_outage_is_reported_not_lost_in_a_task() -> None:
+    # found by the explorer (docs/findings.md E3): the delete raised ConnectionRefused in a
+    # background task ("Task exception was never retrieved") and the plan still printed it
+    async def main(sim: emu.Simulation) -> None:
+        from emu.kube.cluster import install
+
+        install(sim)
+        await sim.apply({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "p", "namespace": "default"},
+                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        await sim.sleep(30)
+        assert sim.api.get("Pod", "p", "default")  # still there: the delete never arrived
+
+    plan = [Outage(at=1.0, endpoint="apiserver", duration=10.0), DeletePod(at=2.0, name="p")]
+    with pytest.raises(UnperformedFaults) as err:
+        emu.run(main, faults=plan)
+    [(fault, why)] = err.value.items
+    assert fault == DeletePod(at=2.0, name="p")
+    assert why.startswith("Pod default/p was not deleted at t=2s: the API server could not be "
+                          "reached (")
+
+
 def test_an_error_in_main_carries_the_performed_faults_only() -> None:
     async def main(sim: emu.Simulation) -> None:
         await sim.sleep(5)
