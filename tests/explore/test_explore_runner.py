@@ -160,3 +160,23 @@ def test_a_small_search_gives_every_worker_a_batch() -> None:
                   shrink_budget=0, export=False)
     assert [(f.invariant, repr(f.plan)) for f in result.findings] == \
         [(f.invariant, repr(f.plan)) for f in one.findings]
+
+
+def test_a_kuberay_hot_loop_on_a_stale_cache_is_not_mistaken_for_a_livelock() -> None:
+    # docs/findings.md E2: with its RayCluster watch lagging, a paused-then-resumed leader keeps
+    # recreating the head Service the garbage collector deletes; the runtime charges the
+    # repeated reconciles virtual time after 100 passes, so the clock moves and the run ends —
+    # the watchdog must leave room for those passes (this run was a "Livelock" at 1,000)
+    from emu.explore.faults import PauseLeader
+    from emu.faults import InformerLag
+
+    wl = builtin("rayjob")
+    spec = RunSpec({"backoffLimit": 2, "ttlSecondsAfterFinished": 10,
+                    "entrypoint": "python -c 'import sys, time; time.sleep(20); sys.exit(1)'"},
+                   [InformerLag(at=0.0, kind="RayCluster", seconds=30.0, duration=120.0,
+                                process="default/kuberay-operator-qzcxtfbltw-w4b8d/"
+                                        "kuberay-operator"),
+                    PauseLeader(at=47.1, duration=30.0)])
+    result = run_one(wl, spec, seed=1)
+    assert result.error == ""
+    assert any("InformerLag(" in p for p in result.performed)
