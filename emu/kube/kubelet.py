@@ -413,12 +413,19 @@ class PodWorker:
         self._wake.set()
 
     def wake_at(self, when: float) -> None:
-        loop = asyncio.get_running_loop()
-        if self._timer is not None and not self._timer.cancelled():
-            if self._timer.when() <= when and self._timer.when() > loop.time():
+        """Sync again by ``when``; a pending earlier wake-up covers it."""
+        if self._timer is not None:
+            if self._timer.when() <= when:
                 return
             self._timer.cancel()
-        self._timer = loop.call_at(when, self.wake)
+        self._timer = asyncio.get_running_loop().call_at(when, self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        # Forget the timer as it fires: the loop runs a timer up to its clock resolution early,
+        # so a fired timer's ``when()`` can still be ahead of ``time()`` and must not be taken
+        # for a pending one (that dropped every later retry: docs/findings.md E4).
+        self._timer = None
+        self.wake()
 
     async def run(self) -> None:
         try:
