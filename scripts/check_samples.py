@@ -115,9 +115,9 @@ _TPU_V6E_256 = _tpu("tpu-v6e-slice", "16x16", 4, 64)
 #: Nodes a nodeSelector asks for), ``feature_gates`` (operator feature gates the sample says to
 #: enable), ``gateway_classes`` (a Gateway API implementation such as Istio, `emu.kube.gateway`),
 #: ``objects`` (what an add-on or the sample's instructions create first: CRDs,
-#: Secrets), ``ray_images`` (an image the sample says to build or substitute, e.g. ``$VLLM_IMAGE``:
-#: it runs as a Ray image), ``cert_manager`` (cert-manager installed before KubeRay,
-#: `emu.kube.certmanager`).
+#: Secrets), ``ray_images`` (an image the sample says to build or substitute, e.g. ``$VLLM_IMAGE``,
+#: or a third-party image that ships Ray, e.g. verl's: it runs as a Ray image), ``cert_manager``
+#: (cert-manager installed before KubeRay, `emu.kube.certmanager`).
 WORLD_OPTIONS: dict[str, Obj] = {
     "agent-sandbox/sandbox.yaml": {"objects": [
         _crd("extensions.agents.x-k8s.io", "v1beta1", "SandboxTemplate", "sandboxtemplates"),
@@ -150,7 +150,9 @@ WORLD_OPTIONS: dict[str, Obj] = {
     "ray-cluster.tpu-v6e-16-multihost.yaml": {"node_pools": [_TPU_V6E_16]},
     "ray-cluster.tpu-v6e-256-multihost.yaml": {"node_pools": [_TPU_V6E_256]},
     "ray-cluster.tpu-v6e-singlehost.yaml": {"node_pools": [_TPU_V6E_1]},
-    "ray-cluster.verl.yaml": {"node_pools": [_gpu(1, 4)]},
+    # verl's image ships Ray; without probes a generic program passed for a Ray head here
+    "ray-cluster.verl.yaml": {"node_pools": [_gpu(1, 4)], "ray_images": [
+        "hiyouga/verl"]},
     "ray-cluster.volcano-scheduler-queue.yaml": {"objects": [_VOLCANO_QUEUE]},
     "ray-cronjob-timezone.sample.yaml": {"feature_gates": {"RayCronJob": True}},
     "ray-cronjob.sample.yaml": {"feature_gates": {"RayCronJob": True}},
