@@ -40,14 +40,14 @@ def _seed(module: ModuleType) -> int:
     return int(mark.kwargs["seed"])
 
 
-def test_every_finding_file_is_linked_from_findings_md():
+def test_every_finding_file_is_linked_from_findings_md() -> None:
     page = (FINDINGS.parent / "findings.md").read_text()
     linked = set(re.findall(r"docs/findings/(test_\w+\.py)", page))
     assert {p.name for p in FILES} == linked
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_a_finding_file_fails_for_its_invariant(path: Path):
+def test_a_finding_file_fails_for_its_invariant(path: Path) -> None:
     module = _load(path)
     box: dict[str, Any] = {}
 
