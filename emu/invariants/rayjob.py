@@ -18,9 +18,15 @@
   ``SUCCEEDED``; and a ``Running`` RayJob whose jobStatus is terminal moves on within the 300 s
   transition grace period (``RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS``; the
   30 s submitter-finished timeout is shorter). Failed for a deadline, a status-check timeout, a
-  submission failure or validation is allowed with any jobStatus: Ray's job may still run then,
-  by design. Bounds: ``bound`` (default 5 s) for the terminal contradictions — written in one
-  status update, they never resolve by themselves — and ``running_bound`` (default 330 s).
+  submission failure or validation is allowed with any jobStatus: those reasons speak of the
+  deployment, not of the app, and Ray's job may still run then, by design. ``AppFailed`` speaks
+  of the app, so it is a violation beside a jobStatus that says the job runs or waits — also
+  when KubeRay wrote it on purpose because no head or job is left (SidecarMode's "Ray head pod
+  not found.", "Submitter completed but Ray job not found in RayCluster."): the job is gone,
+  jobStatus keeps its last value for good, and clients that wait on jobStatus (KubeRay's python
+  client ``wait_until_job_finished``) never see the end (docs/findings.md F2). Bounds: ``bound``
+  (default 5 s) for the terminal contradictions — written in one status update, they never
+  resolve by themselves — and ``running_bound`` (default 330 s).
 - `RetryAttemptsFenced` (``retry-attempts-fenced``). Rationale (SPEC.md 3.5 Suspending/Retrying,
   ``deleteClusterResources``, ``deleteSubmitterJob``): a retry tears the attempt down and waits
   until its RayCluster and submitter Job are gone before it goes back to New and creates the next

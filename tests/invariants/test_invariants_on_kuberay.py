@@ -78,6 +78,41 @@ def test_a_head_lost_mid_job_without_gcs_ft_fails_the_rayjob_beside_a_running_jo
         "jobStatus RUNNING")
 
 
+def test_sidecar_mode_fails_a_rayjob_whose_head_is_lost_beside_a_running_job_status():
+    # KubeRay's intended SidecarMode path (checkSubmitterAndUpdateStatusIfNeeded, PR #4080):
+    # the head Pod (restartPolicy Never) is gone, so the RayJob is Failed/AppFailed "Ray head pod
+    # not found." The Ray job died with the head, yet jobStatus keeps its last value, RUNNING.
+    # Kept as a violation (docs/findings.md F2): AppFailed says the app failed while jobStatus
+    # says it runs, and clients that wait on jobStatus (KubeRay's python client's
+    # wait_until_job_finished) wait for good. A deadline's Failed beside RUNNING is not one
+    # (test_rayjob.py): that reason says nothing about the app.
+    box: dict[str, Any] = {}
+
+    async def main(sim: emu.Simulation) -> None:
+        monitors = Monitors.attach(sim, kuberay_invariants())
+        await start(sim)
+        job = rayjob("rj", seconds=60)
+        job["spec"]["submissionMode"] = "SidecarMode"
+        await sim.apply(job)
+        rj = await sim.wait_for("RayJob", "rj", lambda o: (o.get("status") or {}).get(
+            "jobStatus") == "RUNNING", timeout=600)
+        head = ray_pods(sim, rj["status"]["rayClusterName"], "head")[0]["metadata"]["name"]
+        await sim.client("kubectl").delete("Pod", head, "default", grace_period_seconds=0)
+        box["rj"] = await sim.wait_for("RayJob", "rj", lambda o: (o.get("status") or {}).get(
+            "jobDeploymentStatus") in ("Complete", "Failed"), timeout=900)
+        await sim.sleep(10)  # past the invariant's 5 s bound
+        box["found"] = await monitors.finish(sim)
+
+    emu.run(main, seed=1, cluster=kube())
+    status = box["rj"]["status"]
+    assert (status["jobDeploymentStatus"], status["reason"], status["message"],
+            status["jobStatus"]) == ("Failed", "AppFailed", "Ray head pod not found.", "RUNNING")
+    assert [v.invariant for v in box["found"]] == ["rayjob-status-consistent"]
+    assert box["found"][0].message.startswith(
+        "RayJob default/rj had jobDeploymentStatus Failed (reason AppFailed) with non-terminal "
+        "jobStatus RUNNING")
+
+
 def test_redis_down_across_a_deletion_leaks_the_clusters_keys_once_its_cleanup_job_fails():
     # The cleanup Job cannot reach Redis and fails; KubeRay removes the finalizer anyway, so the
     # cluster goes and its GCS tables stay in Redis (SPEC.md 2.11).
