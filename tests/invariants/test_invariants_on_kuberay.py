@@ -113,6 +113,32 @@ def test_sidecar_mode_fails_a_rayjob_whose_head_is_lost_beside_a_running_job_sta
         "jobStatus RUNNING")
 
 
+def test_a_rayjob_deleted_while_its_submitter_runs_leaves_no_pod():
+    # docs/findings.md E6: a deadline fails the RayJob and deletes its cluster; the RayJob is
+    # deleted at that instant, while the submitter Pod (its log stream ending with the cluster)
+    # still runs. The garbage collector deletes the Job, then the Pod; the Job controller must
+    # still remove the Pod's job-tracking finalizer (syncOrphanPod), or the Pod stays for good.
+    box: dict[str, Any] = {}
+
+    async def main(sim: emu.Simulation) -> None:
+        monitors = Monitors.attach(sim, kuberay_invariants())
+        await start(sim)
+        job = rayjob("rj", seconds=60)
+        job["spec"]["activeDeadlineSeconds"] = 30
+        await sim.apply(job)
+        await sim.wait_for("RayJob", "rj", lambda o: (o.get("status") or {}).get(
+            "jobDeploymentStatus") == "Failed", timeout=600)
+        box["submitter"] = [p["status"].get("phase") for p in sim.api.list(
+            "Pod", "default", label_selector="job-name=rj")["items"]]
+        await sim.client("kubectl").delete("RayJob", "rj", "default")
+        await sim.sleep(150)
+        box["found"] = await monitors.finish(sim)
+
+    emu.run(main, seed=1, cluster=kube())
+    assert box["submitter"] == ["Running"]
+    assert box["found"] == []
+
+
 def test_redis_down_across_a_deletion_leaks_the_clusters_keys_once_its_cleanup_job_fails():
     # The cleanup Job cannot reach Redis and fails; KubeRay removes the finalizer anyway, so the
     # cluster goes and its GCS tables stay in Redis (SPEC.md 2.11).
