@@ -189,14 +189,29 @@ def _qualified_name(field: str, key: str) -> list[StatusCause]:
     return out
 
 
+#: Label (key, value) pairs found valid (bounded like `_VALID_QNAMES`): controllers write the
+#: same few labels on every object, and each pair is checked once rather than on every write.
+_VALID_LABELS: dict[tuple[str, str], None] = {}
+
+
 def validate_labels(labels: Mapping[str, str], field: str = "metadata.labels") -> list[StatusCause]:
     out: list[StatusCause] = []
-    for key, value in labels.items():
-        out.extend(qualified_name(field, key))
+    valid = _VALID_LABELS
+    for pair in labels.items():
+        if pair in valid:
+            continue
+        key, value = pair
+        found = qualified_name(field, key)
         if len(value) > 63:
-            out.append(too_long(field, value, 63))
+            found.append(too_long(field, value, 63))
         if not _LABEL_VALUE_RE.match(value):
-            out.append(invalid(field, value, LABEL_VALUE_MSG))
+            found.append(invalid(field, value, LABEL_VALUE_MSG))
+        if found:
+            out.extend(found)
+        else:
+            if len(valid) >= 4096:
+                valid.clear()
+            valid[pair] = None
     return out
 
 
@@ -622,8 +637,10 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
     for k in unknown_meta:
         del meta[k]
     for k in _OMIT_EMPTY_META:
-        if k in meta and (meta[k] is None or meta[k] == {} or meta[k] == []):
-            del meta[k]
+        if k in meta:
+            value = meta[k]
+            if value is None or value == {} or value == []:
+                del meta[k]
 
 
 # -- ConfigMap and Secret data ---------------------------------------------------------------------
@@ -732,8 +749,17 @@ def check_data_types(kind: str, api_version: str, obj: dict[str, Any],
 _VALID_CONFIG_KEY = re.compile(r"^(?!\.\.)[-._a-zA-Z0-9]{1,253}$")
 
 
+#: Config keys found valid (bounded like `_VALID_QNAMES`): a ConfigMap rewritten keeps its keys.
+_VALID_CONFIG_KEYS: dict[str, None] = {}
+
+
 def _config_key(field: str, key: str) -> list[StatusCause]:
+    if key in _VALID_CONFIG_KEYS:
+        return []
     if _VALID_CONFIG_KEY.match(key) and key != ".":
+        if len(_VALID_CONFIG_KEYS) >= 4096:
+            _VALID_CONFIG_KEYS.clear()
+        _VALID_CONFIG_KEYS[key] = None
         return []  # the common case, in one match
     msgs = []
     if len(key) > 253:
@@ -767,8 +793,9 @@ def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[
     binary = obj.get("binaryData") or {}
     old_data = (old.get("data") or {}) if old is not None else {}
     if not data.keys() <= old_data.keys():  # keys already stored were checked when written
+        known = _VALID_CONFIG_KEYS
         for key in data:
-            if key not in old_data:
+            if key not in old_data and key not in known:
                 out.extend(_config_key("data", key))
     if binary:
         old_binary = (old.get("binaryData") or {}) if old is not None else {}
