@@ -986,9 +986,19 @@ def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
     old_fields: dict[str, Any] = old if isinstance(old, dict) else {}
     for name, item in value.items():  # an object holds fewer keys than its type has fields
         sub = fields.get(name)
-        if sub is None or (item.__class__ is str and sub.__class__ is str
-                           and sub not in _NOT_TEXT):
-            continue  # unchecked, or a string where a string-typed field is wanted (most are)
+        if sub is None:
+            continue  # unchecked
+        if sub.__class__ is str:  # a scalar field: the common right answers, without a call
+            cls = item.__class__
+            if cls is str:
+                if sub not in _NOT_TEXT:
+                    continue  # a string where a string-typed field is wanted (most are)
+            elif cls is int:
+                bound = _INT_BOUNDS.get(sub)
+                if bound is not None and -bound <= item < bound:
+                    continue
+            elif cls is bool and sub == _BOOL:
+                continue
         found = _check_shape(item, sub, old_fields.get(name))
         if found:
             bad, owner, parts, go_type = found
