@@ -939,6 +939,29 @@ def _shape_error(value: Any, owner: str, path: str, go_type: str) -> str:
 _Failure = tuple[Any, str, list[str], str]  # (value, owner struct or "", path parts, go type)
 
 
+def _flat_ok(item: dict[str, Any], fields: dict[str, Shape]) -> bool:
+    """Whether every checked field of ``item`` is a scalar its shape takes (a string for a
+    string type, an in-range int for an integer one, a bool for a bool), so `_check_shape`
+    would find nothing; False when it has to look (a nested value, or a wrong one)."""
+    for name, value in item.items():
+        sub = fields.get(name)
+        if sub is None:
+            continue
+        if sub.__class__ is not str:
+            return False
+        cls = value.__class__
+        if cls is str:
+            if sub in _NOT_TEXT:
+                return False
+        elif cls is int:
+            bound = _INT_BOUNDS.get(sub)
+            if bound is None or not -bound <= value < bound:
+                return False
+        elif cls is not bool or sub != _BOOL:
+            return False
+    return True
+
+
 def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
     """The first value in ``value`` that ``shape`` refuses, if any, as (value, the Go struct
     holding the field, its JSON path parts below here, the Go type); parts equal to ``old`` (the
@@ -973,9 +996,12 @@ def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
         n_old = len(old_items)
         element = shape[2]
         plain = element.__class__ is str and element not in _NOT_TEXT
+        efields = element[2] if element.__class__ is tuple and element[0] == "struct" else None
         for i, item in enumerate(value):
             if plain and item.__class__ is str:
                 continue  # a string where a string-typed element is wanted: nothing to check
+            if efields is not None and item.__class__ is dict and _flat_ok(item, efields):
+                continue  # a struct of right scalars (an env var, a port): no call per item
             found = _check_shape(item, element, old_items[i] if i < n_old else None)
             if found:
                 return found
