@@ -106,6 +106,7 @@ class StructuralSchema:
         self._validator = jsonschema.Draft7Validator(js)
         self._js = js
         self._nodes: dict[int, _Node] = {}
+        self._rules_below: dict[int, bool] = {}
         self._cel: dict[str, Any] = {}
         #: Schema causes by the body's canonical bytes: a controller writes the same spec again
         #: and again (jsonschema's walk is ~0.3 ms for a RayCluster; the key ~5 µs). Bounded, and
@@ -210,8 +211,9 @@ class StructuralSchema:
 
     def _cel_rules(self, value: Any, old: Any, schema: Any, parts: list[Any]
                    ) -> list[StatusCause]:
-        """Formats with ranges and ``x-kubernetes-validations``, walking value and schema."""
-        if not isinstance(schema, dict) or value is None:
+        """Formats with ranges and ``x-kubernetes-validations``, walking value and schema (not
+        below a schema node that holds neither: most of a Pod template)."""
+        if not isinstance(schema, dict) or value is None or not self._has_rules(schema):
             return []
         out: list[StatusCause] = []
         fmt = schema.get("format")
@@ -246,6 +248,22 @@ class StructuralSchema:
                 prev = old[i] if isinstance(old, list) and i < len(old) else None
                 out.extend(self._cel_rules(item, prev, schema["items"], [*parts, i]))
         return out
+
+    def _has_rules(self, schema: Obj) -> bool:
+        """Whether ``schema`` or a schema below it has a ranged format or a CEL rule (by node,
+        remembered: the nodes belong to this schema's ``openapi``)."""
+        found = self._rules_below.get(id(schema))
+        if found is None:
+            found = schema.get("format") in _INT_RANGES or \
+                bool(schema.get("x-kubernetes-validations"))
+            subs = list((schema.get("properties") or {}).values())
+            subs += [schema.get("additionalProperties"), schema.get("items")]
+            for sub in subs:
+                if found:
+                    break
+                found = isinstance(sub, dict) and self._has_rules(sub)
+            self._rules_below[id(schema)] = found
+        return found
 
     def _eval(self, rule: str, value: Any, old: Any) -> bool | None:
         """The rule's result; None when cel-python cannot compile or run it (kube-apiserver would

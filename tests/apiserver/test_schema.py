@@ -294,3 +294,23 @@ def test_node_by_node_validation_finds_what_one_walk_finds(kind):
         assert schema._split_causes(body) == whole, body
         differing += bool(whole)
     assert differing > 100  # most mutants are refused: the comparison is not vacuous
+
+
+def test_rules_below_lists_and_maps_are_found_and_rule_free_subtrees_skipped():
+    """The CEL walk skips subtrees whose schema has no rule and no ranged format, and still
+    reaches one under a list's items or a map's additionalProperties."""
+    from emu.apiserver.schema import StructuralSchema
+
+    schema = StructuralSchema({"type": "object", "properties": {
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "list": {"type": "array", "items": {"type": "object", "properties": {
+            "n": {"type": "integer", "x-kubernetes-validations": [
+                {"rule": "self < 5", "message": "n must be under 5"}]}}}},
+        "map": {"type": "object", "additionalProperties": {"type": "integer",
+                                                           "format": "int32"}}}})
+    causes = schema.validate({"free": {"n": 9}, "list": [{"n": 1}, {"n": 7}],
+                              "map": {"a": 1, "b": 2**40}})
+    assert [(c.field, c.message) for c in causes] == [
+        ("list[1].n", "Invalid value: 7: n must be under 5"),
+        ("map.b", f"Invalid value: {2**40}: map.b in body must be of type int32: {2**40}")]
+    assert schema._rules_below[id(schema.openapi["properties"]["free"])] is False
