@@ -17,7 +17,10 @@ its defaulter and validator (`KindInfo.defaulter` / ``validator``), in kube-apis
    (``spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer:
    "string"``, ``spec.headGroupSpec: Required value``, ``Unsupported value``); then the
    ``x-kubernetes-validations`` CEL rules through `celpy` (cel-python), ``oldSelf`` transition
-   rules only on update when the old value exists, as kube-apiserver runs them.
+   rules only on update when the old value exists, as kube-apiserver runs them. The schema is
+   checked node by node, each subtree's errors remembered by its JSON, so an update re-walks only
+   the nodes above what it changed (a node with combinators, ``anyOf`` ..., is one jsonschema
+   call); the causes and their order are one whole walk's (tests/apiserver/test_schema.py).
 
 A status-only write skips validation, as the status subresource's strategy validates only status
 fields (none of the CRDs here constrain status).
