@@ -190,7 +190,11 @@ class StructuralSchema:
         body is validated as the JSON it is stored as (a decoded copy: nothing the caller
         keeps is held, and the bytes are an exact key)."""
         wire = orjson.loads(orjson.dumps(body))
-        errors = sorted(self._errors(wire, self._js), key=lambda e: (_path(e[0]), e[1]))
+        root = self._nodes.get(id(self._js))
+        if root is None:
+            root = self._nodes[id(self._js)] = _Node(self._js)
+        # the root's answer is remembered by `validate` (``_checked``), not here again
+        errors = sorted(root.errors(self, wire), key=lambda e: (_path(e[0]), e[1]))
         return tuple(cause for err in errors for cause in _cause_of(*err))
 
     def _errors(self, value: Any, schema: Any) -> tuple[_Err, ...]:
@@ -322,7 +326,7 @@ _WHOLE_KEYWORDS = frozenset(("patternProperties", "dependencies", "propertyNames
                              "additionalItems", "if", "then", "else", "allOf", "anyOf", "oneOf",
                              "not", "$ref", "definitions"))
 #: How many subtrees a schema node remembers the errors of before it starts over.
-_NODE_MEMO_MAX = 512
+_NODE_MEMO_MAX = 256
 
 
 class _Node:
