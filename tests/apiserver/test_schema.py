@@ -261,7 +261,21 @@ def _mutants(base, rng, count):
         yield obj
 
 
-@pytest.mark.parametrize("kind", ["Widget", "RayCluster", "RayJob", "RayService"])
+#: A schema with what the node walk hands to jsonschema whole (anyOf, oneOf) or checks on the
+#: node itself (additionalProperties false, uniqueItems, required).
+COMBINATORS = {"type": "object", "properties": {"spec": {
+    "type": "object", "additionalProperties": False, "required": ["a"], "properties": {
+        "a": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^x"}]},
+        "b": {"type": "array", "maxItems": 3, "uniqueItems": True, "items": {
+            "type": "object", "required": ["n"],
+            "properties": {"n": {"type": "integer", "minimum": 0}}}},
+        "c": {"oneOf": [{"type": "object", "properties": {"k": {"type": "string"}}},
+                        {"type": "null"}]},
+        "d": {"type": "object", "additionalProperties": {"type": "integer"}}}}}}
+
+
+@pytest.mark.parametrize("kind", ["Widget", "Combinators", "RayCluster", "RayJob",
+                                  "RayService"])
 def test_node_by_node_validation_finds_what_one_walk_finds(kind):
     """Validation node by node (each subtree's errors remembered by its JSON) gives the causes,
     in the order, that one jsonschema walk of the whole body gives, on hundreds of mutants."""
@@ -284,8 +298,10 @@ def test_node_by_node_validation_finds_what_one_walk_finds(kind):
         "RayJob": {"entrypoint": "python x.py", "rayClusterSpec": cluster,
                    "shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": 10},
         "RayService": {"rayClusterConfig": cluster, "serveConfigV2": "applications: []"},
+        "Combinators": {"a": 1, "b": [{"n": 1}, {"n": 2}], "c": {"k": "v"}, "d": {"x": 1}},
     }
-    schema = StructuralSchema(WIDGET_SCHEMA if kind == "Widget" else RAY_SCHEMAS[kind])
+    schema = StructuralSchema({"Widget": WIDGET_SCHEMA, "Combinators": COMBINATORS}.get(
+        kind) or RAY_SCHEMAS[kind])
     base = {"apiVersion": "x/v1", "kind": kind, "spec": specs[kind]}
     rng = random.Random(f"split-{kind}")
     differing = 0
