@@ -145,7 +145,7 @@ class Simulation(World):
         return self.ray_config
 
     def _trace_api(self, event: str, **fields: Any) -> None:
-        self.trace.emit("kube-apiserver", event, **fields)
+        self.trace.record("kube-apiserver", event, fields)  # ``fields`` is this call's own
 
     @property
     def panics(self) -> list[Panic]:

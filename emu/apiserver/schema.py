@@ -17,7 +17,10 @@ its defaulter and validator (`KindInfo.defaulter` / ``validator``), in kube-apis
    (``spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer:
    "string"``, ``spec.headGroupSpec: Required value``, ``Unsupported value``); then the
    ``x-kubernetes-validations`` CEL rules through `celpy` (cel-python), ``oldSelf`` transition
-   rules only on update when the old value exists, as kube-apiserver runs them.
+   rules only on update when the old value exists, as kube-apiserver runs them. The schema is
+   checked node by node, each subtree's errors remembered by its JSON, so an update re-walks only
+   the nodes above what it changed (a node with combinators, ``anyOf`` ..., is one jsonschema
+   call); the causes and their order are one whole walk's (tests/apiserver/test_schema.py).
 
 A status-only write skips validation, as the status subresource's strategy validates only status
 fields (none of the CRDs here constrain status).
@@ -26,7 +29,7 @@ fields (none of the CRDs here constrain status).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import jsonschema
@@ -83,7 +86,7 @@ def _to_json_schema(node: Any) -> Any:
     return out
 
 
-def _path(parts: Iterator[Any] | list[Any]) -> str:
+def _path(parts: Iterable[Any]) -> str:
     out = ""
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -104,6 +107,9 @@ class StructuralSchema:
         js = _to_json_schema(openapi)
         jsonschema.Draft7Validator.check_schema(js)
         self._validator = jsonschema.Draft7Validator(js)
+        self._js = js
+        self._nodes: dict[int, _Node] = {}
+        self._rules_below: dict[int, bool] = {}
         self._cel: dict[str, Any] = {}
         #: Schema causes by the body's canonical bytes: a controller writes the same spec again
         #: and again (jsonschema's walk is ~0.3 ms for a RayCluster; the key ~5 µs). Bounded, and
@@ -161,10 +167,10 @@ class StructuralSchema:
             key = None
         found = self._checked.get(key) if key is not None else None
         if found is None:
-            errors = sorted(self._validator.iter_errors(body),
-                            key=lambda e: (_path(list(e.absolute_path)), e.validator))
-            found = tuple(cause for err in errors for cause in self._cause(err))
-            if key is not None:
+            if key is None:
+                found = self._whole_causes(body)
+            else:
+                found = self._split_causes(body)
                 if len(self._checked) >= _CHECKED_MAX:
                     self._checked.clear()
                 self._checked[key] = found
@@ -172,47 +178,49 @@ class StructuralSchema:
         causes.extend(self._cel_rules(obj, old, self.openapi, []))
         return causes
 
+    def _whole_causes(self, body: Obj) -> tuple[StatusCause, ...]:
+        """The schema's causes for ``body`` in one jsonschema walk of all of it."""
+        errors = sorted(self._validator.iter_errors(body),
+                        key=lambda e: (_path(list(e.absolute_path)), e.validator))
+        return tuple(cause for err in errors for cause in self._cause(err))
+
+    def _split_causes(self, body: Obj) -> tuple[StatusCause, ...]:
+        """`_whole_causes`, node by node, each subtree's errors remembered by its JSON (an
+        update of ``spec.workerGroupSpecs[0].replicas`` walks only the nodes above it). The
+        body is validated as the JSON it is stored as (a decoded copy: nothing the caller
+        keeps is held, and the bytes are an exact key)."""
+        wire = orjson.loads(orjson.dumps(body))
+        root = self._nodes.get(id(self._js))
+        if root is None:
+            root = self._nodes[id(self._js)] = _Node(self._js)
+        # the root's answer is remembered by `validate` (``_checked``), not here again
+        errors = sorted(root.errors(self, wire), key=lambda e: (_path(e[0]), e[1]))
+        return tuple(cause for err in errors for cause in _cause_of(*err))
+
+    def _errors(self, value: Any, schema: Any) -> tuple[_Err, ...]:
+        node = self._nodes.get(id(schema))
+        if node is None:
+            node = self._nodes[id(schema)] = _Node(schema)
+        cls = value.__class__
+        key: Any = orjson.dumps(value) if cls is dict or cls is list else (cls, value)
+        found = node.memo.get(key)
+        if found is None:
+            found = node.errors(self, value)
+            if len(node.memo) >= _NODE_MEMO_MAX:
+                node.memo.clear()
+            node.memo[key] = found
+        return found
+
     @staticmethod
     def _cause(err: jsonschema.ValidationError) -> list[StatusCause]:
-        parts = list(err.absolute_path)
-        path = _path(parts)
-        value = err.instance
-        kind = err.validator
-        limit = err.validator_value
-        if kind == "required":
-            assert isinstance(value, dict)
-            return [required(_path([*parts, name])) for name in limit if name not in value]
-        if kind == "type":
-            want = ",".join(limit) if isinstance(limit, list) else str(limit)
-            got = _go_type(value)
-            return [invalid(path, got, f"{path} in body must be of type {want}: \"{got}\"")]
-        if kind == "enum":
-            return [not_supported(path, value, tuple(str(x) for x in limit))]
-        if kind == "minimum":
-            return [invalid(path, value, f"{path} in body should be greater than or equal to "
-                                         f"{limit}")]
-        if kind == "maximum":
-            return [invalid(path, value, f"{path} in body should be less than or equal to "
-                                         f"{limit}")]
-        if kind == "pattern":
-            return [invalid(path, value, f"{path} in body should match '{limit}'")]
-        if kind == "maxLength":
-            return [StatusCause("FieldValueTooLong",
-                                f"Too long: may not be more than {limit} bytes", path)]
-        if kind == "minLength":
-            return [invalid(path, value, f"{path} in body should be at least {limit} chars "
-                                         "long")]
-        if kind == "maxItems":
-            return [StatusCause("FieldValueTooMany",
-                                f"Too many: {len(value)}: must have at most {limit} items", path)]
-        if kind == "minItems":
-            return [invalid(path, value, f"{path} in body should have at least {limit} items")]
-        return [invalid(path, value, err.message)]
+        return _cause_of(tuple(err.absolute_path), err.validator, err.validator_value,
+                         err.instance, err.message)
 
     def _cel_rules(self, value: Any, old: Any, schema: Any, parts: list[Any]
                    ) -> list[StatusCause]:
-        """Formats with ranges and ``x-kubernetes-validations``, walking value and schema."""
-        if not isinstance(schema, dict) or value is None:
+        """Formats with ranges and ``x-kubernetes-validations``, walking value and schema (not
+        below a schema node that holds neither: most of a Pod template)."""
+        if not isinstance(schema, dict) or value is None or not self._has_rules(schema):
             return []
         out: list[StatusCause] = []
         fmt = schema.get("format")
@@ -247,6 +255,22 @@ class StructuralSchema:
                 prev = old[i] if isinstance(old, list) and i < len(old) else None
                 out.extend(self._cel_rules(item, prev, schema["items"], [*parts, i]))
         return out
+
+    def _has_rules(self, schema: Obj) -> bool:
+        """Whether ``schema`` or a schema below it has a ranged format or a CEL rule (by node,
+        remembered: the nodes belong to this schema's ``openapi``)."""
+        found = self._rules_below.get(id(schema))
+        if found is None:
+            found = schema.get("format") in _INT_RANGES or \
+                bool(schema.get("x-kubernetes-validations"))
+            subs = list((schema.get("properties") or {}).values())
+            subs += [schema.get("additionalProperties"), schema.get("items")]
+            for sub in subs:
+                if found:
+                    break
+                found = isinstance(sub, dict) and self._has_rules(sub)
+            self._rules_below[id(schema)] = found
+        return found
 
     def _eval(self, rule: str, value: Any, old: Any) -> bool | None:
         """The rule's result; None when cel-python cannot compile or run it (kube-apiserver would
@@ -290,6 +314,114 @@ class StructuralSchema:
                                    if k not in ("metadata", "status")):
             return []
         return self.validate(obj, old)
+
+
+
+#: One jsonschema error, relative to the node it was found under: (path parts, keyword, the
+#: keyword's value in the schema, the instance, jsonschema's message).
+_Err = tuple[tuple[Any, ...], Any, Any, Any, str]
+#: Keywords whose errors depend on more than the node's own value and its children one by one:
+#: a node holding any of them is validated whole (by jsonschema), its answer still remembered.
+_WHOLE_KEYWORDS = frozenset(("patternProperties", "dependencies", "propertyNames", "contains",
+                             "additionalItems", "if", "then", "else", "allOf", "anyOf", "oneOf",
+                             "not", "$ref", "definitions"))
+#: How many subtrees a schema node remembers the errors of before it starts over.
+_NODE_MEMO_MAX = 256
+
+
+class _Node:
+    """One node of a compiled schema for `StructuralSchema._errors`: its own keywords (type,
+    required, enum, bounds ...) checked by jsonschema on the node alone, ``properties``,
+    ``additionalProperties`` and ``items`` applied child by child, as jsonschema applies them
+    (only to an object, only to an array)."""
+
+    __slots__ = ("extra", "items", "local", "memo", "props", "whole")
+
+    def __init__(self, schema: Any) -> None:
+        self.memo: dict[Any, tuple[_Err, ...]] = {}
+        self.whole: jsonschema.Draft7Validator | None = None
+        self.local: jsonschema.Draft7Validator | None = None
+        self.props: dict[str, Any] = {}
+        self.extra: Any = None
+        self.items: Any = None
+        props = schema.get("properties", {}) if isinstance(schema, dict) else None
+        extra = schema.get("additionalProperties") if isinstance(schema, dict) else None
+        items = schema.get("items") if isinstance(schema, dict) else None
+        if not isinstance(schema, dict) or schema.keys() & _WHOLE_KEYWORDS or \
+                not isinstance(props, dict) or \
+                not all(isinstance(sub, dict) for sub in props.values()) or \
+                not (extra is None or isinstance(extra, bool | dict)) or \
+                not (items is None or isinstance(items, dict)):
+            self.whole = jsonschema.Draft7Validator(schema)
+            return
+        self.props = props
+        self.extra = extra if isinstance(extra, dict) else None
+        self.items = items
+        local = {k: v for k, v in schema.items()
+                 if k not in ("properties", "additionalProperties", "items")}
+        if extra is False:  # which keys are additional depends on the declared ones
+            local["additionalProperties"] = False
+            local["properties"] = {k: True for k in props}
+        if local:
+            self.local = jsonschema.Draft7Validator(local)
+
+    def errors(self, schema: StructuralSchema, value: Any) -> tuple[_Err, ...]:
+        if self.whole is not None:
+            return tuple((tuple(e.absolute_path), e.validator, e.validator_value, e.instance,
+                          e.message) for e in self.whole.iter_errors(value))
+        out: list[_Err] = []
+        if self.local is not None:
+            out.extend((tuple(e.absolute_path), e.validator, e.validator_value, e.instance,
+                        e.message) for e in self.local.iter_errors(value))
+        if value.__class__ is dict:
+            props = self.props
+            extra = self.extra
+            for key, item in value.items():
+                sub = props.get(key, extra)
+                if sub is not None:
+                    for parts, *rest in schema._errors(item, sub):
+                        out.append(((key, *parts), *rest))
+        elif value.__class__ is list and self.items is not None:
+            for i, item in enumerate(value):
+                for parts, *rest in schema._errors(item, self.items):
+                    out.append(((i, *parts), *rest))
+        return tuple(out)
+
+
+def _cause_of(parts_: tuple[Any, ...], kind: Any, limit: Any, value: Any, message: str
+              ) -> list[StatusCause]:
+    """kube-apiserver's cause(s) for one jsonschema error."""
+    parts = list(parts_)
+    path = _path(parts)
+    if kind == "required":
+        assert isinstance(value, dict)
+        return [required(_path([*parts, name])) for name in limit if name not in value]
+    if kind == "type":
+        want = ",".join(limit) if isinstance(limit, list) else str(limit)
+        got = _go_type(value)
+        return [invalid(path, got, f"{path} in body must be of type {want}: \"{got}\"")]
+    if kind == "enum":
+        return [not_supported(path, value, tuple(str(x) for x in limit))]
+    if kind == "minimum":
+        return [invalid(path, value, f"{path} in body should be greater than or equal to "
+                                     f"{limit}")]
+    if kind == "maximum":
+        return [invalid(path, value, f"{path} in body should be less than or equal to "
+                                     f"{limit}")]
+    if kind == "pattern":
+        return [invalid(path, value, f"{path} in body should match '{limit}'")]
+    if kind == "maxLength":
+        return [StatusCause("FieldValueTooLong",
+                            f"Too long: may not be more than {limit} bytes", path)]
+    if kind == "minLength":
+        return [invalid(path, value, f"{path} in body should be at least {limit} chars "
+                                     "long")]
+    if kind == "maxItems":
+        return [StatusCause("FieldValueTooMany",
+                            f"Too many: {len(value)}: must have at most {limit} items", path)]
+    if kind == "minItems":
+        return [invalid(path, value, f"{path} in body should have at least {limit} items")]
+    return [invalid(path, value, message)]
 
 
 _SCHEMAS: dict[str, StructuralSchema] = {}

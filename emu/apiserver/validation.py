@@ -189,14 +189,29 @@ def _qualified_name(field: str, key: str) -> list[StatusCause]:
     return out
 
 
+#: Label (key, value) pairs found valid (bounded like `_VALID_QNAMES`): controllers write the
+#: same few labels on every object, and each pair is checked once rather than on every write.
+_VALID_LABELS: dict[tuple[str, str], None] = {}
+
+
 def validate_labels(labels: Mapping[str, str], field: str = "metadata.labels") -> list[StatusCause]:
     out: list[StatusCause] = []
-    for key, value in labels.items():
-        out.extend(qualified_name(field, key))
+    valid = _VALID_LABELS
+    for pair in labels.items():
+        if pair in valid:
+            continue
+        key, value = pair
+        found = qualified_name(field, key)
         if len(value) > 63:
-            out.append(too_long(field, value, 63))
+            found.append(too_long(field, value, 63))
         if not _LABEL_VALUE_RE.match(value):
-            out.append(invalid(field, value, LABEL_VALUE_MSG))
+            found.append(invalid(field, value, LABEL_VALUE_MSG))
+        if found:
+            out.extend(found)
+        else:
+            if len(valid) >= 4096:
+                valid.clear()
+            valid[pair] = None
     return out
 
 
@@ -622,8 +637,10 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
     for k in unknown_meta:
         del meta[k]
     for k in _OMIT_EMPTY_META:
-        if k in meta and (meta[k] is None or meta[k] == {} or meta[k] == []):
-            del meta[k]
+        if k in meta:
+            value = meta[k]
+            if value is None or value == {} or value == []:
+                del meta[k]
 
 
 # -- ConfigMap and Secret data ---------------------------------------------------------------------
@@ -732,8 +749,17 @@ def check_data_types(kind: str, api_version: str, obj: dict[str, Any],
 _VALID_CONFIG_KEY = re.compile(r"^(?!\.\.)[-._a-zA-Z0-9]{1,253}$")
 
 
+#: Config keys found valid (bounded like `_VALID_QNAMES`): a ConfigMap rewritten keeps its keys.
+_VALID_CONFIG_KEYS: dict[str, None] = {}
+
+
 def _config_key(field: str, key: str) -> list[StatusCause]:
+    if key in _VALID_CONFIG_KEYS:
+        return []
     if _VALID_CONFIG_KEY.match(key) and key != ".":
+        if len(_VALID_CONFIG_KEYS) >= 4096:
+            _VALID_CONFIG_KEYS.clear()
+        _VALID_CONFIG_KEYS[key] = None
         return []  # the common case, in one match
     msgs = []
     if len(key) > 253:
@@ -767,8 +793,9 @@ def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[
     binary = obj.get("binaryData") or {}
     old_data = (old.get("data") or {}) if old is not None else {}
     if not data.keys() <= old_data.keys():  # keys already stored were checked when written
+        known = _VALID_CONFIG_KEYS
         for key in data:
-            if key not in old_data:
+            if key not in old_data and key not in known:
                 out.extend(_config_key("data", key))
     if binary:
         old_binary = (old.get("binaryData") or {}) if old is not None else {}
@@ -912,6 +939,29 @@ def _shape_error(value: Any, owner: str, path: str, go_type: str) -> str:
 _Failure = tuple[Any, str, list[str], str]  # (value, owner struct or "", path parts, go type)
 
 
+def _flat_ok(item: dict[str, Any], fields: dict[str, Shape]) -> bool:
+    """Whether every checked field of ``item`` is a scalar its shape takes (a string for a
+    string type, an in-range int for an integer one, a bool for a bool), so `_check_shape`
+    would find nothing; False when it has to look (a nested value, or a wrong one)."""
+    for name, value in item.items():
+        sub = fields.get(name)
+        if sub is None:
+            continue
+        if sub.__class__ is not str:
+            return False
+        cls = value.__class__
+        if cls is str:
+            if sub in _NOT_TEXT:
+                return False
+        elif cls is int:
+            bound = _INT_BOUNDS.get(sub)
+            if bound is None or not -bound <= value < bound:
+                return False
+        elif cls is not bool or sub != _BOOL:
+            return False
+    return True
+
+
 def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
     """The first value in ``value`` that ``shape`` refuses, if any, as (value, the Go struct
     holding the field, its JSON path parts below here, the Go type); parts equal to ``old`` (the
@@ -946,9 +996,12 @@ def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
         n_old = len(old_items)
         element = shape[2]
         plain = element.__class__ is str and element not in _NOT_TEXT
+        efields = element[2] if element.__class__ is tuple and element[0] == "struct" else None
         for i, item in enumerate(value):
             if plain and item.__class__ is str:
                 continue  # a string where a string-typed element is wanted: nothing to check
+            if efields is not None and item.__class__ is dict and _flat_ok(item, efields):
+                continue  # a struct of right scalars (an env var, a port): no call per item
             found = _check_shape(item, element, old_items[i] if i < n_old else None)
             if found:
                 return found
@@ -959,9 +1012,19 @@ def _check_shape(value: Any, shape: Shape, old: Any = None) -> _Failure | None:
     old_fields: dict[str, Any] = old if isinstance(old, dict) else {}
     for name, item in value.items():  # an object holds fewer keys than its type has fields
         sub = fields.get(name)
-        if sub is None or (item.__class__ is str and sub.__class__ is str
-                           and sub not in _NOT_TEXT):
-            continue  # unchecked, or a string where a string-typed field is wanted (most are)
+        if sub is None:
+            continue  # unchecked
+        if sub.__class__ is str:  # a scalar field: the common right answers, without a call
+            cls = item.__class__
+            if cls is str:
+                if sub not in _NOT_TEXT:
+                    continue  # a string where a string-typed field is wanted (most are)
+            elif cls is int:
+                bound = _INT_BOUNDS.get(sub)
+                if bound is not None and -bound <= item < bound:
+                    continue
+            elif cls is bool and sub == _BOOL:
+                continue
         found = _check_shape(item, sub, old_fields.get(name))
         if found:
             bad, owner, parts, go_type = found

@@ -137,6 +137,22 @@ def test_base64_errors_at_gos_offsets(text, at):
      "cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports."
      "containerPort of type int32"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "image": "i", "ports": [
+          {"containerPort": 80}, {"containerPort": 2**31}]}]}},
+     "cannot unmarshal number 2147483648 into Go struct field ContainerPort.spec.containers."
+     "ports.containerPort of type int32"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "image": "i", "env": [
+          {"name": "A", "value": "a"}, {"name": "B", "value": True}]}]}},
+     "cannot unmarshal bool into Go struct field EnvVar.spec.containers.env.value of type "
+     "string"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [
+          {"name": "v", "mountPath": "/v", "readOnly": True},
+          {"name": "w", "mountPath": "/w", "readOnly": "yes"}]}]}},
+     "cannot unmarshal string into Go struct field VolumeMount.spec.containers.volumeMounts."
+     "readOnly of type bool"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
       "spec": {"containers": [{"name": "c", "image": "i", "command": "sleep 1"}]}},
      "cannot unmarshal string into Go struct field Container.spec.containers.command of type "
      "[]string"),
@@ -156,3 +172,19 @@ def test_base64_errors_at_gos_offsets(text, at):
 ])
 def test_nested_field_types_of_built_in_kinds_are_400(api, kind_obj, text):
     refused(api, BadRequest, text, api.create, kind_obj)
+
+
+def test_list_elements_of_right_scalar_types_are_accepted(api):
+    """Ports, env vars and mounts whose fields all hold the right scalars (the shape check's
+    fast path) are stored; a null field still gets the full check, which lets it pass."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i",
+                                    "ports": [{"containerPort": 80, "name": "http"},
+                                              {"containerPort": 81, "protocol": None}],
+                                    "env": [{"name": "A", "value": "a"}, {"name": "B"}],
+                                    "volumeMounts": [{"name": "v", "mountPath": "/v",
+                                                      "readOnly": False}]}],
+                    "volumes": [{"name": "v", "emptyDir": {}}]}}
+    out = api.create(pod)
+    assert out["spec"]["containers"][0]["ports"][0]["containerPort"] == 80
+    assert out["spec"]["containers"][0]["volumeMounts"][0]["readOnly"] is False
