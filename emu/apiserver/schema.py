@@ -103,6 +103,9 @@ class StructuralSchema:
     def __init__(self, openapi: Obj) -> None:
         if not isinstance(openapi, dict):
             raise ValueError("an openAPIV3Schema is a mapping")
+        # a private copy: compiled schemas are cached by content, and the per-node caches are
+        # keyed by the nodes' identities, so a caller changing its dict later must not reach them
+        openapi = copy.deepcopy(openapi)
         self.openapi = openapi
         js = _to_json_schema(openapi)
         jsonschema.Draft7Validator.check_schema(js)

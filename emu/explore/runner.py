@@ -35,6 +35,7 @@ import shutil
 import signal
 import struct
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -313,6 +314,8 @@ class Quiet:
                    or (r.state == "pending" and r.check() is None) for r in records)
 
     def reached(self, monitors: Any) -> bool:
+        from ..apiserver.errors import ApiError
+
         sim = self.sim
         if sim.now - self.last < QUIET or sim.now < _last_fault_end(sim):
             return False
@@ -322,7 +325,7 @@ class Quiet:
             try:
                 if sim.api.list(kind).get("items"):
                     return False
-            except Exception:  # a kind this world does not have
+            except ApiError:  # a kind this world does not have
                 continue
         for monitor in getattr(monitors, "monitors", ()):
             settled = getattr(monitor, "settled", None)
@@ -697,6 +700,8 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
                     _write_all(w, _FRAME.pack(len(data)) + data)
                 os.close(w)
             except BaseException:
+                # the parent only sees the wait status: say what killed the worker
+                traceback.print_exc()
                 code = 1
             finally:
                 os._exit(code)

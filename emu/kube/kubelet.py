@@ -53,7 +53,7 @@ from ..client.client import Client
 from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.network import NetworkError
-from ..kernel.process import Process
+from ..kernel.process import Process, ProcessGone
 from . import probes
 from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
@@ -884,9 +884,12 @@ class PodWorker:
                     and not (deleting and kind != "readiness"):
                 # an exec probe runs inside the container, the others come from the kubelet
                 source = rec.process if "exec" in spec.handler else kubelet.process
-                ok, output = await probes.run_probe(
-                    spec, network=kubelet.cluster.world.network, source=source,
-                    caller=kubelet.process.name, ip=ip, container=c)
+                try:
+                    ok, output = await probes.run_probe(
+                        spec, network=kubelet.cluster.world.network, source=source,
+                        caller=kubelet.process.name, ip=ip, container=c)
+                except ProcessGone:  # the container died under its exec probe: this attempt ends
+                    return
                 if rec.state != "running":
                     return
                 if not ok and pod is not None:

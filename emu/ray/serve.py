@@ -645,6 +645,8 @@ class NodeServe:
         self.ongoing = 0
         #: Set whenever a replica may have become available (routes pushed, a request done).
         self._available = asyncio.Event()
+        #: Bumped by every route update: a request forgets the replicas that refused it then.
+        self._routes_generation = 0
         #: Requests queued per app: a new one queues behind them (first come, first served;
         #: the event wakes waiters in the order they started waiting).
         self._queued: dict[str, int] = {}
@@ -697,17 +699,21 @@ class NodeServe:
         return {}
 
     async def _drain(self, rid: str, wait_loop_s: float, timeout_s: float) -> None:
-        started = self._now
+        # an absolute deadline: a time left computed as ``timeout - (now - started)`` can come
+        # out a few femtoseconds, a sleep below the clock's resolution, and the drain would spin
+        # at one virtual instant for ever
+        deadline = self._now + timeout_s
         while rid in self.replicas:
-            await self.raylet.ctx.process.sleep(min(wait_loop_s, max(
-                timeout_s - (self._now - started), 0.0)) or wait_loop_s)
+            left = deadline - self._now
+            await self.raylet.ctx.process.sleep(min(wait_loop_s, left) if left > 1e-9
+                                                else wait_loop_s)
             replica = self.replicas.get(rid)
             if replica is None:
                 return
             if replica["ongoing"] == 0:
                 self.raylet.log("serve_replica_drained", replica=rid)
                 break
-            if self._now - started >= timeout_s:
+            if deadline - self._now <= 1e-9:
                 self.raylet.log("serve_replica_killed", replica=rid, in_flight=replica["ongoing"],
                                 after=timeout_s)
                 break
@@ -751,6 +757,7 @@ class NodeServe:
         return response(200, str(result))
 
     async def rpc_update_routes(self, req: dict[str, Any]) -> dict[str, Any]:
+        self._routes_generation += 1
         self.routes = dict(req["routes"])
         self.endpoints = {k: [list(e) for e in v] for k, v in req["endpoints"].items()}
         draining = bool(req.get("draining"))
@@ -837,9 +844,16 @@ class NodeServe:
         payload = {"method": request.method, "path": request.path, "body": request.body,
                    "headers": request.headers}
         refused: set[str] = set()
+        routes_seen = self._routes_generation
         queued = ""  # the app whose queue this request waits in
         try:
             while True:
+                if self._routes_generation != routes_seen:
+                    # new routes: a replica that refused may be listed anew (or not at all);
+                    # until then it is skipped, so two waiting requests do not wake each
+                    # other to retry the same stale replica for ever
+                    refused.clear()
+                    routes_seen = self._routes_generation
                 match = self._match(request.path)
                 if match is None:
                     return response(404, f"Path '{request.path}' not found. Please ping "
@@ -855,7 +869,6 @@ class NodeServe:
                         queued = app
                     self._available.clear()
                     await self._available.wait()
-                    refused.clear()
                     continue
                 self._dequeue(queued)
                 queued = ""

@@ -247,6 +247,9 @@ class Controller:
         last, streak = self._streaks.get(key, (-1.0, 0))
         streak = streak + 1 if now - last <= HOT_LOOP_COST * 1.5 else 1
         self._streaks[key] = (now, streak)
+        if len(self._streaks) > 4096:  # keys seen long ago cannot be in a streak: forget them
+            self._streaks = {k: v for k, v in self._streaks.items()
+                             if now - v[0] <= HOT_LOOP_COST * 1.5}
         if streak > HOT_LOOP_RECONCILES:
             await asyncio.sleep(HOT_LOOP_COST)
             self._streaks[key] = (asyncio.get_running_loop().time(), streak)
