@@ -288,3 +288,42 @@ async def test_a_ray_actor_options_change_rolls_replicas(ray_world):
     fruit = (await apps(rw))["fruit"]
     assert fruit["status"] == "RUNNING"
     assert len(_replicas(fruit)) == 2 and not set(_replicas(fruit)) & set(before)
+
+
+def test_a_drain_that_times_out_ends_whatever_the_float_sum_of_its_waits() -> None:
+    # found in review: the time left was computed as timeout - (now - started); from this start
+    # ten 2 s waits leave 19.999999999999996 s elapsed, the next wait came out 7e-15 s — below
+    # the loop's 1 ns resolution — and the drain spun at one virtual instant for ever
+    import asyncio
+    from types import SimpleNamespace
+
+    from emu.kernel.loop import VirtualTimeLoop
+    from emu.ray.serve import NodeServe
+
+    loop = VirtualTimeLoop(start=46.921554071180374)
+    node = object.__new__(NodeServe)
+    logged: list[str] = []
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        assert len(waits) < 100, f"the drain keeps waiting: {waits[-3:]}"
+        await asyncio.sleep(seconds)
+
+    node.raylet = SimpleNamespace(ctx=SimpleNamespace(process=SimpleNamespace(sleep=sleep)),
+                                  log=lambda event, **_f: logged.append(event))
+
+    async def main() -> float:
+        killed = loop.create_future()
+        node.replicas = {"r1": {"ongoing": 1, "killed": killed, "state": "STOPPING"}}
+        started = loop.time()
+        await asyncio.wait_for(node._drain("r1", 2.0, 20.0), 60.0)
+        assert killed.done()
+        return loop.time() - started
+
+    try:
+        took = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert logged == ["serve_replica_killed"]
+    assert abs(took - 20.0) < 1e-6
