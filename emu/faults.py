@@ -765,9 +765,8 @@ class StaleList(Fault):
 
 def _list_at(sim: Simulation, fault: StaleList, rule: ObservationRule, inf: Informer,
              fresh: ObjectList) -> ObjectList:
-    """What ``inf``'s list would have returned at the older revision: the store's current
-    objects with every later change of the kind undone from the history (each change keeps the
-    version it replaced)."""
+    """What ``inf``'s list would have returned at the older revision (the store's MVCC
+    `Store.snapshot`, as a get or list at an older resourceVersion reads it)."""
     api = sim.api
     store = api.store
     current = int(fresh.resource_version or store.rev)
@@ -779,17 +778,8 @@ def _list_at(sim: Simulation, fault: StaleList, rule: ObservationRule, inf: Info
         return fresh
     info, table = api._resolve(inf.kind, inf.api_version)
     labels, fields = api._selectors(info, inf.label_selector, inf.field_selector)
-    objs = dict(table.objs)
-    for change in reversed(store.history):
-        if change.rev <= target:
-            break
-        if change.table is not table:
-            continue
-        key = (change.entry.ns, change.entry.name)
-        if change.prev is None:
-            objs.pop(key, None)
-        else:
-            objs[key] = change.prev
+    objs = store.snapshot(table, target)
+    assert objs is not None  # the target is clamped to the compacted revision above
     ns = inf.namespace if info.namespaced else None
     items = []
     for key in sorted(objs):

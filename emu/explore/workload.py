@@ -27,7 +27,6 @@ import yaml
 Obj = dict[str, Any]
 
 NS = "default"
-RAY_IMAGE = "rayproject/ray:2.46.0"
 
 
 def _tuple(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -203,18 +202,10 @@ def get_path(obj: Obj | None, path: str) -> Any:
 
 
 def _cluster_spec(workers: int = 1) -> Obj:
-    return {
-        "rayVersion": "2.46.0",
-        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
-            "name": "ray-head", "image": RAY_IMAGE,
-            "ports": [{"name": "gcs-server", "containerPort": 6379},
-                      {"name": "dashboard", "containerPort": 8265},
-                      {"name": "client", "containerPort": 10001}]}]}}},
-        "workerGroupSpecs": [{
-            "groupName": "workers", "replicas": workers, "minReplicas": 0, "maxReplicas": 10,
-            "rayStartParams": {}, "template": {"spec": {"containers": [
-                {"name": "ray-worker", "image": RAY_IMAGE}]}}}],
-    }
+    """The scenarios' RayCluster spec (one head, ``workers`` workers, GCS in memory)."""
+    from ..scenarios._common import raycluster
+
+    return dict(raycluster(workers=workers)["spec"])
 
 
 SLEEP_OK = "python -c 'import time; time.sleep(20)'"
