@@ -144,6 +144,7 @@ class Controller:
         #: Per key: when its last reconcile started and how many ran back to back until then
         #: (`_charge_hot_loop`).
         self._streaks: dict[str, tuple[float, int]] = {}
+        self._streaks_bound = 4096
 
     def __repr__(self) -> str:
         return f"<Controller {self.name} workers={self.options.max_concurrent_reconciles}>"
@@ -247,9 +248,12 @@ class Controller:
         last, streak = self._streaks.get(key, (-1.0, 0))
         streak = streak + 1 if now - last <= HOT_LOOP_COST * 1.5 else 1
         self._streaks[key] = (now, streak)
-        if len(self._streaks) > 4096:  # keys seen long ago cannot be in a streak: forget them
+        if len(self._streaks) > self._streaks_bound:
+            # keys seen long ago cannot be in a streak: forget them; the bound then doubles past
+            # what is left, so a world reconciling many keys at one instant prunes rarely
             self._streaks = {k: v for k, v in self._streaks.items()
                              if now - v[0] <= HOT_LOOP_COST * 1.5}
+            self._streaks_bound = max(4096, 2 * len(self._streaks))
         if streak > HOT_LOOP_RECONCILES:
             await asyncio.sleep(HOT_LOOP_COST)
             self._streaks[key] = (asyncio.get_running_loop().time(), streak)

@@ -55,3 +55,32 @@ def test_a_stale_cache_against_the_garbage_collector_loops_until_the_watch_catch
         assert await sim.client().list("Service", NS, label_selector="ray.io/cluster=rc") == []
 
     emu.run(main, seed=1, cluster=KubeConfig(nodes=1))
+
+
+def test_the_streak_map_forgets_old_keys_and_prunes_rarely_when_many_are_recent() -> None:
+    import asyncio
+
+    from emu.kernel.loop import VirtualTimeLoop
+    from emu.runtime.controller import Controller
+
+    async def reconcile(_req: object) -> None:
+        return None
+
+    loop = VirtualTimeLoop()
+    controller = Controller("c", reconcile)  # type: ignore[arg-type]
+
+    async def main() -> tuple[int, int, int]:
+        for i in range(5000):  # all at one instant: none can be forgotten
+            await controller._charge_hot_loop(f"k{i}")
+        at_once, bound = len(controller._streaks), controller._streaks_bound
+        await asyncio.sleep(1.0)
+        for i in range(bound - at_once + 1):  # crossing the bound a second later prunes the rest
+            await controller._charge_hot_loop(f"late{i}")
+        return at_once, bound, len(controller._streaks)
+
+    try:
+        at_once, bound, after = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert at_once == 5000 and bound >= 2 * 4097  # pruned once at 4,097, then the bound doubled
+    assert after <= bound - at_once + 1  # the 5,000 old keys are gone
