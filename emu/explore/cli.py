@@ -4,7 +4,9 @@
 Exit status: 1 when there are findings, 0 when none, 2 on bad input (an unknown workload, a
 budget that is neither a count nor a duration, a store made for another workload). With
 ``--json`` the last line of output is ``{"runs": N, "findings": [{"invariant", "message", "plan",
-"knobs", "replay", "test_file"}, ...]}``.
+"knobs", "replay", "test_file"}, ...], "errors": [...], "unshrunk": [...]}`` (``unshrunk``: failing
+plan shapes not shrunk, each with the finding that explains it or 0 when ``--per-invariant`` was
+reached).
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="end with one JSON object")
     p.add_argument("--shrink-budget", type=int, default=60,
                    help="runs spent shrinking each finding (default 60)")
+    p.add_argument("--per-invariant", type=int, default=3, metavar="N",
+                   help="stop shrinking an invariant's failing runs after N shrinks in a row "
+                        "found nothing new; the rest are listed (default 3)")
     p.add_argument("--no-fork", action="store_true",
                    help="play every run in this process, not in a forked worker (no "
                         "wall-clock limit per run; for debugging)")
@@ -88,6 +93,8 @@ def run_explore(args: argparse.Namespace) -> int:
         return _fail("choose -j N or --ray, not both")
     if args.shrink_budget < 0:
         return _fail(f"--shrink-budget must be 0 or more, not {args.shrink_budget}")
+    if args.per_invariant < 1:
+        return _fail(f"--per-invariant must be at least 1, not {args.per_invariant}")
     try:
         workload = (wl_mod.from_file(args.file) if args.file
                     else wl_mod.resolve(args.workload))
@@ -133,7 +140,8 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
 
             result = explore(workload, budget=budget, duration=duration, seed=args.seed,
                              executor=executor, out=out, shrink_budget=args.shrink_budget,
-                             progress=progress, replay_command=command)
+                             progress=progress, replay_command=command,
+                             per_invariant=args.per_invariant)
     except StoreMismatch as err:
         return _fail(str(err))
     finally:
@@ -146,17 +154,29 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
     if args.json:
         sys.stdout.write(orjson.dumps({"runs": result.runs, "findings": findings,
                                        "errors": [e.error for e in result.errors],
+                                       "unshrunk": [u.to_json() for u in result.unshrunk],
                                        "wall_seconds": round(result.wall, 3)},
                                       default=str).decode() + "\n")
         return 1 if findings else 0
     for n, f in enumerate(result.findings, 1):
         print(f"finding {n}: [{f.invariant}] {f.message}")
+        if f.also:
+            print(f"  also:   the same run broke {', '.join(f.also)}")
         print(f"  plan:   {f.plan!r}")
         if f.knobs:
             print(f"  knobs:  {f.knobs}")
         print(f"  test:   {f.test_file}")
         print(f"  html:   {f.html}")
         print(f"  replay: pytest {f.test_file}")
+    explained = sum(1 for u in result.unshrunk if u.explained)
+    capped = [u for u in result.unshrunk if not u.explained]
+    if explained:
+        print(f"{explained} other failing plan shape(s) contain a finding's minimized shape "
+              f"(not shrunk; --json lists them)")
+    for u in capped:
+        print(f"not shrunk (--per-invariant {args.per_invariant} reached): [{u.invariant}] "
+              f"run {u.run}: {u.message}")
+        print(f"  plan:   {u.plan!r}")
     for e in result.errors[:5]:
         print(f"run error: {e.error}  (plan {e.spec.plan!r})")
     rate = result.runs / result.wall if result.wall > 0 else 0.0

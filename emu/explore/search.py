@@ -49,12 +49,36 @@ class Finding:
     excerpt: str = attrs.field(default="", repr=False)
     runs_to_find: int = 0
     shrink_runs: int = 0
+    #: The other invariants the minimized run also broke (a steadiness finding whose run also
+    #: had two live heads says so here, so its cause is not left to a replay).
+    also: tuple[str, ...] = ()
 
     def to_json(self) -> Obj:
         return {"invariant": self.invariant, "message": self.message, "at": self.at,
                 "plan": repr(self.plan), "knobs": dict(self.knobs), "replay": self.replay,
                 "test_file": self.test_file, "html": self.html,
-                "runs_to_find": self.runs_to_find, "shrink_runs": self.shrink_runs}
+                "runs_to_find": self.runs_to_find, "shrink_runs": self.shrink_runs,
+                "also": list(self.also)}
+
+
+@attrs.frozen
+class Unshrunk:
+    """A failing run whose plan shape was not shrunk, and why, so no failure is dropped unseen:
+    ``explained`` names the finding (1-based) whose minimized shape its plan contains, with the
+    finding's knob changes among its own (most likely the same bug with extra faults); 0 means
+    ``per_invariant`` shrinks of its invariant in a row had found nothing new and the search
+    stopped shrinking that invariant."""
+
+    invariant: str
+    message: str
+    knobs: dict[str, Any]
+    plan: FaultPlan
+    run: int
+    explained: int = 0
+
+    def to_json(self) -> Obj:
+        return {"invariant": self.invariant, "message": self.message, "plan": repr(self.plan),
+                "knobs": dict(self.knobs), "run": self.run, "explained_by": self.explained}
 
 
 @attrs.frozen
@@ -65,6 +89,8 @@ class ExploreResult:
     wall: float
     first_finding_wall: float | None
     reused: int = 0
+    #: Failing plan shapes not shrunk (explained by a finding, or past the shrink cap).
+    unshrunk: tuple[Unshrunk, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,6 +206,13 @@ def _batches(specs: Sequence[RunSpec], size: int) -> list[list[RunSpec]]:
     return [list(specs[i:i + size]) for i in range(0, len(specs), size)]
 
 
+def _contains(big: tuple[Any, ...], small: tuple[Any, ...]) -> bool:
+    """Whether plan shape ``big`` has every fault of ``small`` (as many times)."""
+    from collections import Counter
+
+    return not Counter(small) - Counter(big)
+
+
 def explore(workload: Workload, *, budget: int | None = 200, duration: float | None = None,
             seed: int = 0, executor: Executor | None = None, out: str | Path | None = None,
             shrink_budget: int = 60, export: bool = True,
@@ -189,8 +222,10 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     """Search ``workload`` for invariant violations with ``budget`` runs (or for ``duration``
     wall seconds) from ``seed``; shrink and export each distinct finding (into ``out``/findings
     when ``out`` is given). ``progress(done, total, findings)`` is told after each batch. At
-    most ``per_invariant`` failing runs of each invariant are shrunk (the simplest first); the
-    findings are what remains distinct by (invariant, minimized plan shape). ``invariants``
+    failing runs are shrunk simplest first, skipping a run whose plan contains a finding's
+    minimized shape, until ``per_invariant`` shrinks of one invariant in a row find nothing new;
+    the findings are what remains distinct by (invariant, minimized plan shape), and every
+    failing shape not shrunk is listed in `ExploreResult.unshrunk`. ``invariants``
     replace `emu.invariants.kuberay_invariants()` (values, so they travel to workers)."""
     from .export import export_finding
 
@@ -266,24 +301,37 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         return sorted(out_results, key=lambda r: key_order[r.spec.key()])
 
     minimized: dict[tuple[Any, ...], Finding] = {}
-    shrunk_per_invariant: dict[str, int] = {}
-    # simplest first (fewest faults, fewest knobs changed, earliest run), at most
-    # `per_invariant` shrinks for each invariant
+    unshrunk: list[Unshrunk] = []
+    fruitless: dict[str, int] = {}
+    # Simplest first (fewest faults, fewest knobs changed, earliest run). A failing run whose
+    # plan contains the minimized shape of a finding of its invariant, with the finding's knob
+    # changes among its own, is explained by it; the rest
+    # are shrunk until `per_invariant` shrinks of one invariant in a row find nothing new.
     order = sorted(groups.items(), key=lambda kv: (
         len(kv[1][1].spec.plan), len(workload.changed(kv[1][1].spec.knob_map)), kv[1][0]))
-    for (invariant, _), (i, r, _v) in order:
-        if shrunk_per_invariant.get(invariant, 0) >= per_invariant:
+    for (invariant, group_shape), (i, r, v) in order:
+        changed = workload.changed(r.spec.knob_map)
+        explained = next((n for n, (key, f) in enumerate(minimized.items(), 1)
+                          if key[0] == invariant and _contains(group_shape, key[1])
+                          and f.knobs.items() <= changed.items()), 0)
+        if explained or fruitless.get(invariant, 0) >= per_invariant:
+            unshrunk.append(Unshrunk(invariant=invariant, message=str(v["message"]),
+                                     knobs=changed, plan=r.spec.plan,
+                                     run=i + 1, explained=explained))
             continue
-        shrunk_per_invariant[invariant] = shrunk_per_invariant.get(invariant, 0) + 1
         small, spent = shrink(workload, r, invariant, run_specs, budget=shrink_budget)
         sv = next(x for x in small.violations if x["invariant"] == invariant)
         key = (invariant, shape(small.spec))
         if key in minimized:
+            fruitless[invariant] = fruitless.get(invariant, 0) + 1
             continue
+        fruitless[invariant] = 0
         knobs = workload.changed(small.spec.knob_map)
         finding = Finding(invariant=invariant, message=str(sv["message"]), at=float(sv["at"]),
                           knobs=knobs, plan=small.spec.plan, seed=seed, workload=workload.name,
-                          replay=replay_command, runs_to_find=i + 1, shrink_runs=spent)
+                          replay=replay_command, runs_to_find=i + 1, shrink_runs=spent,
+                          also=tuple(sorted({str(x["invariant"]) for x in small.violations}
+                                            - {invariant})))
         if export and out is not None:
             paths = export_finding(Path(out) / "findings", workload,
                                    RunSpec(knobs, small.spec.plan), seed, invariant,
@@ -294,4 +342,4 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     errors = tuple(r for r in finished if r.error)
     return ExploreResult(runs=len(finished), findings=tuple(minimized.values()), errors=errors,
                          wall=time.perf_counter() - start, first_finding_wall=first_finding,
-                         reused=reused)
+                         reused=reused, unshrunk=tuple(unshrunk))

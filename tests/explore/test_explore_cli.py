@@ -44,6 +44,19 @@ def test_findings_exit_1_with_the_json_shape_and_a_test_file_that_fails_on_its_o
     assert Path(finding["test_file"]).with_suffix(".html").exists()
 
 
+def test_failing_shapes_not_shrunk_are_printed_and_in_the_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "unreachable.yaml"
+    wl.write_text(UNREACHABLE_YAML)
+    argv = ["explore", "-f", str(wl), "--budget", "30", "--seed", "3", "--shrink-budget", "4"]
+    assert cli.main([*argv, "--out", str(tmp_path / "a"), "--json"]) == 1
+    unshrunk = _json(capsys.readouterr().out)["unshrunk"]
+    assert unshrunk and all(u["explained_by"] >= 1 for u in unshrunk)
+    assert cli.main([*argv, "--out", str(tmp_path / "a")]) == 1
+    assert (f"{len(unshrunk)} other failing plan shape(s) contain a finding's minimized shape"
+            in capsys.readouterr().out)
+
+
 def test_no_findings_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     wl = tmp_path / "fine.yaml"
     wl.write_text(FINE_YAML)
@@ -63,6 +76,8 @@ def test_no_findings_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     (["explore"], "emu explore: give a WORKLOAD (raycluster, rayjob, rayservice or a scenario) "
                   "or -f FILE"),
     (["explore", "rayjob", "-j", "2", "--ray"], "emu explore: choose -j N or --ray, not both"),
+    (["explore", "rayjob", "--per-invariant", "0"],
+     "emu explore: --per-invariant must be at least 1, not 0"),
 ])
 def test_bad_input_exits_2_naming_what_was_wrong(argv: list[str], message: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,11 +3,17 @@ Ray; the store resumes."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
 import pytest
 from explore_worlds import budget_to_reach, one_replica_raycluster, unreachable
 
 import controllers.expectations as expectations
-from emu.explore.search import Executor, ProcessExecutor, RayExecutor, explore
+from emu.explore.runner import RunSpec
+from emu.explore.search import Executor, ProcessExecutor, RayExecutor, _contains, explore
+from emu.explore.shrink import shape
+from emu.explore.store import Store
 from emu.faults import InformerLag
 from emu.invariants import OneLiveHead
 
@@ -67,3 +73,44 @@ def test_a_second_search_with_the_same_out_resumes_from_the_store(tmp_path) -> N
     assert (first.runs, first.reused) == (3, 0)
     assert (again.runs, again.reused) == (5, 3)
     assert _summary(again)[:1] == _summary(first)[:1]
+
+
+def test_a_failing_shape_that_contains_a_finding_is_listed_as_explained_not_shrunk() -> None:
+    result = explore(unreachable(), budget=30, seed=3, shrink_budget=20, export=False)
+    found = [shape(RunSpec({}, f.plan)) for f in result.findings]
+    assert len(found) == len(set(found)) >= 2
+    explained = [u for u in result.unshrunk if u.explained]
+    assert explained, "multi-fault runs should be explained by a single-fault finding"
+    for u in explained:
+        assert 1 <= u.explained <= len(found)
+        assert _contains(shape(RunSpec({}, u.plan)), found[u.explained - 1])
+        assert len(u.plan) > len(result.findings[u.explained - 1].plan)
+
+
+def test_after_per_invariant_fruitless_shrinks_the_rest_are_listed_not_dropped(
+        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    # A shrinker that always lands on the first run it was given: every later shrink of the
+    # invariant finds nothing new. With per_invariant=2 the third unexplained shape onwards is
+    # listed with explained=0 instead of being shrunk (or silently dropped).
+    import emu.explore.search as search
+
+    shrunk: list[Any] = []
+
+    def same_every_time(workload, run, invariant, run_specs, budget):
+        shrunk.append(run)
+        other = {"invariant": "one-live-head", "message": "two heads", "at": 1.0}
+        return attrs.evolve(shrunk[0], violations=(*shrunk[0].violations, other)), 0
+
+    monkeypatch.setattr(search, "shrink", same_every_time)
+    result = explore(unreachable(), budget=30, seed=3, shrink_budget=20, export=False,
+                     per_invariant=2, out=tmp_path)
+    assert len(result.findings) == 1 and len(shrunk) == 3
+    assert result.findings[0].also == ("one-live-head",)
+    capped = [u for u in result.unshrunk if not u.explained]
+    assert capped and all(u.invariant == "workload-goal" for u in capped)
+    # every failing shape is accounted for: shrunk, or listed
+    store = Store(tmp_path, workload="unreachable", seed=3)
+    failing = {shape(r.spec) for r in store.results.values() if r.violations}
+    seen = [shape(r.spec) for r in shrunk] + [shape(RunSpec({}, u.plan))
+                                             for u in result.unshrunk]
+    assert sorted(seen, key=repr) == sorted(failing, key=repr)
