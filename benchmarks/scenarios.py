@@ -31,15 +31,20 @@ from emu.scenarios import _common
 QUICK = ("operator-failover", "apiserver-outage", "head-loss-redis", "rayservice-upgrade")
 
 
-def measure(name: str, seeds: int) -> tuple[float, float, float, bool]:
-    """(median wall s, median virtual s, worst wall s, every seed ok) over seeds 1..``seeds``."""
-    walls, virtuals, ok = [], [], True
+def measure(name: str, seeds: int) -> tuple[float, float, float, float, bool]:
+    """(median wall s, median CPU s, median virtual s, worst wall s, every seed ok) over seeds
+    1..``seeds``. CPU time is what a quiet machine's wall time would be (the run is one thread
+    on virtual time: it never waits on the wall clock), so a busy machine does not hide it."""
+    walls, cpus, virtuals, ok = [], [], [], True
     for seed in range(1, seeds + 1):
+        cpu0 = time.process_time()
         result = scenarios.run_scenario(name, seed)
+        cpus.append(time.process_time() - cpu0)
         ok = ok and result.ok
         walls.append(result.wall_seconds)
         virtuals.append(result.virtual_seconds)
-    return statistics.median(walls), statistics.median(virtuals), max(walls), ok
+    return (statistics.median(walls), statistics.median(cpus), statistics.median(virtuals),
+            max(walls), ok)
 
 
 def world_ms(repeat: int, *, kuberay: bool) -> tuple[float, float]:
@@ -117,22 +122,30 @@ def main() -> int:
         print(f"world ready (built-ins + KubeRay, restored from a snapshot): {restored:.1f} ms "
               f"median of {repeat * 3} (built: {built:.1f} ms; building and parking the "
               f"snapshot once: {parked:.1f} ms)")
-        print(f"\nscenarios ({seeds} seed(s) each; median wall, worst wall, median virtual)")
-        print(f"{'scenario':<32}{'wall s':>9}{'worst s':>9}{'virtual s':>11}{'x real':>9}  targets")
-        total_wall = total_virtual = 0.0
+        print(f"\nscenarios ({seeds} seed(s) each; median wall and CPU, worst wall, median "
+              f"virtual; targets judged on CPU time, a quiet machine's wall)")
+        print(f"{'scenario':<32}{'wall s':>9}{'cpu s':>9}{'worst s':>9}{'virtual s':>11}"
+              f"{'x wall':>9}{'x cpu':>9}  targets")
+        total_wall = total_cpu = total_virtual = 0.0
         for name in names:
-            wall, virtual, worst, ok = measure(name, seeds)
+            wall, cpu, virtual, worst, ok = measure(name, seeds)
             ratio = virtual / wall if wall else 0.0
+            cpu_ratio = virtual / cpu if cpu else 0.0
             total_wall += wall
+            total_cpu += cpu
             total_virtual += virtual
-            rows.append(row(b, f"{name} wall", wall, "s", target="<= 0.3 s"))
-            rows.append(row(b, f"{name} compression", ratio, "x real", target=">= 1000"))
-            marks = ("" if wall <= 0.3 else "wall>0.3s ") + ("" if ratio >= 1000 else "ratio<1000x")
+            rows.append(row(b, f"{name} wall", wall, "s"))
+            rows.append(row(b, f"{name} CPU", cpu, "s", target="<= 0.3 s"))
+            rows.append(row(b, f"{name} compression (virtual / CPU)", cpu_ratio, "x real",
+                            target=">= 1000"))
+            marks = (("" if cpu <= 0.3 else "cpu>0.3s ")
+                     + ("" if cpu_ratio >= 1000 else "ratio<1000x"))
             note = "" if ok else "  (an expectation failed)"
-            print(f"{name:<32}{wall:>9.3f}{worst:>9.3f}{virtual:>11.1f}{ratio:>9,.0f}  "
-                  f"{marks or 'met'}{note}")
-        print(f"{'all (sum of medians)':<32}{total_wall:>9.3f}{'':>9}{total_virtual:>11.1f}"
-              f"{total_virtual / total_wall:>9,.0f}")
+            print(f"{name:<32}{wall:>9.3f}{cpu:>9.3f}{worst:>9.3f}{virtual:>11.1f}{ratio:>9,.0f}"
+                  f"{cpu_ratio:>9,.0f}  {marks or 'met'}{note}")
+        print(f"{'all (sum of medians)':<32}{total_wall:>9.3f}{total_cpu:>9.3f}{'':>9}"
+              f"{total_virtual:>11.1f}{total_virtual / total_wall:>9,.0f}"
+              f"{total_virtual / total_cpu:>9,.0f}")
     return 0
 
 

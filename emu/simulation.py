@@ -11,6 +11,7 @@ the API server, as real processes reach it.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -156,10 +157,11 @@ class Simulation(World):
 
     @property
     def workdir(self) -> Path:
-        """A directory for this run's on-disk state (PersistentVolumes); removed at the end
-        unless it was given."""
+        """A directory for this run's on-disk state (volumes, RocksDB); removed at the end
+        unless it was given. Made under ``$EMU_TMPDIR`` when set, else under ``/dev/shm`` when
+        that memory filesystem has 1 GiB free, else in the system's temporary directory."""
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="emu-"))
+            self._workdir = Path(tempfile.mkdtemp(prefix="emu-", dir=scratch_root()))
             self._own_workdir = True
         return self._workdir
 
@@ -324,6 +326,29 @@ class Simulation(World):
         self.processes.crash_all()
         if self._own_workdir and self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+#: At least this much free space for a run's work directory to go to the memory filesystem.
+_SHM_MIN_FREE = 1 << 30
+_scratch: list[str | None] = []
+
+
+def scratch_root() -> str | None:
+    """Where owned work directories are made: ``$EMU_TMPDIR`` when set, else ``/dev/shm`` when it
+    is a writable memory filesystem with at least 1 GiB free, else tempfile's default. A short
+    run's volume files never outlive it, and on a disk each directory removed at the end cost
+    ~3 ms (7% of a scenario's CPU time), on tmpfs microseconds. Decided once per process."""
+    if not _scratch:
+        chosen = os.environ.get("EMU_TMPDIR") or None
+        if chosen is None and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+            try:
+                st = os.statvfs("/dev/shm")
+                if st.f_bavail * st.f_frsize >= _SHM_MIN_FREE:
+                    chosen = "/dev/shm"
+            except OSError:
+                chosen = None
+        _scratch.append(chosen)
+    return _scratch[0]
 
 
 def _trace_requests(sim: Simulation) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kube_helpers import phase_is, pod
 
+import emu
 import emu.kube.cluster as kc
 
 
@@ -94,3 +95,32 @@ async def test_a_pod_with_a_missing_claim_is_unschedulable(sim):
     [cond] = [c for c in p["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert cond["message"] == ('0/3 nodes are available: 3 persistentvolumeclaim "nope" '
                                'not found.')
+
+
+def test_an_owned_workdir_goes_where_emu_tmpdir_says_and_is_removed(tmp_path, monkeypatch):
+    import emu.simulation as simulation
+
+    monkeypatch.setattr(simulation, "_scratch", [])
+    monkeypatch.setenv("EMU_TMPDIR", str(tmp_path))
+    seen = []
+
+    async def main(sim):
+        seen.append(sim.workdir)
+
+    emu.run(main, seed=1)
+    assert seen[0].parent == tmp_path
+    assert not seen[0].exists()
+
+
+def test_a_small_memory_filesystem_is_not_used_for_workdirs(monkeypatch):
+    # a container's default 64 MiB /dev/shm would fill with RocksDB files: below 1 GiB free the
+    # system's temporary directory is used instead
+    import emu.simulation as simulation
+
+    class Small:
+        f_bavail, f_frsize = 64 * 256, 4096
+
+    monkeypatch.setattr(simulation, "_scratch", [])
+    monkeypatch.delenv("EMU_TMPDIR", raising=False)
+    monkeypatch.setattr(simulation.os, "statvfs", lambda path: Small())
+    assert simulation.scratch_root() is None
