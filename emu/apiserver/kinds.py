@@ -124,6 +124,9 @@ class KindRegistry:
         self._cache: dict[tuple[str, str | None], KindInfo] = {}
         #: bumped on every register, so callers may cache resolutions
         self.generation = 0
+        #: called with each newly served kind, in registration order (discovery watchers: the
+        #: garbage collector starts watching a CRD's kind when it is registered)
+        self.listeners: list[Callable[[KindInfo], None]] = []
 
     def register(self, info: KindInfo) -> KindInfo:
         """Add (or replace) a kind; it is served at once."""
@@ -137,6 +140,9 @@ class KindRegistry:
                 entries.append(info)
         self._cache.clear()
         self.generation += 1
+        if old is None:
+            for listener in list(self.listeners):
+                listener(info)
         return info
 
     def all(self) -> list[KindInfo]:

@@ -380,8 +380,9 @@ async def install_cert_manager(sim: Any, *, issue_delay: float = DEFAULT_ISSUE_D
                                ) -> CertManager:
     """Install cert-manager into ``sim`` (a `emu.Simulation`): its CRDs, then its controller
     as the process ``cert-manager``. Install it before KubeRay: the operator looks for
-    cert-manager's API once, when it starts (main.go). The garbage collector is restarted so
-    it collects Certificates and Issuers whose RayCluster is gone."""
+    cert-manager's API once, when it starts (main.go). The garbage collector starts watching
+    cert-manager's kinds as they are served, so it collects Certificates and Issuers whose
+    RayCluster is gone."""
     client = sim.client("cert-manager-install")
     for crd in cert_manager_crds():
         try:
@@ -389,12 +390,6 @@ async def install_cert_manager(sim: Any, *, issue_delay: float = DEFAULT_ISSUE_D
         except ApiError as err:
             if not is_already_exists(err):
                 raise
-    cluster = getattr(sim, "cluster", None)
-    if cluster is not None and "garbage-collector" in getattr(cluster, "processes", {}):
-        # kube's garbage collector rediscovers served kinds every 30 s (``GarbageCollector.Sync``)
-        # and then collects their objects too; the emulated one watches what was served when it
-        # started, so it starts again now (a cold start rebuilds its graph from lists).
-        cluster.restart("garbage-collector")
     manager = CertManager(sim.network, issue_delay=issue_delay)
     sim.processes.start(PROCESS_NAME, manager.main)
     return manager

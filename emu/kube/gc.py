@@ -3,8 +3,8 @@
 A port of ``pkg/controller/garbagecollector`` (``GraphBuilder.processGraphChanges``,
 ``attemptToDeleteItem``, ``processDeletingDependentsItem``, ``orphanDependents``):
 
-- it watches every kind the API server serves (its discovery), and keeps a graph of
-  ownerReferences by uid;
+- it watches every kind the API server serves (its discovery, and every kind served later, such
+  as a CRD created after the world started), and keeps a graph of ownerReferences by uid;
 - **background**: an object whose owners are all gone is deleted (the owner's absence is confirmed
   by a live GET, by uid, as ``isDangling`` does); an owner that still exists keeps it, and
   references to owners that are gone are removed;
@@ -86,16 +86,37 @@ class GarbageCollector:
         self.client = Client(self.cluster.world.network, process=process)
         self.queue = KeyQueue(process, "garbage-collector")
         for info in self._kinds():
-            inf = Informer(self.client, info.kind, api_version=info.api_version)
-            inf.add_event_handler(FuncHandler(
-                on_add=self._upsert, on_update=lambda _o, n: self._upsert(n),
-                on_delete=self._deleted))
-            self.informers[(info.api_version, info.kind)] = inf
-            self._namespaced[(info.api_version, info.kind)] = info.namespaced
-            process.spawn(inf.run(), name=f"{process.name}:informer:{info.kind}")
-        for inf in self.informers.values():
+            self._watch(process, info)
+        api = getattr(self.cluster.world, "api", None)
+        if api is not None:
+            # kube's collector rediscovers served kinds every 30 s (``GarbageCollector.Sync``)
+            # and starts monitors for new ones; here a kind registered later (a CRD created
+            # after the world started) is watched as soon as it is served
+            def served(info: Any) -> None:
+                if process.alive and (info.group, info.kind) not in UNWATCHED:
+                    self._watch(process, info)
+
+            listeners = api.kinds.listeners
+            listeners[:] = [f for f in listeners if getattr(f, "_emu_gc", None) is not self]
+            served._emu_gc = self  # type: ignore[attr-defined]
+            listeners.append(served)
+        for inf in list(self.informers.values()):
             await inf.wait_synced()
         await self.queue.run(self.sync)
+
+    def _watch(self, process: Process, info: Any) -> None:
+        """Start the monitor (an informer feeding the graph) of one served kind."""
+        key = (info.api_version, info.kind)
+        if key in self.informers:
+            return
+        assert self.client is not None
+        inf = Informer(self.client, info.kind, api_version=info.api_version)
+        inf.add_event_handler(FuncHandler(
+            on_add=self._upsert, on_update=lambda _o, n: self._upsert(n),
+            on_delete=self._deleted))
+        self.informers[key] = inf
+        self._namespaced[key] = info.namespaced
+        process.spawn(inf.run(), name=f"{process.name}:informer:{info.kind}")
 
     # -- the graph -------------------------------------------------------------------------------
 

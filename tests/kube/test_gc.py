@@ -98,3 +98,48 @@ async def test_deleting_a_namespace_removes_its_objects_and_running_pods(sim):
     assert await sim.get("ConfigMap", "settings", namespace="team") is None
     assert await sim.get("Pod", "worker", namespace="team") is None
     assert cluster.container_process("team", "worker", "app").alive is False
+
+
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+async def test_kinds_served_after_the_collector_started_are_collected_too(sim):
+    # a user's CRD created mid-run: its objects' dependents follow them out, and they follow
+    # their owners out (kube's collector picks new kinds up at its next discovery sync)
+    kc.install(sim, nodes=0)
+    await sim.sleep(1)
+    client = sim.client()
+    await client.create(WIDGET_CRD)
+    widget = await client.create({"apiVersion": "example.com/v1", "kind": "Widget",
+                                  "metadata": {"name": "w", "namespace": "default"}})
+    child = cm("child")
+    child["metadata"]["ownerReferences"] = [{"apiVersion": "example.com/v1", "kind": "Widget",
+                                             "name": "w", "uid": widget["metadata"]["uid"]}]
+    await client.create(child)
+    owner = await client.create(cm("owner"))
+    await client.create({"apiVersion": "example.com/v1", "kind": "Widget",
+                         "metadata": {"name": "owned", "namespace": "default",
+                                      "ownerReferences": cm("x", owner)["metadata"][
+                                          "ownerReferences"]}})
+    await sim.sleep(1)
+    await client.delete("Widget", "w", "default")
+    await client.delete("ConfigMap", "owner", "default")
+    await sim.sleep(1)
+    assert await sim.get("ConfigMap", "child") is None
+    assert await sim.get("Widget", "owned") is None
+
+
+async def test_a_restarted_collector_listens_for_new_kinds_once(sim):
+    cluster = kc.install(sim, nodes=0)
+    await sim.sleep(1)
+    cluster.restart("garbage-collector")
+    await sim.sleep(1)
+    assert len(sim.api.kinds.listeners) == 1
