@@ -5,8 +5,8 @@ Exit status: 1 when there are findings, 0 when none, 2 on bad input (an unknown 
 budget that is neither a count nor a duration, a store made for another workload). With
 ``--json`` the last line of output is ``{"runs": N, "findings": [{"invariant", "message", "plan",
 "knobs", "replay", "test_file"}, ...], "errors": [...], "unshrunk": [...]}`` (``unshrunk``: failing
-plan shapes not shrunk, each with the finding that explains it or 0 when ``--per-invariant`` was
-reached).
+plan shapes not shrunk, each with the finding that explains it, or 0 when its invariant had its
+``--per-invariant`` shrinks).
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink-budget", type=int, default=60,
                    help="runs spent shrinking each finding (default 60)")
     p.add_argument("--per-invariant", type=int, default=3, metavar="N",
-                   help="stop shrinking an invariant's failing runs after N shrinks in a row "
-                        "found nothing new; the rest are listed (default 3)")
+                   help="shrink at most N failing runs of each invariant, new fault families "
+                        "first; the rest are listed, not dropped (default 3)")
     p.add_argument("--no-fork", action="store_true",
                    help="play every run in this process, not in a forked worker (no "
                         "wall-clock limit per run; for debugging)")

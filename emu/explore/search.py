@@ -20,6 +20,7 @@ import attrs
 
 from ..faults import FaultPlan
 from . import plans
+from .faults import AtCall
 from .runner import ForkServer, RunResult, RunSpec
 from .shrink import shape, shrink
 from .store import Store
@@ -66,8 +67,7 @@ class Unshrunk:
     """A failing run whose plan shape was not shrunk, and why, so no failure is dropped unseen:
     ``explained`` names the finding (1-based) whose minimized shape its plan contains, with the
     finding's knob changes among its own (most likely the same bug with extra faults); 0 means
-    ``per_invariant`` shrinks of its invariant in a row had found nothing new and the search
-    stopped shrinking that invariant."""
+    its invariant had had its ``per_invariant`` shrinks already."""
 
     invariant: str
     message: str
@@ -206,6 +206,13 @@ def _batches(specs: Sequence[RunSpec], size: int) -> list[list[RunSpec]]:
     return [list(specs[i:i + size]) for i in range(0, len(specs), size)]
 
 
+def _family(spec: RunSpec) -> tuple[str, ...]:
+    """A plan's fault family: the sorted kinds of fault it uses (an `AtCall` by what it does),
+    without targets, times or counts."""
+    return tuple(sorted(type(f.then).__name__ if isinstance(f, AtCall) else type(f).__name__
+                        for f in spec.plan))
+
+
 def _contains(big: tuple[Any, ...], small: tuple[Any, ...]) -> bool:
     """Whether plan shape ``big`` has every fault of ``small`` (as many times)."""
     from collections import Counter
@@ -222,10 +229,10 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     """Search ``workload`` for invariant violations with ``budget`` runs (or for ``duration``
     wall seconds) from ``seed``; shrink and export each distinct finding (into ``out``/findings
     when ``out`` is given). ``progress(done, total, findings)`` is told after each batch. At
-    failing runs are shrunk simplest first, skipping a run whose plan contains a finding's
-    minimized shape, until ``per_invariant`` shrinks of one invariant in a row find nothing new;
-    the findings are what remains distinct by (invariant, minimized plan shape), and every
-    failing shape not shrunk is listed in `ExploreResult.unshrunk`. ``invariants``
+    failing runs are shrunk simplest first, at most ``per_invariant`` of each invariant, a new
+    fault family before one already shrunk, skipping a run whose plan contains a finding's
+    minimized shape; the findings are what remains distinct by (invariant, minimized plan
+    shape), and every failing shape not shrunk is listed in `ExploreResult.unshrunk`. ``invariants``
     replace `emu.invariants.kuberay_invariants()` (values, so they travel to workers)."""
     from .export import export_finding
 
@@ -302,30 +309,35 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
 
     minimized: dict[tuple[Any, ...], Finding] = {}
     unshrunk: list[Unshrunk] = []
-    fruitless: dict[str, int] = {}
-    # Simplest first (fewest faults, fewest knobs changed, earliest run). A failing run whose
-    # plan contains the minimized shape of a finding of its invariant, with the finding's knob
-    # changes among its own, is explained by it; the rest
-    # are shrunk until `per_invariant` shrinks of one invariant in a row find nothing new.
-    order = sorted(groups.items(), key=lambda kv: (
+    shrunk_per_invariant: dict[str, int] = {}
+    families: dict[str, set[tuple[str, ...]]] = {}
+    # Simplest first (fewest faults, fewest knobs changed, earliest run), at most
+    # `per_invariant` shrinks of each invariant, a failing run of a fault family not shrunk yet
+    # for its invariant before one of a family already shrunk. A failing run whose plan
+    # contains the minimized shape of a finding of its invariant, with the finding's knob
+    # changes among its own, is explained by it. Every failing shape not shrunk is listed.
+    pending = sorted(groups.items(), key=lambda kv: (
         len(kv[1][1].spec.plan), len(workload.changed(kv[1][1].spec.knob_map)), kv[1][0]))
-    for (invariant, group_shape), (i, r, v) in order:
+    while pending:
+        pick = next((n for n, ((inv, _), (_i, r, _v)) in enumerate(pending)
+                     if _family(r.spec) not in families.get(inv, set())), 0)
+        (invariant, group_shape), (i, r, v) = pending.pop(pick)
         changed = workload.changed(r.spec.knob_map)
         explained = next((n for n, (key, f) in enumerate(minimized.items(), 1)
                           if key[0] == invariant and _contains(group_shape, key[1])
                           and f.knobs.items() <= changed.items()), 0)
-        if explained or fruitless.get(invariant, 0) >= per_invariant:
+        if explained or shrunk_per_invariant.get(invariant, 0) >= per_invariant:
             unshrunk.append(Unshrunk(invariant=invariant, message=str(v["message"]),
                                      knobs=changed, plan=r.spec.plan,
                                      run=i + 1, explained=explained))
             continue
+        shrunk_per_invariant[invariant] = shrunk_per_invariant.get(invariant, 0) + 1
+        families.setdefault(invariant, set()).add(_family(r.spec))
         small, spent = shrink(workload, r, invariant, run_specs, budget=shrink_budget)
         sv = next(x for x in small.violations if x["invariant"] == invariant)
         key = (invariant, shape(small.spec))
         if key in minimized:
-            fruitless[invariant] = fruitless.get(invariant, 0) + 1
             continue
-        fruitless[invariant] = 0
         knobs = workload.changed(small.spec.knob_map)
         finding = Finding(invariant=invariant, message=str(sv["message"]), at=float(sv["at"]),
                           knobs=knobs, plan=small.spec.plan, seed=seed, workload=workload.name,

@@ -11,7 +11,7 @@ from explore_worlds import budget_to_reach, one_replica_raycluster, unreachable
 
 import controllers.expectations as expectations
 from emu.explore.runner import RunSpec
-from emu.explore.search import Executor, ProcessExecutor, RayExecutor, _contains, explore
+from emu.explore.search import Executor, ProcessExecutor, RayExecutor, _contains, _family, explore
 from emu.explore.shrink import shape
 from emu.explore.store import Store
 from emu.faults import InformerLag
@@ -87,11 +87,11 @@ def test_a_failing_shape_that_contains_a_finding_is_listed_as_explained_not_shru
         assert len(u.plan) > len(result.findings[u.explained - 1].plan)
 
 
-def test_after_per_invariant_fruitless_shrinks_the_rest_are_listed_not_dropped(
+def test_past_per_invariant_shrinks_the_rest_are_listed_not_dropped(
         monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    # A shrinker that always lands on the first run it was given: every later shrink of the
-    # invariant finds nothing new. With per_invariant=2 the third unexplained shape onwards is
-    # listed with explained=0 instead of being shrunk (or silently dropped).
+    # A shrinker that always lands on the first run it was given. With per_invariant=2 two runs
+    # are shrunk (one finding: the second lands on the same shape) and every other failing
+    # shape is listed, explained by the finding or with explained=0, never silently dropped.
     import emu.explore.search as search
 
     shrunk: list[Any] = []
@@ -104,7 +104,9 @@ def test_after_per_invariant_fruitless_shrinks_the_rest_are_listed_not_dropped(
     monkeypatch.setattr(search, "shrink", same_every_time)
     result = explore(unreachable(), budget=30, seed=3, shrink_budget=20, export=False,
                      per_invariant=2, out=tmp_path)
-    assert len(result.findings) == 1 and len(shrunk) == 3
+    assert len(result.findings) == 1 and len(shrunk) == 2
+    # a new fault family first: the two shrunk runs use different kinds of fault
+    assert _family(shrunk[0].spec) != _family(shrunk[1].spec)
     assert result.findings[0].also == ("one-live-head",)
     capped = [u for u in result.unshrunk if not u.explained]
     assert capped and all(u.invariant == "workload-goal" for u in capped)
@@ -114,3 +116,17 @@ def test_after_per_invariant_fruitless_shrinks_the_rest_are_listed_not_dropped(
     seen = [shape(r.spec) for r in shrunk] + [shape(RunSpec({}, u.plan))
                                              for u in result.unshrunk]
     assert sorted(seen, key=repr) == sorted(failing, key=repr)
+
+
+def test_a_fault_family_is_the_kinds_of_fault_without_targets_or_times() -> None:
+    from emu.explore.faults import AtCall, CrashLeader, LoseRayPod
+    from emu.faults import Pause
+
+    a = RunSpec({}, [AtCall(at=0.0, n=1, then=Pause(at=0.0, process="", duration=30.0),
+                            verb="create", kind="Service"),
+                     LoseRayPod(at=3.0, owner="x", node_type="head", how="kill")])
+    b = RunSpec({}, [LoseRayPod(at=9.0, owner="y", node_type="worker", how="delete"),
+                     AtCall(at=0.0, n=4, then=Pause(at=0.0, process="", duration=5.0),
+                            verb="update_status", kind="RayJob")])
+    assert _family(a) == _family(b) == ("LoseRayPod", "Pause")
+    assert _family(RunSpec({}, [CrashLeader(at=0.0)])) == ("CrashLeader",)
