@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -69,6 +70,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, default=None,
                    help="legacy: run the scenario WORKLOAD under N seeds, its own checks only")
     p.add_argument("--start", type=int, default=0, help="legacy: the first seed of --seeds")
+
+
+#: Failing runs past the shrink cap printed in full; the rest are counted (all are in --json).
+SHOWN_UNSHRUNK = 5
 
 
 def _fail(message: str) -> int:
@@ -173,10 +178,17 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
     if explained:
         print(f"{explained} other failing plan shape(s) contain a finding's minimized shape "
               f"(not shrunk; --json lists them)")
-    for u in capped:
+    for u in capped[:SHOWN_UNSHRUNK]:
         print(f"not shrunk (--per-invariant {args.per_invariant} reached): [{u.invariant}] "
               f"run {u.run}: {u.message}")
         print(f"  plan:   {u.plan!r}")
+        if u.knobs:
+            print(f"  knobs:  {u.knobs}")
+    if len(capped) > SHOWN_UNSHRUNK:
+        counts = Counter(u.invariant for u in capped[SHOWN_UNSHRUNK:])
+        print(f"... and {len(capped) - SHOWN_UNSHRUNK} more not shrunk ("
+              + ", ".join(f"{n} {inv}" for inv, n in sorted(counts.items()))
+              + "): --json lists them; a larger --per-invariant shrinks them")
     for e in result.errors[:5]:
         print(f"run error: {e.error}  (plan {e.spec.plan!r})")
     rate = result.runs / result.wall if result.wall > 0 else 0.0
