@@ -122,7 +122,7 @@ class ContentMemo(Generic[R]):
             if len(results) >= self.bound:
                 results.clear()
             found = results[key] = self.fn(obj)
-        return found  # type: ignore[return-value]
+        return found
 
 
 _MISSING: Any = object()
