@@ -331,7 +331,9 @@ def default_head_pod_template(instance: Obj, head_spec: Obj, pod_name: str, head
     return template
 
 
+@functools.lru_cache(maxsize=1024)
 def _wait_gcs_ready_script(fqdn_ray_ip: str, head_port: str) -> str:
+    # Memoised: each worker Pod of a cluster gets the same text.
     address = f"{fqdn_ray_ip}:{head_port}"
     lines = [
         "SECONDS=0",
@@ -899,8 +901,10 @@ def merge_labels(template_labels: Mapping[str, str] | None, group_labels: Mappin
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
 def _parse_generic_version(text: str) -> tuple[int, ...] | None:
     # apimachinery version.ParseGeneric: optional "v", at least major.minor, numeric components.
+    # Memoised: every Pod built parses its cluster's rayVersion again.
     match = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
     if match is None:
         return None
