@@ -375,10 +375,13 @@ class RayClusterReconciler:
         err_out = reconcile_err or calculate_err or update_err
         if err_out is not None or inconsistent:
             return Result(requeue_after=DEFAULT_REQUEUE_DURATION), err_out
-        try:
-            requeue = int(self.env.get(C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, ""))
-        except ValueError:
-            requeue = C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
+        requeue = C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
+        requeue_text = self.env.get(C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, "")
+        if requeue_text:  # unset is the common case: no ValueError raised and caught each time
+            try:
+                requeue = int(requeue_text)
+            except ValueError:
+                pass
         return Result(requeue_after=float(requeue)), None
 
     def reconcile_funcs(self) -> list[ReconcileFunc]:
