@@ -54,8 +54,7 @@ def cluster(i: int) -> dict[str, Any]:
 #: Layers a profile's self time is grouped by: (label, path fragments), first match wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("KubeRay port (controllers/)", ("/controllers/",)),
-    ("client, informer, cache (emu/client, runtime/cache.py)",
-     ("/emu/client/", "/emu/runtime/cache.py")),
+    ("client and cache (emu/client, runtime/cache)", ("/emu/client/", "/emu/runtime/cache.py")),
     ("API server (emu/apiserver)", ("/emu/apiserver/",)),
     ("tracing (trace, structlog)", ("/emu/kernel/trace", "structlog")),
     ("runtime (emu/runtime)", ("/emu/runtime/",)),
@@ -107,7 +106,7 @@ def profile_layers(stats: pstats.Stats) -> dict[str, float]:
                     break
                 for label, frac in share(caller, seen | {func}).items():
                     if filename == "~" and "orjson" in name and \
-                            label.startswith("client, informer"):
+                            label.startswith("client and cache"):
                         label = CLIENT_COPIES
                     out[label] = out.get(label, 0.0) + frac * t / total
             if not out:
@@ -274,7 +273,7 @@ def report(runs: list[dict[str, Any]], kube: bool, rows: list[dict[str, Any]]) -
               f"at the profiled speed):")
         for label, seconds in sorted(layers.items(), key=lambda kv: -kv[1]):
             rows.append(row(bench, f"profile {r['n']}: {label}", 100 * seconds / total, "%"))
-            print(f"  {label:40s} {100 * seconds / total:5.1f} %  {seconds * per:8.1f} µs")
+            print(f"  {label:46s} {100 * seconds / total:5.1f} %  {seconds * per:8.1f} µs")
 
 if __name__ == "__main__":
     main()
