@@ -1138,18 +1138,21 @@ class RayClusterReconciler:
         services = list(await self.client.list("Service", opts.namespace,
                                                label_selector=dict(opts.labels)))
         name = instance["metadata"]["name"]
-        filters = f"[InNamespace({opts.namespace}) MatchingLabels({opts.selector()})]"
+
+        def filters() -> str:  # only the errors print it
+            return f"[InNamespace({opts.namespace}) MatchingLabels({opts.selector()})]"
+
         if not services:
             raise RuntimeError(f"unable to find head service. cluster name {name}, filter labels "
-                               f"{filters}")
+                               f"{filters()}")
         if len(services) > 1:
             raise RuntimeError(f"found multiple head services. cluster name {name}, filter "
-                               f"labels {filters}")
+                               f"labels {filters()}")
         svc = services[0]
         cluster_ip = dig(svc, "spec", "clusterIP") or ""
         if cluster_ip == "":
             raise RuntimeError(f"head service IP is empty. cluster name {name}, filter labels "
-                               f"{filters}")
+                               f"{filters()}")
         if cluster_ip == "None":
             head_pod = await assoc.get_ray_cluster_head_pod(self.client, instance)
             if head_pod is not None:
