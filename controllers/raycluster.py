@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -88,7 +89,19 @@ class Client(Protocol):
 
 def rfc3339(seconds: float) -> str:
     """``metav1.Time`` text for a virtual time (the API server's format)."""
-    return (VIRTUAL_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # The text has whole seconds: it is memoised by the whole second the microsecond-rounded
+    # time falls in (strftime costs more than everything else here).
+    delta = timedelta(seconds=seconds)
+    whole = delta.days * 86400 + delta.seconds
+    text = _RFC3339.get(whole)
+    if text is None:
+        if len(_RFC3339) >= 4096:
+            _RFC3339.clear()
+        text = _RFC3339[whole] = (VIRTUAL_EPOCH + delta).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return text
+
+
+_RFC3339: dict[int, str] = {}
 
 
 def parse_time(text: str) -> float:
@@ -362,10 +375,13 @@ class RayClusterReconciler:
         err_out = reconcile_err or calculate_err or update_err
         if err_out is not None or inconsistent:
             return Result(requeue_after=DEFAULT_REQUEUE_DURATION), err_out
-        try:
-            requeue = int(self.env.get(C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, ""))
-        except ValueError:
-            requeue = C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
+        requeue = C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
+        requeue_text = self.env.get(C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, "")
+        if requeue_text:  # unset is the common case: no ValueError raised and caught each time
+            try:
+                requeue = int(requeue_text)
+            except ValueError:
+                pass
         return Result(requeue_after=float(requeue)), None
 
     def reconcile_funcs(self) -> list[ReconcileFunc]:
@@ -1122,18 +1138,21 @@ class RayClusterReconciler:
         services = list(await self.client.list("Service", opts.namespace,
                                                label_selector=dict(opts.labels)))
         name = instance["metadata"]["name"]
-        filters = f"[InNamespace({opts.namespace}) MatchingLabels({opts.selector()})]"
+
+        def filters() -> str:  # only the errors print it
+            return f"[InNamespace({opts.namespace}) MatchingLabels({opts.selector()})]"
+
         if not services:
             raise RuntimeError(f"unable to find head service. cluster name {name}, filter labels "
-                               f"{filters}")
+                               f"{filters()}")
         if len(services) > 1:
             raise RuntimeError(f"found multiple head services. cluster name {name}, filter "
-                               f"labels {filters}")
+                               f"labels {filters()}")
         svc = services[0]
         cluster_ip = dig(svc, "spec", "clusterIP") or ""
         if cluster_ip == "":
             raise RuntimeError(f"head service IP is empty. cluster name {name}, filter labels "
-                               f"{filters}")
+                               f"{filters()}")
         if cluster_ip == "None":
             head_pod = await assoc.get_ray_cluster_head_pod(self.client, instance)
             if head_pod is not None:
@@ -1423,7 +1442,14 @@ def gcs_storage_pvc_drift(desired: Mapping[str, Any], existing: Mapping[str, Any
 def calculate_desired_resources(cluster: Mapping[str, Any]) -> dict[str, str]:
     """Port of `CalculateDesiredResources` (util.go) and `sumGPUs` (raycluster_controller.go), as
     the four status quantities (``desiredCPU``, ``desiredMemory``, ``desiredGPU``,
-    ``desiredTPU``)."""
+    ``desiredTPU``).
+
+    A pure function of the spec, which a cluster keeps across reconciles, and exact fractions
+    cost: the result is memoised by the spec's content (`util.ContentMemo`)."""
+    return dict(_desired_resources_memo(cluster.get("spec") or {}))
+
+
+def _calculate_desired_resources(spec: Mapping[str, Any]) -> dict[str, str]:
     totals: dict[str, Fraction] = {}
 
     def add(pod_spec: Mapping[str, Any], times: int) -> None:
@@ -1438,7 +1464,6 @@ def calculate_desired_resources(cluster: Mapping[str, Any]) -> dict[str, str]:
                     continue
                 totals[key] = totals.get(key, Fraction(0)) + amount * times
 
-    spec = cluster.get("spec") or {}
     add(dig(spec, "headGroupSpec", "template", "spec") or {}, 1)
     for group in spec.get("workerGroupSpecs") or []:
         if group.get("suspend"):
@@ -1453,6 +1478,10 @@ def calculate_desired_resources(cluster: Mapping[str, Any]) -> dict[str, str]:
             "desiredTPU": format_quantity(totals.get("google.com/tpu", Fraction(0)))}
 
 
+_desired_resources_memo = util.ContentMemo(_calculate_desired_resources)
+
+
+@functools.lru_cache(maxsize=1024)
 def format_quantity(value: Fraction, *, binary: bool = False) -> str:
     """A quantity's canonical text, simplified: ``2``, ``1500m``, ``3Gi``, ``512Mi``."""
     if binary and value > 0:

@@ -1086,8 +1086,11 @@ def check_submitter_finished_timeout_and_update_status_if_needed(
 def get_job_status_check_timeout_seconds(env: Mapping[str, str]) -> int:
     """Port of `getJobStatusCheckTimeoutSeconds` (rayjob_controller.go): the env value, or 300
     when unset, unparsable or not positive."""
+    text = env.get(C.RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, "")
+    if not text:  # unset, the common case: no ValueError raised and caught each time
+        return C.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
     try:
-        value = int(env.get(C.RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, ""))
+        value = int(text)
     except ValueError:
         return C.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
     return value if value > 0 else C.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
@@ -1162,10 +1165,13 @@ def check_transition_grace_period_and_update_status_if_needed(
     if not (C.is_job_terminal(status.get("jobStatus") or "")
             and status.get("jobDeploymentStatus") == C.JOB_DEPLOYMENT_STATUS_RUNNING):
         return False
-    try:
-        grace = int(env.get(C.RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS, ""))
-    except ValueError:
-        grace = C.DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS
+    grace = C.DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS
+    grace_text = env.get(C.RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS, "")
+    if grace_text:
+        try:
+            grace = int(grace_text)
+        except ValueError:
+            pass
     end = dig(status, "rayJobInfo", "endTime")
     if end is None:
         return False

@@ -30,6 +30,7 @@ were off.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -90,7 +91,14 @@ def parse_quantity(value: Any) -> Fraction:
         raise ValueError(f"quantities must match the regular expression: {value!r}")
     if isinstance(value, int | float):
         return Fraction(value)
-    match = _QUANTITY_RE.match(str(value).strip())
+    return _parse_quantity_text(str(value).strip())
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_quantity_text(text: str) -> Fraction:
+    # Memoised: a world holds a few distinct quantity strings ("100m", "2Gi") that every
+    # reconcile parses again; a Fraction is immutable, and a malformed string is not cached.
+    match = _QUANTITY_RE.match(text)
     if match is None:
         raise ValueError("quantities must match the regular expression "
                          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
@@ -120,7 +128,10 @@ def _go_json_float_map(m: Mapping[str, float]) -> str:
 
 def is_gpu_resource_key(key: str) -> bool:
     """Port of `IsGPUResourceKey` (resources.go): "...gpu" or an NVIDIA MIG slice."""
-    return key.endswith("gpu") or re.search(r"nvidia\.com/mig-\d+g\.\d+gb$", key) is not None
+    return key.endswith("gpu") or _MIG_RE.search(key) is not None
+
+
+_MIG_RE = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,7 +331,9 @@ def default_head_pod_template(instance: Obj, head_spec: Obj, pod_name: str, head
     return template
 
 
+@functools.lru_cache(maxsize=1024)
 def _wait_gcs_ready_script(fqdn_ray_ip: str, head_port: str) -> str:
+    # Memoised: each worker Pod of a cluster gets the same text.
     address = f"{fqdn_ray_ip}:{head_port}"
     lines = [
         "SECONDS=0",
@@ -590,15 +603,19 @@ def configure_token_auth(cluster_name: str, pod_template: Obj,
 def build_pod(pod_template_spec: Obj, node_type: str, ray_start_params: Obj, head_port: str,
               enable_ray_autoscaler: bool, creator_crd_type: str, fqdn_ray_ip: str,
               default_container_envs: Sequence[Mapping[str, Any]] = (), ray_version: str = "",
-              env: Mapping[str, str] = EMPTY_ENV) -> Obj:
+              env: Mapping[str, str] = EMPTY_ENV, *, copy_template: bool = True) -> Obj:
     """Port of `BuildPod` (pod.go).
 
     Turns a template into a Pod: the ``ray.io/serve`` label for RayService clusters (workers "true",
     head "false"), ``/dev/shm``, the generated ``ulimit -n ...; ray start ...`` command (unless the
     overwrite annotation is set or the user's command already runs ``ray start``), init-container
     and Ray-container env, and probes (unless ``ENABLE_PROBES_INJECTION=false``).
+
+    ``pod_template_spec`` is not modified, unless ``copy_template=False``: the Pod is then made of
+    the template's own parts, as Go's (which takes the struct by value and shares its slices and
+    maps); the builders pass a template they have just made and do not keep.
     """
-    template = util.deep_copy(pod_template_spec)
+    template = util.deep_copy(pod_template_spec) if copy_template else pod_template_spec
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
     if creator_crd_type == C.RAY_SERVICE_CRD:
         labels[C.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY] = C.ENABLE_RAY_CLUSTER_SERVING_SERVICE_TRUE
@@ -884,8 +901,10 @@ def merge_labels(template_labels: Mapping[str, str] | None, group_labels: Mappin
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
 def _parse_generic_version(text: str) -> tuple[int, ...] | None:
     # apimachinery version.ParseGeneric: optional "v", at least major.minor, numeric components.
+    # Memoised: every Pod built parses its cluster's rayVersion again.
     match = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
     if match is None:
         return None
@@ -1003,7 +1022,8 @@ def build_head_pod(instance: Mapping[str, Any], options: PodBuildOptions = DEFAU
     _apply_default_pod_metadata(template, options)
     pod = build_pod(template, C.HEAD_NODE, head_spec["rayStartParams"], head_port,
                     util.is_autoscaling_enabled(cluster.get("spec")), get_creator_crd_type(cluster), fqdn,
-                    options.default_container_envs, cluster["spec"].get("rayVersion", ""), options.env)
+                    options.default_container_envs, cluster["spec"].get("rayVersion", ""), options.env,
+                    copy_template=False)
     util.set_controller_reference(cluster, pod)
     return pod
 
@@ -1029,6 +1049,7 @@ def build_worker_pod(instance: Mapping[str, Any], worker: Mapping[str, Any], rep
     _apply_default_pod_metadata(template, options)
     pod = build_pod(template, C.WORKER_NODE, group["rayStartParams"], head_port,
                     util.is_autoscaling_enabled(cluster.get("spec")), get_creator_crd_type(cluster), fqdn,
-                    options.default_container_envs, cluster["spec"].get("rayVersion", ""), options.env)
+                    options.default_container_envs, cluster["spec"].get("rayVersion", ""), options.env,
+                    copy_template=False)
     util.set_controller_reference(cluster, pod)
     return pod

@@ -22,14 +22,17 @@ import copy
 import hashlib
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+import orjson
 
 from . import constant as C
 from .features import DEFAULTS, RAY_CLUSTER_MTLS, RAY_SERVICE_INCREMENTAL_UPGRADE, FeatureGates
 
 Obj = dict[str, Any]
 EMPTY_ENV: Mapping[str, str] = {}
+R = TypeVar("R")
 
 #: k8s.io/apimachinery ``util/rand`` alphabet: no vowels, no confusable digits.
 _RAND_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -43,24 +46,95 @@ _MIN_INT32 = -(2**31)
 
 
 def deep_copy(obj: Any) -> Any:
-    """Go's generated ``DeepCopy`` for API objects (nested dicts and lists of JSON scalars):
-    three times faster than `copy.deepcopy`, which the controllers called on every reconcile.
-    Anything that is not JSON-shaped is handed to `copy.deepcopy`."""
+    """Go's generated ``DeepCopy`` for API objects (nested dicts and lists of JSON scalars).
+
+    A dict or list is copied by one orjson round trip (about 2.5 times faster than walking it in
+    Python, which was itself three times faster than `copy.deepcopy`): the result is equal, and
+    shares nothing, for anything an API object holds. What orjson refuses (a subclass such as an
+    enum, a non-string key, an integer past 64 bits, a lone surrogate) is walked instead, and
+    anything that is not JSON-shaped is handed to `copy.deepcopy`. Objects are JSON documents
+    (the API server stores orjson bytes): no NaN, whose copy would be null, and no tuples, whose
+    copy would be a list."""
+    t = type(obj)
+    if t is dict or t is list:
+        try:
+            return _loads(_dumps(obj, option=_STRICT, default=_refuse))
+        except _EncodeError:
+            return _walk_copy(obj)
+    return _walk_copy(obj)
+
+
+def _walk_copy(obj: Any) -> Any:
     t = type(obj)
     if t is dict:
-        return {k: deep_copy(v) for k, v in obj.items()}
+        return {k: _walk_copy(v) for k, v in obj.items()}
     if t is list:
-        return [deep_copy(v) for v in obj]
+        return [_walk_copy(v) for v in obj]
     if t is str or t is int or t is float or t is bool or obj is None:
         return obj
     return copy.deepcopy(obj)
+
+
+def _refuse(obj: Any) -> Any:
+    raise TypeError(type(obj).__name__)
+
+
+#: orjson serialises subclasses of str, int, dict and list and dataclasses by default; refusing
+#: them sends such values to the walk, which keeps their types as Go's DeepCopy keeps a type.
+_STRICT = (orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+           | orjson.OPT_PASSTHROUGH_DATETIME)
+_dumps = orjson.dumps
+_loads = orjson.loads
+_EncodeError = orjson.JSONEncodeError
+
+
+def content_key(obj: Any) -> bytes | None:
+    """``obj``'s content as orjson bytes with sorted keys, or None where orjson refuses it (see
+    `deep_copy`): equal content, equal key, whatever the dicts' order; distinct JSON content,
+    distinct key (``1``, ``1.0`` and ``true`` differ)."""
+    try:
+        return _dumps(obj, option=_STRICT | orjson.OPT_SORT_KEYS, default=_refuse)
+    except _EncodeError:
+        return None
+
+
+class ContentMemo(Generic[R]):
+    """A pure function of one JSON document, memoised by `content_key`.
+
+    For what a reconcile recomputes from an object that rarely changes (a RayCluster spec's hash,
+    its desired resources): a hit costs one orjson encode. At most ``bound`` results are kept, all
+    dropped when full (a world with more distinct inputs recomputes, as without the memo); an
+    input orjson refuses is computed every time; an exception is never cached. Callers must not
+    mutate what they get (return immutable values, or copy)."""
+
+    def __init__(self, fn: Callable[[Any], R], bound: int = 4096) -> None:
+        self.fn = fn
+        self.bound = bound
+        self._results: dict[bytes, R] = {}
+
+    def __call__(self, obj: Any) -> R:
+        key = content_key(obj)
+        if key is None:
+            return self.fn(obj)
+        results = self._results
+        found = results.get(key, _MISSING)
+        if found is _MISSING:
+            if len(results) >= self.bound:
+                results.clear()
+            found = results[key] = self.fn(obj)
+        return found
+
+
+_MISSING: Any = object()
 
 
 def dig(obj: Any, *path: str | int) -> Any:
     """The value at ``path`` inside nested dicts/lists, or None where anything is missing."""
     cur = obj
     for key in path:
-        if isinstance(key, int):
+        if type(cur) is dict and type(key) is str:  # the common case, one test
+            cur = cur.get(key)
+        elif isinstance(key, int):
             if not isinstance(cur, list) or key >= len(cur) or key < -len(cur):
                 return None
             cur = cur[key]
@@ -465,6 +539,11 @@ def generate_hash_without_replicas_and_workers_to_delete(ray_cluster_spec: Mappi
     ``upgradeStrategy``. Everything else (images, env, rayStartParams, ``suspend``, group names
     and order) counts.
     """
+    # A pure function of the spec's content, which a cluster keeps across its reconciles.
+    return _hash_without_replicas_memo(ray_cluster_spec)
+
+
+def _hash_without_replicas_and_workers_to_delete(ray_cluster_spec: Mapping[str, Any]) -> str:
     spec: Obj = json.loads(json.dumps(ray_cluster_spec))
     head_pod_spec = dig(spec, "headGroupSpec", "template", "spec")
     if isinstance(head_pod_spec, dict):
@@ -481,6 +560,9 @@ def generate_hash_without_replicas_and_workers_to_delete(ray_cluster_spec: Mappi
             pod_spec.pop("schedulingGates", None)
     spec.pop("upgradeStrategy", None)
     return generate_json_hash(spec)
+
+
+_hash_without_replicas_memo = ContentMemo(_hash_without_replicas_and_workers_to_delete)
 
 
 # ---------------------------------------------------------------------------------------------
