@@ -10,17 +10,8 @@ import pytest
 import emu
 
 
-@pytest.fixture
-def python_sigint():
-    # A suite started in the background by a non-interactive shell inherits SIGINT ignored;
-    # these tests are about Python's own default handler, so they install it.
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
-
-
-def test_ctrl_c_during_a_run_raises_keyboard_interrupt_and_the_handler_is_restored(
-        python_sigint):
+def test_ctrl_c_during_a_run_raises_keyboard_interrupt_and_the_handler_is_restored():
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     seen = []
 
     async def main(sim):
@@ -40,7 +31,7 @@ def test_ctrl_c_during_a_run_raises_keyboard_interrupt_and_the_handler_is_restor
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_a_handler_the_user_installed_is_left_alone(python_sigint):
+def test_a_handler_the_user_installed_is_left_alone():
     calls = []
 
     def mine(signum, frame):
