@@ -11,13 +11,10 @@ the API server, as real processes reach it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -331,28 +328,6 @@ class Simulation(World):
             shutil.rmtree(self._workdir, ignore_errors=True)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _plain_sigint() -> Iterator[None]:
-    """Ctrl-C raises `KeyboardInterrupt` at once during a run, as Python's default handler does.
-    ``asyncio.Runner`` would install its own handler (cancel the main task first) and, on the
-    way out, ask ``signal.getsignal`` whether it is still installed, which reprs it, and with it
-    the finished main task: ~2 ms per run, 2-3% of an explore run or a scenario. A handler of
-    our own that is not Python's default makes the Runner leave SIGINT alone."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
-    signal.signal(signal.SIGINT, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
 #: At least this much free space for a run's work directory to go to the memory filesystem.
 _SHM_MIN_FREE = 1 << 30
 _scratch: list[str | None] = []
@@ -468,8 +443,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
 
     with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(wall_clock=wall_clock)) as runner:
         try:
-            with _plain_sigint():
-                result = runner.run(body())
+            result = runner.run(body())
         except BaseException as exc:
             line = replay_line(main, seed, plan, options)
             if not in_restored_child():
