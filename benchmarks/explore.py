@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import orjson
 from _rows import output, row
 
 from emu.explore import plans, runner
@@ -80,8 +81,10 @@ def measure(name: str, specs: list[RunSpec]) -> dict[str, tuple[float, list[RunR
     return {label: (len(specs) / max(cost[label], 1e-9), results[label]) for label in cost}
 
 
-def outcome(r: RunResult) -> tuple[object, ...]:
-    return (r.violations, r.performed, r.error)
+def outcome(r: RunResult) -> bytes:
+    """What a run found, comparable across modes (violations are dicts: compared as JSON)."""
+    return orjson.dumps([r.violations, r.performed, r.error], option=orjson.OPT_SORT_KEYS,
+                        default=str)
 
 
 def search_before_after(name: str, runs: int) -> tuple[float, float, int]:
