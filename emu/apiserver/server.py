@@ -338,6 +338,11 @@ class APIServer:
         """The object, as a fresh dict; 404 NotFound when it doesn't exist. A
         ``resource_version`` means "not older than" (kube's watch cache serves a get at a version
         that way): the current object, or 504 when the version is newer than the current one."""
+        return _loads(self._get(kind, name, namespace, resource_version, api_version).data)
+
+    def _get(self, kind: str, name: str, namespace: str | None, resource_version: Any,
+             api_version: str | None) -> Entry:
+        """`get`'s stored entry (its bytes are the answer, for a caller that sends them on)."""
         info, table = self._resolve(kind, api_version)
         if resource_version not in (None, ""):
             rev = self._parse_rv(resource_version)
@@ -349,7 +354,7 @@ class APIServer:
             if not name:
                 raise BadRequest("resource name may not be empty")
             raise NotFound(info.plural, name, info.group)
-        return _loads(entry.data)
+        return entry
 
     def _selectors(self, info: KindInfo, label_selector: Any, field_selector: Any
                    ) -> tuple[LabelSelector | None, FieldSelector | None]:
@@ -574,6 +579,12 @@ class APIServer:
                namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in).
         Unknown fields are dropped, or refused with ``field_validation="Strict"``."""
+        out: Obj = self._create(obj, caller, dry_run, namespace, field_validation, False)
+        return out
+
+    def _create(self, obj: Obj, caller: str, dry_run: bool, namespace: str | None,
+                field_validation: str | None, encoded: bool) -> Any:
+        """`create`; ``encoded``: the answer is the stored bytes (not for a dry run)."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         meta = obj.get("metadata")
@@ -652,7 +663,7 @@ class APIServer:
         self._record("create", info, entry, caller)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
             self.kinds.register(crd_kind_info(new))  # served at once (Established)
-        return _loads(entry.data)
+        return entry.data if encoded else _loads(entry.data)
 
     # -- update ----------------------------------------------------------------------------------
 
@@ -667,7 +678,10 @@ class APIServer:
         return self._update(obj, caller, True, dry_run, namespace, field_validation)
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
-                namespace: str | None, field_validation: str | None = None) -> Obj:
+                namespace: str | None, field_validation: str | None = None,
+                encoded: bool = False) -> Any:
+        """`update` and `update_status`; ``encoded``: the answer is the stored bytes when the
+        object stays stored (not for a dry run), as `_create`'s."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
         info, table = self._kind_of(obj)
         if status_only and not info.has_status:
@@ -791,7 +805,7 @@ class APIServer:
             same = (not spec_changed and nmeta == old_meta
                     and new.get("status", _MISSING) == old.get("status", _MISSING))
         if same:
-            return old
+            return entry.data if encoded else old
         if entry.deleting and not nmeta.get("finalizers") and (
                 not info.graceful_delete or not nmeta.get("deletionGracePeriodSeconds")):
             # The update empties the finalizers of an object being deleted: kube does not
@@ -808,7 +822,7 @@ class APIServer:
         fresh = self._entry(info, ns, name, new, rev)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("update_status" if status_only else "update", info, fresh, caller)
-        return _loads(fresh.data)
+        return fresh.data if encoded else _loads(fresh.data)
 
     # -- patch -----------------------------------------------------------------------------------
 
@@ -820,6 +834,16 @@ class APIServer:
         """Apply a ``merge``, ``json`` or ``strategic`` patch to the stored object, then write it
         through the update path (``subresource="status"``: only status changes). ``apply`` is
         server-side apply (`emu.apiserver.ssa`, with ``field_manager`` and ``force``)."""
+        out: Obj = self._patch(kind, name, patch, namespace, patch_type, subresource, caller,
+                               api_version, dry_run, field_validation, field_manager, force,
+                               False)
+        return out
+
+    def _patch(self, kind: str, name: str, patch: Any, namespace: str | None, patch_type: str,
+               subresource: str | None, caller: str, api_version: str | None, dry_run: bool,
+               field_validation: str | None, field_manager: str | None, force: bool,
+               encoded: bool) -> Any:
+        """`patch`; ``encoded`` as `_update`'s (server-side apply answers decoded)."""
         info, table = self._resolve(kind, api_version)
         ns = self._scope(info, namespace)
         if patch_type == "apply":
@@ -863,7 +887,7 @@ class APIServer:
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
         return self._update(patched, caller, subresource == "status", dry_run, ns,
-                            field_validation)
+                            field_validation, encoded)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -1077,21 +1101,31 @@ class APIServer:
 
     def serve(self, req: ApiRequest, caller: str = "") -> Any:
         """`handle` without the network: dispatch an `ApiRequest` to the verb methods. A body
-        over kube-apiserver's 3 MiB request limit is 413 before anything else."""
+        over kube-apiserver's 3 MiB request limit is 413 before anything else: its size is the
+        ``body_size`` option when the request says how many bytes its body came in (the HTTP
+        gateway, for a JSON body: kube-apiserver limits those bytes), else its JSON encoding's.
+
+        The ``encoded`` option (get, create, update, update_status, patch) asks for the stored
+        bytes of the object as the answer instead of the decoded object, for a caller that
+        sends them on (the HTTP gateway); some answers are decoded all the same (a dry run, an
+        update that deletes, server-side apply), so such a caller takes both."""
         verb = req.verb
         o = req.options
         if req.body is not None and verb in _BODY_VERBS:
-            try:
-                size = len(_dumps(req.body))
-            except (TypeError, orjson.JSONEncodeError) as e:
-                raise BadRequest(f"the body of the request cannot be encoded as JSON: {e}") from None
+            size = o.get("body_size")
+            if size is None:
+                try:
+                    size = len(_dumps(req.body))
+                except (TypeError, orjson.JSONEncodeError) as e:
+                    raise BadRequest("the body of the request cannot be encoded as JSON: "
+                                     f"{e}") from None
             if size > MAX_REQUEST_BYTES:
                 raise RequestEntityTooLarge(f"Request entity too large: limit is "
                                             f"{MAX_REQUEST_BYTES}")
         if verb == "get":
-            return self.get(req.kind, req.name or "", req.namespace,
-                            resource_version=o.get("resource_version"),
-                            api_version=req.api_version)
+            entry = self._get(req.kind, req.name or "", req.namespace,
+                              o.get("resource_version"), req.api_version)
+            return entry.data if o.get("encoded") else _loads(entry.data)
         if verb == "list":
             return self.list(req.kind, req.namespace, label_selector=o.get("label_selector"),
                              field_selector=o.get("field_selector"),
@@ -1100,20 +1134,18 @@ class APIServer:
                              limit=o.get("limit"), continue_=o.get("continue"),
                              api_version=req.api_version, encoded=bool(o.get("encoded")))
         if verb == "create":
-            return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
-                               namespace=req.namespace,
-                               field_validation=o.get("field_validation"))
+            return self._create(self._body(req), caller, bool(o.get("dry_run")), req.namespace,
+                                o.get("field_validation"), bool(o.get("encoded")))
         if verb in ("update", "update_status"):
             return self._update(self._body(req), caller, verb == "update_status",
                                 bool(o.get("dry_run")), req.namespace,
-                                o.get("field_validation"))
+                                o.get("field_validation"), bool(o.get("encoded")))
         if verb == "patch":
-            return self.patch(req.kind, req.name or "", req.body, namespace=req.namespace,
-                              patch_type=o.get("patch_type", "merge"),
-                              subresource=o.get("subresource"), caller=caller,
-                              api_version=req.api_version, dry_run=bool(o.get("dry_run")),
-                              field_validation=o.get("field_validation"),
-                              field_manager=o.get("field_manager"), force=bool(o.get("force")))
+            return self._patch(req.kind, req.name or "", req.body, req.namespace,
+                               o.get("patch_type", "merge"), o.get("subresource"), caller,
+                               req.api_version, bool(o.get("dry_run")),
+                               o.get("field_validation"), o.get("field_manager"),
+                               bool(o.get("force")), bool(o.get("encoded")))
         if verb == "delete":
             return self.delete(req.kind, req.name or "", req.namespace,
                                propagation_policy=o.get("propagation_policy"),

@@ -308,12 +308,19 @@ class _Call:
         self.watch = watch_path or _bool(req.param("watch"))
         self.dry_run = req.param("dryRun") == "All"
         self._orphan: bool | None = None
+        #: The body `_json_body` decoded from JSON, and how many bytes it came in.
+        self._raw: tuple[Any, int] | None = None
 
     def areq(self, verb: str, body: Any = None, **options: Any) -> ApiRequest:
         if verb not in ("get", "list", "watch"):
             if self.dry_run:
                 options["dry_run"] = True
             options.setdefault("field_validation", self.req.param("fieldValidation"))
+            raw = self._raw
+            if raw is not None and body is raw[0]:
+                # the request's own bytes are what kube-apiserver's body limit counts (the
+                # API server need not encode the body again to measure it)
+                options["body_size"] = raw[1]
         return ApiRequest(verb, self.info.kind, self.info.api_version, self.namespace, self.name,
                           body, {k: v for k, v in options.items() if v is not None})
 
@@ -346,7 +353,8 @@ class _Call:
             if method == "GET":
                 return await (self._watch() if self.watch else self._list())
             if method == "POST":
-                return self._reply(await self.send("create", self._json_body()), 201, "create")
+                return self._reply(await self.send("create", self._json_body(),
+                                                   encoded=self.encoded()), 201, "create")
             if method == "DELETE":
                 opts = self._delete_options()
                 opts.pop("preconditions", None)
@@ -358,9 +366,11 @@ class _Call:
             if self.watch:
                 return await self._watch()
             return self._reply(await self.send(
-                "get", resource_version=self.req.param("resourceVersion") or None), 200, "get")
+                "get", resource_version=self.req.param("resourceVersion") or None,
+                encoded=self.encoded()), 200, "get")
         if method == "PUT":
-            return self._reply(await self.send("update", self._json_body()), 200, "update")
+            return self._reply(await self.send("update", self._json_body(),
+                                               encoded=self.encoded()), 200, "update")
         if method == "PATCH":
             return await self._patch(None)
         if method == "DELETE":
@@ -373,7 +383,17 @@ class _Call:
             return self._reply(out, 202 if lingers and self._orphan is False else 200)
         raise MethodNotAllowed(f"{method} is not supported on {self.info.resource}")
 
+    def encoded(self) -> bool | None:
+        """Whether to ask the API server for the stored bytes as the answer (its ``encoded``
+        option): when they are what this request answers with as they are (no Table, no dry
+        run). True or None (an option left out)."""
+        if self.dry_run or not self.gw.stored_bytes or self.gw.wants_table(self.req):
+            return None
+        return True
+
     def _reply(self, obj: Any, status: int = 200, verb: str = "") -> HttpResponse:
+        if type(obj) is bytes:  # the stored bytes, asked for with `encoded`
+            return HttpResponse(status, obj)
         if status < 300 and isinstance(obj, dict) and self.gw.wants_table(self.req) \
                 and obj.get("kind") != "Status":
             obj = tables.to_table(self.gw.sim, self.info, obj, self.req)
@@ -425,9 +445,11 @@ class _Call:
         if not body:
             raise BadRequest("the request body is empty; a JSON object was expected")
         try:
-            return orjson.loads(body)
+            decoded = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+        self._raw = (decoded, len(body))
+        return decoded
 
     def _delete_options(self) -> Obj:
         body: Any = {}
@@ -558,7 +580,8 @@ class _Call:
             opts["force"] = _bool(self.req.param("force"))
         elif self.req.param("fieldManager"):
             opts["field_manager"] = self.req.param("fieldManager")
-        return self._reply(await self.send("patch", body, **opts), 200, "patch")
+        return self._reply(await self.send("patch", body, encoded=self.encoded(), **opts), 200,
+                           "patch")
 
     # -- subresources --------------------------------------------------------------------------
 
@@ -566,9 +589,10 @@ class _Call:
         sub = self.sub
         if sub == "status" and self.info.has_status:
             if method == "GET":
-                return self._reply(await self.send("get"))
+                return self._reply(await self.send("get", encoded=self.encoded()), 200, "get")
             if method == "PUT":
-                return self._reply(await self.send("update_status", self._json_body()))
+                return self._reply(await self.send("update_status", self._json_body(),
+                                                   encoded=self.encoded()), 200, "update_status")
             if method == "PATCH":
                 return await self._patch("status")
         elif sub == "scale" and (paths := scale_paths(self.gw.sim, self.info)) is not None:
