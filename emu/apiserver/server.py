@@ -191,6 +191,8 @@ class APIServer:
         self._ip_seq = 0
         self._node_port_seq = 0
         self._ns_info = self.kinds.resolve("Namespace")
+        #: The Namespaces' table (the store keeps one Table per kind for good).
+        self._ns_table = self.store.table(self._ns_info)
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -323,8 +325,7 @@ class APIServer:
         return causes
 
     def _check_namespace(self, info: KindInfo, ns: str, name: str) -> None:
-        table = self.store.table(self._ns_info)
-        entry = table.objs.get(("", ns))
+        entry = self._ns_table.objs.get(("", ns))
         if entry is None:
             raise NotFound("namespaces", ns)
         if entry.deleting:
@@ -583,10 +584,12 @@ class APIServer:
         return out
 
     def _create(self, obj: Obj, caller: str, dry_run: bool, namespace: str | None,
-                field_validation: str | None, encoded: bool) -> Any:
-        """`create`; ``encoded``: the answer is the stored bytes (not for a dry run)."""
+                field_validation: str | None, encoded: bool,
+                resolved: tuple[KindInfo, Table] | None = None) -> Any:
+        """`create`; ``encoded``: the answer is the stored bytes (not for a dry run);
+        ``resolved``: ``obj``'s kind and table, when the caller has them (`_body`)."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
-        info, table = self._kind_of(obj)
+        info, table = self._kind_of(obj) if resolved is None else resolved
         meta = obj.get("metadata")
         if meta is None:
             meta = {}
@@ -628,8 +631,9 @@ class APIServer:
             meta["name"] = name
         if info.namespaced:
             self._check_namespace(info, ns, name)
-        for fname in ("deletionTimestamp", "deletionGracePeriodSeconds"):
-            meta.pop(fname, None)
+        if "deletionTimestamp" in meta or "deletionGracePeriodSeconds" in meta:
+            meta.pop("deletionTimestamp", None)
+            meta.pop("deletionGracePeriodSeconds", None)
         meta["uid"] = self._rng.uid()
         meta["creationTimestamp"] = self._now()
         if info.has_generation:
@@ -679,11 +683,11 @@ class APIServer:
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
                 namespace: str | None, field_validation: str | None = None,
-                encoded: bool = False) -> Any:
+                encoded: bool = False, resolved: tuple[KindInfo, Table] | None = None) -> Any:
         """`update` and `update_status`; ``encoded``: the answer is the stored bytes when the
-        object stays stored (not for a dry run), as `_create`'s."""
+        object stays stored (not for a dry run), ``resolved`` as `_create`'s."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
-        info, table = self._kind_of(obj)
+        info, table = self._kind_of(obj) if resolved is None else resolved
         if status_only and not info.has_status:
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
                                         "message": "the server could not find the requested "
@@ -1055,18 +1059,25 @@ class APIServer:
 
     # -- the network handlers ------------------------------------------------------------------
 
-    def _body(self, req: ApiRequest) -> Obj:
+    def _body(self, req: ApiRequest) -> tuple[Obj, tuple[KindInfo, Table] | None]:
+        """The body of a create or update, checked against the request (kind, apiVersion,
+        namespace, name), with its kind and table (what `_kind_of` would find for it; None
+        when the body names only one of kind and apiVersion)."""
         body = req.body
         if not isinstance(body, dict):
             raise BadRequest(f"the body of a {req.verb} request must be a JSON object, not "
                              f"{type(body).__name__}")
-        want = self._resolve(req.kind, req.api_version)[0]
+        resolved = self._resolve(req.kind, req.api_version)
+        want = resolved[0]
         kind = body.get("kind")
         api_version = body.get("apiVersion")
+        found: tuple[KindInfo, Table] | None = resolved
         if kind is None or api_version is None:
             body = dict(body)
             body.setdefault("kind", want.kind)
             body.setdefault("apiVersion", want.api_version)
+            if kind is not None or api_version is not None:
+                found = None  # half given: the verb resolves what the body now names
         else:
             try:
                 got: KindInfo | None = self._resolve(kind, api_version)[0]
@@ -1088,7 +1099,7 @@ class APIServer:
                 meta["name"] != req.name and req.verb != "create":
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name "
                              f"on the URL ({req.name})")
-        return body
+        return body, found
 
     async def handle(self, payload: ApiRequest, info: CallInfo) -> Any:
         """Serve one request from the network (every verb but watch). The parameter names match
@@ -1134,12 +1145,14 @@ class APIServer:
                              limit=o.get("limit"), continue_=o.get("continue"),
                              api_version=req.api_version, encoded=bool(o.get("encoded")))
         if verb == "create":
-            return self._create(self._body(req), caller, bool(o.get("dry_run")), req.namespace,
-                                o.get("field_validation"), bool(o.get("encoded")))
+            body, resolved = self._body(req)
+            return self._create(body, caller, bool(o.get("dry_run")), req.namespace,
+                                o.get("field_validation"), bool(o.get("encoded")), resolved)
         if verb in ("update", "update_status"):
-            return self._update(self._body(req), caller, verb == "update_status",
-                                bool(o.get("dry_run")), req.namespace,
-                                o.get("field_validation"), bool(o.get("encoded")))
+            body, resolved = self._body(req)
+            return self._update(body, caller, verb == "update_status", bool(o.get("dry_run")),
+                                req.namespace, o.get("field_validation"), bool(o.get("encoded")),
+                                resolved)
         if verb == "patch":
             return self._patch(req.kind, req.name or "", req.body, req.namespace,
                                o.get("patch_type", "merge"), o.get("subresource"), caller,
