@@ -1078,7 +1078,7 @@ class APIServer:
             body.setdefault("apiVersion", want.api_version)
             if kind is not None or api_version is not None:
                 found = None  # half given: the verb resolves what the body now names
-        else:
+        elif kind != req.kind or api_version != req.api_version:  # else: what was resolved
             try:
                 got: KindInfo | None = self._resolve(kind, api_version)[0]
             except ApiError:

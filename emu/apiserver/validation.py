@@ -750,9 +750,12 @@ def check_data_types(kind: str, api_version: str, obj: dict[str, Any],
     the v1 conversion does."""
     if kind == "ConfigMap":
         data = obj.get("data")
-        if type(data) is dict and data and "binaryData" not in obj and "immutable" not in obj \
-                and all(type(item) is str for item in data.values()):
-            return  # the common case: string data and nothing else to look at
+        if type(data) is dict and data and "binaryData" not in obj and "immutable" not in obj:
+            for item in data.values():
+                if type(item) is not str:
+                    break
+            else:
+                return  # the common case: string data and nothing else to look at
         _map_types(kind, api_version, obj, "data", "string", old)
         _map_types(kind, api_version, obj, "binaryData", "[]uint8", old)
     else:
@@ -825,11 +828,10 @@ def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[
     data = obj.get("data") or {}
     binary = obj.get("binaryData") or {}
     old_data = (old.get("data") or {}) if old is not None else {}
-    if not data.keys() <= old_data.keys():  # keys already stored were checked when written
-        known = _VALID_CONFIG_KEYS
-        for key in data:
-            if key not in old_data and key not in known:
-                out.extend(_config_key("data", key))
+    known = _VALID_CONFIG_KEYS
+    for key in data:  # keys already stored were checked when written
+        if key not in known and key not in old_data:
+            out.extend(_config_key("data", key))
     if binary:
         old_binary = (old.get("binaryData") or {}) if old is not None else {}
         for key in binary:

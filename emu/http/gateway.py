@@ -17,7 +17,8 @@ over several files.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -59,6 +60,9 @@ _PRODUCT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 #: How many distinct header values the gateway's small parse caches keep before starting over.
 _MEMO = 256
+
+#: The parameters of a request without a query (read-only, shared).
+_NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 
 #: The verbs whose answer is the object as stored (when not a dry run), so the stored bytes
 #: can be sent as they are instead of encoding the decoded answer again.
@@ -138,6 +142,8 @@ class Gateway:
         self._identities: dict[str, str] = {}
         self._tables: dict[str, bool] = {}
         self._formats: dict[str, str | None] = {}
+        self._accepts: dict[str, tuple[str | None, bool]] = {}
+        self._media: dict[str, str] = {}
 
     def log_followers(self) -> LogFollowers:
         if self._followers is None:
@@ -235,7 +241,7 @@ class Gateway:
     def caller(self, req: HttpRequest) -> str:
         if self.identity:
             return self.identity
-        agent = req.header("user-agent")
+        agent = req.headers.get("user-agent", "")
         found = self._identities.get(agent)
         if found is None:
             if len(self._identities) >= _MEMO:
@@ -253,6 +259,26 @@ class Gateway:
             if len(self._formats) >= _MEMO:
                 self._formats.clear()
             found = self._formats[accept] = _answer_format(accept)
+        return found
+
+    def media_type(self, content_type: str) -> str:
+        """A Content-Type's media type, lower case, without parameters (remembered by text)."""
+        found = self._media.get(content_type)
+        if found is None:
+            if len(self._media) >= _MEMO:
+                self._media.clear()
+            found = self._media[content_type] = content_type.split(";")[0].strip().lower()
+        return found
+
+    def accept_of(self, req: HttpRequest) -> tuple[str | None, bool]:
+        """`answer_format` and `wants_table` of ``req`` together, remembered by the Accept
+        header's text (one lookup for both, on every resource request)."""
+        accept = req.headers.get("accept", "")
+        found = self._accepts.get(accept)
+        if found is None:
+            if len(self._accepts) >= _MEMO:
+                self._accepts.clear()
+            found = self._accepts[accept] = (self.answer_format(req), self.wants_table(req))
         return found
 
     def wants_table(self, req: HttpRequest) -> bool:
@@ -284,15 +310,21 @@ class _Call:
         self.gw = gw
         self.req = req
         self.caller = gw.caller(req)
+        # the query's parameters, the last value of each as `HttpRequest.param` reads them (one
+        # dict for the few every request looks at; most requests have no query at all)
+        params = dict(req.query) if req.query else _NO_PARAMS
+        self.params = params
+        #: The Accept header's answer format (`Gateway.answer_format`) and whether it asks
+        #: for a Table (`Gateway.wants_table`).
+        self.format, self.table = gw.accept_of(req)
         ns: str | None = None
         watch_path = False
-        if rest[:1] == ["watch"]:  # the deprecated /watch/ prefix
+        if rest[0] == "watch":  # the deprecated /watch/ prefix
             watch_path = True
             rest = rest[1:]
-        namespace_sub = (len(rest) == 3 and rest[0] == "namespaces" and not group
-                         and rest[2] in ("status", "finalize")
-                         and gw.kind_at(group, version, rest[2]) is None)
-        if rest[:1] == ["namespaces"] and len(rest) >= 3 and not namespace_sub:
+        if rest and rest[0] == "namespaces" and len(rest) >= 3 and not (
+                len(rest) == 3 and not group and rest[2] in ("status", "finalize")
+                and gw.kind_at(group, version, rest[2]) is None):  # not a Namespace's own path
             ns, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise _no_resource()
@@ -305,28 +337,36 @@ class _Call:
         self.namespace = ns
         self.name: str | None = rest[1] if len(rest) >= 2 else None
         self.sub: str | None = rest[2] if len(rest) == 3 else None
-        self.watch = watch_path or _bool(req.param("watch"))
-        self.dry_run = req.param("dryRun") == "All"
+        self.watch = watch_path or _bool(params.get("watch"))
+        self.dry_run = params.get("dryRun") == "All"
         self._orphan: bool | None = None
         #: The body `_json_body` decoded from JSON, and how many bytes it came in.
         self._raw: tuple[Any, int] | None = None
 
     def areq(self, verb: str, body: Any = None, **options: Any) -> ApiRequest:
+        return self._areq(verb, body, options)
+
+    def _areq(self, verb: str, body: Any, options: dict[str, Any]) -> ApiRequest:
+        """`areq` with the options as a dict of its own (changed here)."""
         if verb not in ("get", "list", "watch"):
             if self.dry_run:
                 options["dry_run"] = True
-            options.setdefault("field_validation", self.req.param("fieldValidation"))
+            if "field_validation" not in options:
+                options["field_validation"] = self.params.get("fieldValidation")
             raw = self._raw
             if raw is not None and body is raw[0]:
                 # the request's own bytes are what kube-apiserver's body limit counts (the
                 # API server need not encode the body again to measure it)
                 options["body_size"] = raw[1]
-        return ApiRequest(verb, self.info.kind, self.info.api_version, self.namespace, self.name,
-                          body, {k: v for k, v in options.items() if v is not None})
+        for key in [k for k, v in options.items() if v is None]:
+            del options[key]
+        info = self.info
+        return ApiRequest(verb, info.kind, info.api_version, self.namespace, self.name, body,
+                          options)
 
     def send(self, verb: str, body: Any = None, **options: Any) -> Awaitable[Any]:
         """`Gateway.call` of this request's `areq` (the network's coroutine, not a wrapper)."""
-        areq = self.areq(verb, body, **options)
+        areq = self._areq(verb, body, options)
         return self.gw.sim.network.call(
             None, APISERVER, areq, verb=verb, kind=areq.kind, name=areq.name or "",
             namespace=areq.namespace or "", caller=self.caller)
@@ -334,7 +374,7 @@ class _Call:
     # -- dispatch --------------------------------------------------------------------------------
 
     async def run(self) -> HttpResponse | WatchResponse:
-        answer = self.gw.answer_format(self.req)
+        answer = self.format
         if answer == "json" or self.sub == "log":
             return await self._run()
         if answer is None or self.watch:
@@ -387,14 +427,14 @@ class _Call:
         """Whether to ask the API server for the stored bytes as the answer (its ``encoded``
         option): when they are what this request answers with as they are (no Table, no dry
         run). True or None (an option left out)."""
-        if self.dry_run or not self.gw.stored_bytes or self.gw.wants_table(self.req):
+        if self.dry_run or self.table or not self.gw.stored_bytes:
             return None
         return True
 
     def _reply(self, obj: Any, status: int = 200, verb: str = "") -> HttpResponse:
         if type(obj) is bytes:  # the stored bytes, asked for with `encoded`
             return HttpResponse(status, obj)
-        if status < 300 and isinstance(obj, dict) and self.gw.wants_table(self.req) \
+        if status < 300 and isinstance(obj, dict) and self.table \
                 and obj.get("kind") != "Status":
             obj = tables.to_table(self.gw.sim, self.info, obj, self.req)
         elif verb in _STORED_ANSWER and not self.dry_run and self.gw.stored_bytes:
@@ -424,7 +464,7 @@ class _Call:
     # -- bodies --------------------------------------------------------------------------------
 
     def _json_body(self) -> Any:
-        ctype = self.req.header("content-type", JSON).split(";")[0].strip().lower()
+        ctype = self.gw.media_type(self.req.headers.get("content-type", JSON))
         body = self.req.body
         if ctype == "application/vnd.kubernetes.protobuf":
             from .protobuf import decode
@@ -480,7 +520,7 @@ class _Call:
 
     async def _list(self) -> HttpResponse:
         req = self.req
-        decoded = self.gw.wants_table(req) or not self.gw.stored_bytes
+        decoded = self.table or not self.gw.stored_bytes
         out = await self.send("list", None, resource_version=req.param("resourceVersion") or None,
                               resource_version_match=req.param("resourceVersionMatch") or None,
                               limit=_int(req, "limit") or None,
@@ -513,7 +553,7 @@ class _Call:
         stream = await self.gw.sim.network.stream(
             None, APISERVER, areq, kind=self.info.kind, namespace=self.namespace or "",
             caller=self.caller)
-        as_table = self.gw.wants_table(self.req)
+        as_table = self.table
         sim, info, req = self.gw.sim, self.info, self.req
         inner = getattr(stream, "_inner", None)  # the API server's end, behind the network's
         if not isinstance(inner, WatchStream):
