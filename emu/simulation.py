@@ -11,6 +11,7 @@ the API server, as real processes reach it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -108,7 +109,8 @@ class Simulation(World):
         self.fail_on_panic = fail_on_panic
         self.faults = Faults(self)
         self.api = APIServer(clock=self.loop.time, rng=self.rng.fork("apiserver"),
-                             history_window=history_window, trace=self._trace_api)
+                             history_window=history_window, trace=self._trace_api,
+                             record=functools.partial(self.trace.record, "kube-apiserver"))
         #: RBAC (`emu.apiserver.rbac.RBAC`): enforced with ``rbac=True``, or from
         #: ``install_kuberay`` on unless ``rbac=False``; off by default.
         self.rbac = RBAC(self.api, trace=self._trace_api)

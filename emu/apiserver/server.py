@@ -165,7 +165,9 @@ class APIServer:
 
     ``clock`` returns virtual seconds (timestamps are ``EPOCH`` plus that); ``rng`` gives uids and
     generated names; ``history_window`` is how many changes watches can resume from;
-    ``trace(event, **fields)`` is told about every committed write.
+    ``trace(event, **fields)`` is told about every committed write; ``record(event, fields)``,
+    when given, is told instead, with the fields as a dict of their own (one call less on every
+    write: `emu.kernel.trace.Trace.record`).
     """
 
     #: Called with each network request before it is served; raises to refuse it (RBAC).
@@ -173,12 +175,14 @@ class APIServer:
 
     def __init__(self, *, clock: Callable[[], float], rng: SimRandom,
                  history_window: int = 10_000, trace: Callable[..., None] | None = None,
-                 bookmark_interval: float = BOOKMARK_INTERVAL) -> None:
+                 bookmark_interval: float = BOOKMARK_INTERVAL,
+                 record: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self._clock = clock
         self._now_t: float | None = None
         self._now_text = ""
         self._rng = rng
         self._trace = trace
+        self._rec = record
         self.bookmark_interval = bookmark_interval
         #: What ``GET /version`` reports (`version_info`); clients that gate on the server's
         #: version (KubeRay's SidecarSubmitterRestart) read it.
@@ -272,7 +276,11 @@ class APIServer:
         return entry
 
     def _record(self, verb: str, info: KindInfo, entry: Entry, caller: str) -> None:
-        if self._trace is not None:
+        rec = self._rec
+        if rec is not None:
+            rec("write", {"verb": verb, "kind": info.kind, "ns": entry.ns, "name": entry.name,
+                          "rv": entry.rev, "caller": caller})
+        elif self._trace is not None:
             self._trace("write", verb=verb, kind=info.kind, ns=entry.ns, name=entry.name,
                         rv=entry.rev, caller=caller)
 

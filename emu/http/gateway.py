@@ -191,7 +191,9 @@ class Gateway:
 
     async def _route(self, req: HttpRequest) -> HttpResponse | WatchResponse:
         path = req.path.rstrip("/") or "/"
-        parts = [p for p in path.split("/") if p]
+        parts = path.split("/")[1:]
+        if "" in parts:  # an empty segment (``//``): dropped, as the paths below expect
+            parts = [p for p in parts if p]
         # resource paths first: nearly every request is one
         if len(parts) >= 3 and parts[0] == "api":
             return await _Call(self, req, "", parts[1], parts[2:]).run()

@@ -505,7 +505,8 @@ class Network:
         exceptions pass through to the caller, as an HTTP error response would. ``caller`` names
         a source that is not a process (a test's client).
         """
-        start = self._clock()
+        spans = self.spans  # a request's span is kept when the world keeps them
+        start = self._clock() if spans is not None else 0.0
         outcome = "ok"
         try:
             if src is None:  # `_info`, inline: this runs for every request
@@ -519,7 +520,9 @@ class Network:
             await _in_transit()  # faults applied meanwhile still catch the call
             ep = self._endpoints.get(dst)
             if not self._faulty:
-                if ep is None or ep.handler is None or not ep.up:
+                # `Endpoint.up`, inline
+                if ep is None or ep.handler is None or (
+                        ep.process is not None and not ep.process.alive):
                     raise ConnectionRefused(f"dial {dst}: connection refused", src=info.src,
                                             dst=dst)
                 result = await ep.handler(payload, info)
@@ -531,7 +534,6 @@ class Network:
             outcome = type(exc).__name__
             raise
         finally:
-            spans = self.spans
             if spans is not None:
                 # A row, made a `Span` only when someone reads the spans (`request_span`).
                 spans.append((src.name if src is not None else (caller or "test"), verb, kind,
