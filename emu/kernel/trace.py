@@ -26,6 +26,9 @@ import orjson
 import structlog
 
 _DUMP_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+#: How many emitted events' lines wait behind recorded rows before the digest catches up: an
+#: emitted event is encoded at once, and its line is held only while rows before it wait.
+_HELD_LINES = 1024
 
 
 def _default(value: object) -> object:
@@ -115,9 +118,12 @@ class Trace:
         if self._hashed == len(events):
             self._hash.update(line)
             self._hashed += 1
+            events.append(ev)
         else:
             self._encoded[len(events)] = line
-        events.append(ev)
+            events.append(ev)
+            if len(self._encoded) >= _HELD_LINES:
+                self._catch_up()
         if self._listeners:
             for listener in self._listeners:
                 listener(ev)
@@ -151,6 +157,11 @@ class Trace:
 
     def digest(self) -> str:
         """Hex SHA-256 of every event so far: equal digests mean equal histories."""
+        self._catch_up()
+        return self._hash.hexdigest()
+
+    def _catch_up(self) -> None:
+        """Hash every event not in the digest yet, in order (recorded rows encoded now)."""
         events = self._events
         if self._hashed < len(events):
             encoded = self._encoded
@@ -167,7 +178,6 @@ class Trace:
                 lines.append(line)
             self._hash.update(b"".join(lines))
             self._hashed = len(events)
-        return self._hash.hexdigest()
 
     @property
     def events(self) -> list[TraceEvent]:

@@ -80,6 +80,17 @@ def test_recorded_rows_and_emitted_events_digest_as_if_all_were_emitted_at_once(
     assert late.select(event="write")[-1].fields == {"verb": "delete"}
 
 
+def test_emitted_lines_held_behind_a_recorded_row_are_bounded_and_digest_the_same():
+    late, eager = Trace(lambda: 1.0), Trace(lambda: 1.0)
+    late.record("kube-apiserver", "write", {"verb": "create"})
+    eager.emit("kube-apiserver", "write", verb="create")
+    for i in range(3000):
+        late.emit("operator", "tick", i=i)
+        eager.emit("operator", "tick", i=i)
+        assert len(late._encoded) < 1024
+    assert late.digest() == eager.digest()
+
+
 def test_a_listener_hears_recorded_events_at_once():
     trace = Trace(lambda: 2.0)
     heard = []
