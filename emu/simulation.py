@@ -122,7 +122,7 @@ class Simulation(World):
         _trace_requests(self)
         self.apiserver_process = self.start_process("kube-apiserver", _serve_forever)
         self.network.register(APISERVER, self.api.handle, stream_handler=self.api.open_watch,
-                              process=self.apiserver_process,
+                              process=self.apiserver_process, sync_handler=self.api.answer,
                               aliases=("kubernetes.default.svc",
                                        "kubernetes.default.svc.cluster.local"))
         self._closed = False

@@ -1112,6 +1112,11 @@ class APIServer:
     async def handle(self, payload: ApiRequest, info: CallInfo) -> Any:
         """Serve one request from the network (every verb but watch). The parameter names match
         the network's ``Handler`` protocol."""
+        return self.answer(payload, info)
+
+    def answer(self, payload: ApiRequest, info: CallInfo) -> Any:
+        """`handle` as a plain function (nothing in it waits): the network's ``sync_handler``
+        for the API server."""
         if not isinstance(payload, ApiRequest):
             raise BadRequest(f"expected an ApiRequest, got {type(payload).__name__}")
         if self.authorizer is not None:  # RBAC (emu.apiserver.rbac), when the world enforces it

@@ -133,6 +133,8 @@ class Endpoint:
     process: Process | None
     #: every address it was registered under (the address and its aliases)
     addresses: tuple[str, ...] = ()
+    #: ``handler`` as a plain function, for a handler that never waits (`Network.register`)
+    sync_handler: Callable[[Any, CallInfo], Any] | None = None
 
     @property
     def owner(self) -> str:
@@ -247,9 +249,14 @@ class Network:
 
     def register(self, address: str, handler: Handler | None = None, *,
                  stream_handler: StreamHandler | None = None, process: Process | None = None,
-                 aliases: tuple[str, ...] = ()) -> None:
-        """Listen at ``address`` (and aliases). If ``process`` ends, the endpoint goes down."""
-        ep = Endpoint(address, handler, stream_handler, process, (address, *aliases))
+                 aliases: tuple[str, ...] = (),
+                 sync_handler: Callable[[Any, CallInfo], Any] | None = None) -> None:
+        """Listen at ``address`` (and aliases). If ``process`` ends, the endpoint goes down.
+        ``sync_handler``: ``handler`` as a plain function (the same answers and errors), for
+        a handler that never waits; a call without faults runs it in place of awaiting
+        ``handler`` (one coroutine less per request: the API server's)."""
+        ep = Endpoint(address, handler, stream_handler, process, (address, *aliases),
+                      sync_handler)
         for addr in (address, *aliases):
             self._endpoints[addr] = ep
         if process is not None:
@@ -525,7 +532,9 @@ class Network:
                         ep.process is not None and not ep.process.alive):
                     raise ConnectionRefused(f"dial {dst}: connection refused", src=info.src,
                                             dst=dst)
-                result = await ep.handler(payload, info)
+                sync = ep.sync_handler
+                result = sync(payload, info) if sync is not None else \
+                    await ep.handler(payload, info)
                 if src is not None and src.state is not ProcessState.RUNNING:
                     await src.checkpoint()
                 return result
