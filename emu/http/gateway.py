@@ -189,16 +189,23 @@ class Gateway:
         except ApiError:
             pass  # the server answered: it is reachable
 
-    async def _route(self, req: HttpRequest) -> HttpResponse | WatchResponse:
+    def _route(self, req: HttpRequest) -> Awaitable[HttpResponse | WatchResponse]:
+        """The answer's coroutine (a plain function: one coroutine less per request)."""
         path = req.path.rstrip("/") or "/"
         parts = path.split("/")[1:]
         if "" in parts:  # an empty segment (``//``): dropped, as the paths below expect
             parts = [p for p in parts if p]
         # resource paths first: nearly every request is one
         if len(parts) >= 3 and parts[0] == "api":
-            return await _Call(self, req, "", parts[1], parts[2:]).run()
+            return _Call(self, req, "", parts[1], parts[2:]).run()
         if len(parts) >= 4 and parts[0] == "apis":
-            return await _Call(self, req, parts[1], parts[2], parts[3:]).run()
+            return _Call(self, req, parts[1], parts[2], parts[3:]).run()
+        return self._route_other(req, path, parts)
+
+    async def _route_other(self, req: HttpRequest, path: str, parts: list[str]
+                           ) -> HttpResponse | WatchResponse:
+        """Discovery, OpenAPI, health and version documents, and resource paths of other
+        shapes."""
         api = self.sim.api
         if len(parts) < 3 or parts[0] not in ("api", "apis") or \
                 (parts[0] == "apis" and len(parts) < 4):
@@ -375,12 +382,16 @@ class _Call:
 
     # -- dispatch --------------------------------------------------------------------------------
 
-    async def run(self) -> HttpResponse | WatchResponse:
+    def run(self) -> Awaitable[HttpResponse | WatchResponse]:
+        """The answer's coroutine (a plain function: one coroutine less per request)."""
         answer = self.format
         if answer == "json" or self.sub == "log":
-            return await self._run()
+            return self._run()
         if answer is None or self.watch:
             raise _not_acceptable()
+        return self._run_yaml()
+
+    async def _run_yaml(self) -> HttpResponse | WatchResponse:
         out = await self._run()  # YAML: kube-apiserver serves it for objects and lists
         if isinstance(out, HttpResponse) and out.content_type == JSON:
             text = yaml.safe_dump(orjson.loads(out.body), sort_keys=False)
