@@ -192,7 +192,9 @@ class Gateway:
     def _route(self, req: HttpRequest) -> Awaitable[HttpResponse | WatchResponse]:
         """The answer's coroutine (a plain function: one coroutine less per request)."""
         path = req.path.rstrip("/") or "/"
-        parts = path.split("/")[1:]
+        parts = path.split("/")
+        if parts[0] == "":  # the leading slash
+            del parts[0]
         if "" in parts:  # an empty segment (``//``): dropped, as the paths below expect
             parts = [p for p in parts if p]
         # resource paths first: nearly every request is one
