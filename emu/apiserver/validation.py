@@ -840,7 +840,9 @@ def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[
             if key in data:
                 out.append(invalid(f"binaryData[{key}]", key,
                                    "duplicate of key present in data"))
-    size = sum(map(len, data.values())) + sum(map(len, binary.values()))
+    size = sum(map(len, data.values()))
+    if binary:
+        size += sum(map(len, binary.values()))
     if size * 4 > MAX_DATA_BYTES:  # characters bound the bytes: only a near miss is measured
         size = sum(len(value.encode()) for value in data.values()) + sum(
             len(base64.b64decode(value)) for value in binary.values())
