@@ -258,11 +258,11 @@ async def stub_creates(n: int, rounds: int) -> tuple[float, float]:
         sim.network.spans = None
         revs = iter(range(1, 10**9))
 
-        def create(obj: dict[str, Any], **_: Any) -> dict[str, Any]:
+        def create(obj: dict[str, Any], *_: Any) -> dict[str, Any]:
             obj["metadata"]["resourceVersion"] = str(next(revs))
             return obj
 
-        sim.api.create = create  # type: ignore[method-assign]
+        sim.api._create = create  # type: ignore[method-assign]  # what serve calls
         server = HttpServer(sim)
         url = await server.start()
         try:

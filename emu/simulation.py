@@ -11,6 +11,7 @@ the API server, as real processes reach it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import tempfile
@@ -109,7 +110,8 @@ class Simulation(World):
         self.fail_on_panic = fail_on_panic
         self.faults = Faults(self)
         self.api = APIServer(clock=self.loop.time, rng=self.rng.fork("apiserver"),
-                             history_window=history_window, trace=self._trace_api)
+                             history_window=history_window, trace=self._trace_api,
+                             record=functools.partial(self.trace.record, "kube-apiserver"))
         #: RBAC (`emu.apiserver.rbac.RBAC`): enforced with ``rbac=True``, or from
         #: ``install_kuberay`` on unless ``rbac=False``; off by default.
         self.rbac = RBAC(self.api, trace=self._trace_api)
@@ -121,7 +123,7 @@ class Simulation(World):
         _trace_requests(self)
         self.apiserver_process = self.start_process("kube-apiserver", _serve_forever)
         self.network.register(APISERVER, self.api.handle, stream_handler=self.api.open_watch,
-                              process=self.apiserver_process,
+                              process=self.apiserver_process, sync_handler=self.api.answer,
                               aliases=("kubernetes.default.svc",
                                        "kubernetes.default.svc.cluster.local"))
         self._closed = False

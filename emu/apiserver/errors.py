@@ -70,8 +70,14 @@ class ApiError(Exception):
 
     @property
     def status(self) -> dict[str, Any]:
-        """The ``Status`` object as the wire carries it."""
-        return Status(self.code, self.reason, self.message, self.details).to_dict()
+        """The ``Status`` object as the wire carries it (`Status.to_dict`'s, built directly:
+        every refused request, a stale update's 409 above all, sends one)."""
+        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                               "status": "Failure", "message": self.message,
+                               "reason": self.reason, "code": self.code}
+        if self.details:
+            out["details"] = self.details
+        return out
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code} {self.reason}: {self.message!r})"
@@ -117,17 +123,21 @@ class AlreadyExists(ApiError):
                          details={"name": name, "group": group, "kind": resource})
 
 
+#: Why a stale update is refused (``NewConflict``'s usual reason: ``OptimisticLockErrorMsg``).
+_MODIFIED = "the object has been modified; please apply your changes to the latest version and " \
+    "try again"
+
+
 class Conflict(ApiError):
     """409: an update or delete precondition on a stale resourceVersion (or uid) failed."""
 
     code = 409
     reason = "Conflict"
 
-    def __init__(self, resource: str, name: str, group: str = "",
-                 why: str = "the object has been modified; please apply your changes to the "
-                            "latest version and try again") -> None:
-        super().__init__(
-            f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
+    def __init__(self, resource: str, name: str, group: str = "", why: str = _MODIFIED) -> None:
+        ApiError.__init__(
+            self, f'Operation cannot be fulfilled on {f"{resource}.{group}" if group else resource}'
+                  f' "{name}": {why}',
             details={"name": name, "group": group, "kind": resource},
         )
 

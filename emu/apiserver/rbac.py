@@ -345,7 +345,7 @@ class RBAC:
         self._requests_generation = -1
         #: Every refused request: (caller, the 403's message), in order.
         self.denials: list[tuple[str, str]] = []
-        server.store.listeners.append(self._on_change)
+        server.store.listen_kinds(_RBAC_KINDS, self._on_change)
 
     # -- switching -------------------------------------------------------------------------------
 

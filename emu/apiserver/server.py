@@ -165,7 +165,9 @@ class APIServer:
 
     ``clock`` returns virtual seconds (timestamps are ``EPOCH`` plus that); ``rng`` gives uids and
     generated names; ``history_window`` is how many changes watches can resume from;
-    ``trace(event, **fields)`` is told about every committed write.
+    ``trace(event, **fields)`` is told about every committed write; ``record(event, fields)``,
+    when given, is told instead, with the fields as a dict of their own (one call less on every
+    write: `emu.kernel.trace.Trace.record`).
     """
 
     #: Called with each network request before it is served; raises to refuse it (RBAC).
@@ -173,12 +175,14 @@ class APIServer:
 
     def __init__(self, *, clock: Callable[[], float], rng: SimRandom,
                  history_window: int = 10_000, trace: Callable[..., None] | None = None,
-                 bookmark_interval: float = BOOKMARK_INTERVAL) -> None:
+                 bookmark_interval: float = BOOKMARK_INTERVAL,
+                 record: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self._clock = clock
         self._now_t: float | None = None
         self._now_text = ""
         self._rng = rng
         self._trace = trace
+        self._rec = record
         self.bookmark_interval = bookmark_interval
         #: What ``GET /version`` reports (`version_info`); clients that gate on the server's
         #: version (KubeRay's SidecarSubmitterRestart) read it.
@@ -191,6 +195,8 @@ class APIServer:
         self._ip_seq = 0
         self._node_port_seq = 0
         self._ns_info = self.kinds.resolve("Namespace")
+        #: The Namespaces' table (the store keeps one Table per kind for good).
+        self._ns_table = self.store.table(self._ns_info)
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -270,7 +276,11 @@ class APIServer:
         return entry
 
     def _record(self, verb: str, info: KindInfo, entry: Entry, caller: str) -> None:
-        if self._trace is not None:
+        rec = self._rec
+        if rec is not None:
+            rec("write", {"verb": verb, "kind": info.kind, "ns": entry.ns, "name": entry.name,
+                          "rv": entry.rev, "caller": caller})
+        elif self._trace is not None:
             self._trace("write", verb=verb, kind=info.kind, ns=entry.ns, name=entry.name,
                         rv=entry.rev, caller=caller)
 
@@ -323,8 +333,7 @@ class APIServer:
         return causes
 
     def _check_namespace(self, info: KindInfo, ns: str, name: str) -> None:
-        table = self.store.table(self._ns_info)
-        entry = table.objs.get(("", ns))
+        entry = self._ns_table.objs.get(("", ns))
         if entry is None:
             raise NotFound("namespaces", ns)
         if entry.deleting:
@@ -338,6 +347,11 @@ class APIServer:
         """The object, as a fresh dict; 404 NotFound when it doesn't exist. A
         ``resource_version`` means "not older than" (kube's watch cache serves a get at a version
         that way): the current object, or 504 when the version is newer than the current one."""
+        return _loads(self._get(kind, name, namespace, resource_version, api_version).data)
+
+    def _get(self, kind: str, name: str, namespace: str | None, resource_version: Any,
+             api_version: str | None) -> Entry:
+        """`get`'s stored entry (its bytes are the answer, for a caller that sends them on)."""
         info, table = self._resolve(kind, api_version)
         if resource_version not in (None, ""):
             rev = self._parse_rv(resource_version)
@@ -349,7 +363,7 @@ class APIServer:
             if not name:
                 raise BadRequest("resource name may not be empty")
             raise NotFound(info.plural, name, info.group)
-        return _loads(entry.data)
+        return entry
 
     def _selectors(self, info: KindInfo, label_selector: Any, field_selector: Any
                    ) -> tuple[LabelSelector | None, FieldSelector | None]:
@@ -574,8 +588,16 @@ class APIServer:
                namespace: str | None = None, field_validation: str | None = None) -> Obj:
         """Create ``obj``; returns the stored object (uid, timestamps, defaults filled in).
         Unknown fields are dropped, or refused with ``field_validation="Strict"``."""
+        out: Obj = self._create(obj, caller, dry_run, namespace, field_validation, False)
+        return out
+
+    def _create(self, obj: Obj, caller: str, dry_run: bool, namespace: str | None,
+                field_validation: str | None, encoded: bool,
+                resolved: tuple[KindInfo, Table] | None = None) -> Any:
+        """`create`; ``encoded``: the answer is the stored bytes (not for a dry run);
+        ``resolved``: ``obj``'s kind and table, when the caller has them (`_body`)."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
-        info, table = self._kind_of(obj)
+        info, table = self._kind_of(obj) if resolved is None else resolved
         meta = obj.get("metadata")
         if meta is None:
             meta = {}
@@ -617,8 +639,9 @@ class APIServer:
             meta["name"] = name
         if info.namespaced:
             self._check_namespace(info, ns, name)
-        for fname in ("deletionTimestamp", "deletionGracePeriodSeconds"):
-            meta.pop(fname, None)
+        if "deletionTimestamp" in meta or "deletionGracePeriodSeconds" in meta:
+            meta.pop("deletionTimestamp", None)
+            meta.pop("deletionGracePeriodSeconds", None)
         meta["uid"] = self._rng.uid()
         meta["creationTimestamp"] = self._now()
         if info.has_generation:
@@ -652,7 +675,7 @@ class APIServer:
         self._record("create", info, entry, caller)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
             self.kinds.register(crd_kind_info(new))  # served at once (Established)
-        return _loads(entry.data)
+        return entry.data if encoded else _loads(entry.data)
 
     # -- update ----------------------------------------------------------------------------------
 
@@ -667,9 +690,12 @@ class APIServer:
         return self._update(obj, caller, True, dry_run, namespace, field_validation)
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
-                namespace: str | None, field_validation: str | None = None) -> Obj:
+                namespace: str | None, field_validation: str | None = None,
+                encoded: bool = False, resolved: tuple[KindInfo, Table] | None = None) -> Any:
+        """`update` and `update_status`; ``encoded``: the answer is the stored bytes when the
+        object stays stored (not for a dry run), ``resolved`` as `_create`'s."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
-        info, table = self._kind_of(obj)
+        info, table = self._kind_of(obj) if resolved is None else resolved
         if status_only and not info.has_status:
             raise ApiError.from_status({"reason": "NotFound", "code": 404,
                                         "message": "the server could not find the requested "
@@ -791,7 +817,7 @@ class APIServer:
             same = (not spec_changed and nmeta == old_meta
                     and new.get("status", _MISSING) == old.get("status", _MISSING))
         if same:
-            return old
+            return entry.data if encoded else old
         if entry.deleting and not nmeta.get("finalizers") and (
                 not info.graceful_delete or not nmeta.get("deletionGracePeriodSeconds")):
             # The update empties the finalizers of an object being deleted: kube does not
@@ -808,7 +834,7 @@ class APIServer:
         fresh = self._entry(info, ns, name, new, rev)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("update_status" if status_only else "update", info, fresh, caller)
-        return _loads(fresh.data)
+        return fresh.data if encoded else _loads(fresh.data)
 
     # -- patch -----------------------------------------------------------------------------------
 
@@ -820,6 +846,16 @@ class APIServer:
         """Apply a ``merge``, ``json`` or ``strategic`` patch to the stored object, then write it
         through the update path (``subresource="status"``: only status changes). ``apply`` is
         server-side apply (`emu.apiserver.ssa`, with ``field_manager`` and ``force``)."""
+        out: Obj = self._patch(kind, name, patch, namespace, patch_type, subresource, caller,
+                               api_version, dry_run, field_validation, field_manager, force,
+                               False)
+        return out
+
+    def _patch(self, kind: str, name: str, patch: Any, namespace: str | None, patch_type: str,
+               subresource: str | None, caller: str, api_version: str | None, dry_run: bool,
+               field_validation: str | None, field_manager: str | None, force: bool,
+               encoded: bool) -> Any:
+        """`patch`; ``encoded`` as `_update`'s (server-side apply answers decoded)."""
         info, table = self._resolve(kind, api_version)
         ns = self._scope(info, namespace)
         if patch_type == "apply":
@@ -863,7 +899,7 @@ class APIServer:
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
         return self._update(patched, caller, subresource == "status", dry_run, ns,
-                            field_validation)
+                            field_validation, encoded)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -1031,19 +1067,26 @@ class APIServer:
 
     # -- the network handlers ------------------------------------------------------------------
 
-    def _body(self, req: ApiRequest) -> Obj:
+    def _body(self, req: ApiRequest) -> tuple[Obj, tuple[KindInfo, Table] | None]:
+        """The body of a create or update, checked against the request (kind, apiVersion,
+        namespace, name), with its kind and table (what `_kind_of` would find for it; None
+        when the body names only one of kind and apiVersion)."""
         body = req.body
         if not isinstance(body, dict):
             raise BadRequest(f"the body of a {req.verb} request must be a JSON object, not "
                              f"{type(body).__name__}")
-        want = self._resolve(req.kind, req.api_version)[0]
+        resolved = self._resolve(req.kind, req.api_version)
+        want = resolved[0]
         kind = body.get("kind")
         api_version = body.get("apiVersion")
+        found: tuple[KindInfo, Table] | None = resolved
         if kind is None or api_version is None:
             body = dict(body)
             body.setdefault("kind", want.kind)
             body.setdefault("apiVersion", want.api_version)
-        else:
+            if kind is not None or api_version is not None:
+                found = None  # half given: the verb resolves what the body now names
+        elif kind != req.kind or api_version != req.api_version:  # else: what was resolved
             try:
                 got: KindInfo | None = self._resolve(kind, api_version)[0]
             except ApiError:
@@ -1064,11 +1107,16 @@ class APIServer:
                 meta["name"] != req.name and req.verb != "create":
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name "
                              f"on the URL ({req.name})")
-        return body
+        return body, found
 
     async def handle(self, payload: ApiRequest, info: CallInfo) -> Any:
         """Serve one request from the network (every verb but watch). The parameter names match
         the network's ``Handler`` protocol."""
+        return self.answer(payload, info)
+
+    def answer(self, payload: ApiRequest, info: CallInfo) -> Any:
+        """`handle` as a plain function (nothing in it waits): the network's ``sync_handler``
+        for the API server."""
         if not isinstance(payload, ApiRequest):
             raise BadRequest(f"expected an ApiRequest, got {type(payload).__name__}")
         if self.authorizer is not None:  # RBAC (emu.apiserver.rbac), when the world enforces it
@@ -1077,21 +1125,31 @@ class APIServer:
 
     def serve(self, req: ApiRequest, caller: str = "") -> Any:
         """`handle` without the network: dispatch an `ApiRequest` to the verb methods. A body
-        over kube-apiserver's 3 MiB request limit is 413 before anything else."""
+        over kube-apiserver's 3 MiB request limit is 413 before anything else: its size is the
+        ``body_size`` option when the request says how many bytes its body came in (the HTTP
+        gateway, for a JSON body: kube-apiserver limits those bytes), else its JSON encoding's.
+
+        The ``encoded`` option (get, create, update, update_status, patch) asks for the stored
+        bytes of the object as the answer instead of the decoded object, for a caller that
+        sends them on (the HTTP gateway); some answers are decoded all the same (a dry run, an
+        update that deletes, server-side apply), so such a caller takes both."""
         verb = req.verb
         o = req.options
         if req.body is not None and verb in _BODY_VERBS:
-            try:
-                size = len(_dumps(req.body))
-            except (TypeError, orjson.JSONEncodeError) as e:
-                raise BadRequest(f"the body of the request cannot be encoded as JSON: {e}") from None
+            size = o.get("body_size")
+            if size is None:
+                try:
+                    size = len(_dumps(req.body))
+                except (TypeError, orjson.JSONEncodeError) as e:
+                    raise BadRequest("the body of the request cannot be encoded as JSON: "
+                                     f"{e}") from None
             if size > MAX_REQUEST_BYTES:
                 raise RequestEntityTooLarge(f"Request entity too large: limit is "
                                             f"{MAX_REQUEST_BYTES}")
         if verb == "get":
-            return self.get(req.kind, req.name or "", req.namespace,
-                            resource_version=o.get("resource_version"),
-                            api_version=req.api_version)
+            entry = self._get(req.kind, req.name or "", req.namespace,
+                              o.get("resource_version"), req.api_version)
+            return entry.data if o.get("encoded") else _loads(entry.data)
         if verb == "list":
             return self.list(req.kind, req.namespace, label_selector=o.get("label_selector"),
                              field_selector=o.get("field_selector"),
@@ -1100,20 +1158,20 @@ class APIServer:
                              limit=o.get("limit"), continue_=o.get("continue"),
                              api_version=req.api_version, encoded=bool(o.get("encoded")))
         if verb == "create":
-            return self.create(self._body(req), caller=caller, dry_run=bool(o.get("dry_run")),
-                               namespace=req.namespace,
-                               field_validation=o.get("field_validation"))
+            body, resolved = self._body(req)
+            return self._create(body, caller, bool(o.get("dry_run")), req.namespace,
+                                o.get("field_validation"), bool(o.get("encoded")), resolved)
         if verb in ("update", "update_status"):
-            return self._update(self._body(req), caller, verb == "update_status",
-                                bool(o.get("dry_run")), req.namespace,
-                                o.get("field_validation"))
+            body, resolved = self._body(req)
+            return self._update(body, caller, verb == "update_status", bool(o.get("dry_run")),
+                                req.namespace, o.get("field_validation"), bool(o.get("encoded")),
+                                resolved)
         if verb == "patch":
-            return self.patch(req.kind, req.name or "", req.body, namespace=req.namespace,
-                              patch_type=o.get("patch_type", "merge"),
-                              subresource=o.get("subresource"), caller=caller,
-                              api_version=req.api_version, dry_run=bool(o.get("dry_run")),
-                              field_validation=o.get("field_validation"),
-                              field_manager=o.get("field_manager"), force=bool(o.get("force")))
+            return self._patch(req.kind, req.name or "", req.body, req.namespace,
+                               o.get("patch_type", "merge"), o.get("subresource"), caller,
+                               req.api_version, bool(o.get("dry_run")),
+                               o.get("field_validation"), o.get("field_manager"),
+                               bool(o.get("force")), bool(o.get("encoded")))
         if verb == "delete":
             return self.delete(req.kind, req.name or "", req.namespace,
                                propagation_policy=o.get("propagation_policy"),

@@ -221,6 +221,15 @@ class Store:
         self.tables: dict[tuple[str, str], Table] = {}
         self.owners: dict[str, dict[tuple[tuple[str, str], str, str], None]] = {}
         self.listeners: list[Callable[[Change], None]] = []
+        #: Listeners told only of changes to some kinds, by (group, kind) (`listen_kinds`).
+        self.kind_listeners: dict[tuple[str, str], list[Callable[[Change], None]]] = {}
+
+    def listen_kinds(self, kinds: Iterable[tuple[str, str]],
+                     listener: Callable[[Change], None]) -> None:
+        """Call ``listener`` with every later change to one of ``kinds`` ((group, kind) pairs),
+        in commit order, after the `listeners` (every other write costs it nothing)."""
+        for gk in sorted(kinds):
+            self.kind_listeners.setdefault(gk, []).append(listener)
 
     def table(self, info: KindInfo) -> Table:
         table = self.tables.get((info.group, info.kind))
@@ -258,6 +267,9 @@ class Store:
             self.compacted = history.popleft().rev
         for listener in self.listeners:
             listener(change)
+        if self.kind_listeners:
+            for listener in self.kind_listeners.get(table.gk, ()):
+                listener(change)
         return change
 
     def since(self, rev: int) -> Iterator[Change]:

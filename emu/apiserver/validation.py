@@ -247,6 +247,8 @@ def check_metadata_types(kind: str, api_version: str, meta: Mapping[str, Any],
                          old: Mapping[str, Any] | None = None) -> None:
     """What Go's JSON decoder would reject in ``metadata`` (labels must be string maps, ...).
     Fields equal to the stored object's (``old``) were checked when it was written."""
+    if _plain_metadata(meta, old):
+        return
     for fname in ("labels", "annotations"):
         value = meta.get(fname)
         if value is None or (old is not None and value == old.get(fname)):
@@ -277,6 +279,29 @@ def check_metadata_types(kind: str, api_version: str, meta: Mapping[str, Any],
         raise decode_error(kind, api_version, (
             "json: cannot unmarshal into Go struct field ObjectMeta.metadata.ownerReferences of "
             "type []v1.OwnerReference"))
+
+
+#: ObjectMeta's string fields.
+_META_STRINGS = ("name", "generateName", "namespace", "resourceVersion", "uid")
+
+
+def _plain_metadata(meta: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """`check_metadata_types`' common case, in one pass: labels and annotations are string maps
+    (or as stored), the string fields are strings, no finalizers or owner references to look
+    at. False sends it to the full check, which names what is wrong."""
+    for fname in ("labels", "annotations"):
+        value = meta.get(fname)
+        if value is not None and (old is None or value != old.get(fname)):
+            if type(value) is not dict:
+                return False
+            for item in value.values():
+                if type(item) is not str:
+                    return False
+    for fname in _META_STRINGS:
+        value = meta.get(fname)
+        if value is not None and type(value) is not str:
+            return False
+    return "finalizers" not in meta and "ownerReferences" not in meta
 
 
 def check_int_fields(kind: str, api_version: str, obj: Mapping[str, Any],
@@ -620,11 +645,15 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
     {}`` is no labels), so a write that differs only there changes nothing. ``mode`` Strict
     refuses unknown fields instead, with kube's 400 message; ``meta`` is ``obj["metadata"]``."""
     known = BUILTIN_FIELDS.get((group, kind))
-    if (known is None or obj.keys() <= known) and meta.keys() <= OBJECT_META_FIELDS:
-        if not meta.keys() & _OMIT_EMPTY_SET:
-            return  # the common case: nothing to prune
-        unknown: list[str] = []
-        unknown_meta: list[str] = []
+    if (known is None or known.issuperset(obj)) and OBJECT_META_FIELDS.issuperset(meta):
+        # the common case: no unknown field, and only empty omitempty fields to drop (an empty
+        # value is falsy: the equality tests run only then)
+        for k in _OMIT_EMPTY_META:
+            if k in meta and not meta[k]:
+                value = meta[k]
+                if value is None or value == {} or value == []:
+                    del meta[k]
+        return
     else:
         unknown = [k for k in obj if k not in known] if known is not None else []
         unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
@@ -720,6 +749,13 @@ def check_data_types(kind: str, api_version: str, obj: dict[str, Any],
     ``type``. A Secret's ``stringData`` is then merged into ``data`` (base64) and dropped, as
     the v1 conversion does."""
     if kind == "ConfigMap":
+        data = obj.get("data")
+        if type(data) is dict and data and "binaryData" not in obj and "immutable" not in obj:
+            for item in data.values():
+                if type(item) is not str:
+                    break
+            else:
+                return  # the common case: string data and nothing else to look at
         _map_types(kind, api_version, obj, "data", "string", old)
         _map_types(kind, api_version, obj, "binaryData", "[]uint8", old)
     else:
@@ -792,11 +828,10 @@ def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[
     data = obj.get("data") or {}
     binary = obj.get("binaryData") or {}
     old_data = (old.get("data") or {}) if old is not None else {}
-    if not data.keys() <= old_data.keys():  # keys already stored were checked when written
-        known = _VALID_CONFIG_KEYS
-        for key in data:
-            if key not in old_data and key not in known:
-                out.extend(_config_key("data", key))
+    known = _VALID_CONFIG_KEYS
+    for key in data:  # keys already stored were checked when written
+        if key not in known and key not in old_data:
+            out.extend(_config_key("data", key))
     if binary:
         old_binary = (old.get("binaryData") or {}) if old is not None else {}
         for key in binary:
@@ -805,14 +840,17 @@ def validate_configmap(obj: dict[str, Any], old: dict[str, Any] | None) -> list[
             if key in data:
                 out.append(invalid(f"binaryData[{key}]", key,
                                    "duplicate of key present in data"))
-    size = sum(map(len, data.values())) + sum(map(len, binary.values()))
+    size = sum(map(len, data.values()))
+    if binary:
+        size += sum(map(len, binary.values()))
     if size * 4 > MAX_DATA_BYTES:  # characters bound the bytes: only a near miss is measured
         size = sum(len(value.encode()) for value in data.values()) + sum(
             len(base64.b64decode(value)) for value in binary.values())
     if size > MAX_DATA_BYTES:
         out.append(StatusCause("FieldValueTooLong",
                                f"Too long: must have at most {MAX_DATA_BYTES} bytes", "[]"))
-    out.extend(_immutable_causes(obj, old, ("data", "binaryData")))
+    if old is not None and old.get("immutable"):
+        out.extend(_immutable_causes(obj, old, ("data", "binaryData")))
     return out
 
 

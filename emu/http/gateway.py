@@ -17,7 +17,8 @@ over several files.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -59,6 +60,9 @@ _PRODUCT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 #: How many distinct header values the gateway's small parse caches keep before starting over.
 _MEMO = 256
+
+#: The parameters of a request without a query (read-only, shared).
+_NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 
 #: The verbs whose answer is the object as stored (when not a dry run), so the stored bytes
 #: can be sent as they are instead of encoding the decoded answer again.
@@ -138,6 +142,8 @@ class Gateway:
         self._identities: dict[str, str] = {}
         self._tables: dict[str, bool] = {}
         self._formats: dict[str, str | None] = {}
+        self._accepts: dict[str, tuple[str | None, bool]] = {}
+        self._media: dict[str, str] = {}
 
     def log_followers(self) -> LogFollowers:
         if self._followers is None:
@@ -183,14 +189,25 @@ class Gateway:
         except ApiError:
             pass  # the server answered: it is reachable
 
-    async def _route(self, req: HttpRequest) -> HttpResponse | WatchResponse:
+    def _route(self, req: HttpRequest) -> Awaitable[HttpResponse | WatchResponse]:
+        """The answer's coroutine (a plain function: one coroutine less per request)."""
         path = req.path.rstrip("/") or "/"
-        parts = [p for p in path.split("/") if p]
+        parts = path.split("/")
+        if parts[0] == "":  # the leading slash
+            del parts[0]
+        if "" in parts:  # an empty segment (``//``): dropped, as the paths below expect
+            parts = [p for p in parts if p]
         # resource paths first: nearly every request is one
         if len(parts) >= 3 and parts[0] == "api":
-            return await _Call(self, req, "", parts[1], parts[2:]).run()
+            return _Call(self, req, "", parts[1], parts[2:]).run()
         if len(parts) >= 4 and parts[0] == "apis":
-            return await _Call(self, req, parts[1], parts[2], parts[3:]).run()
+            return _Call(self, req, parts[1], parts[2], parts[3:]).run()
+        return self._route_other(req, path, parts)
+
+    async def _route_other(self, req: HttpRequest, path: str, parts: list[str]
+                           ) -> HttpResponse | WatchResponse:
+        """Discovery, OpenAPI, health and version documents, and resource paths of other
+        shapes."""
         api = self.sim.api
         if len(parts) < 3 or parts[0] not in ("api", "apis") or \
                 (parts[0] == "apis" and len(parts) < 4):
@@ -235,7 +252,7 @@ class Gateway:
     def caller(self, req: HttpRequest) -> str:
         if self.identity:
             return self.identity
-        agent = req.header("user-agent")
+        agent = req.headers.get("user-agent", "")
         found = self._identities.get(agent)
         if found is None:
             if len(self._identities) >= _MEMO:
@@ -253,6 +270,26 @@ class Gateway:
             if len(self._formats) >= _MEMO:
                 self._formats.clear()
             found = self._formats[accept] = _answer_format(accept)
+        return found
+
+    def media_type(self, content_type: str) -> str:
+        """A Content-Type's media type, lower case, without parameters (remembered by text)."""
+        found = self._media.get(content_type)
+        if found is None:
+            if len(self._media) >= _MEMO:
+                self._media.clear()
+            found = self._media[content_type] = content_type.split(";")[0].strip().lower()
+        return found
+
+    def accept_of(self, req: HttpRequest) -> tuple[str | None, bool]:
+        """`answer_format` and `wants_table` of ``req`` together, remembered by the Accept
+        header's text (one lookup for both, on every resource request)."""
+        accept = req.headers.get("accept", "")
+        found = self._accepts.get(accept)
+        if found is None:
+            if len(self._accepts) >= _MEMO:
+                self._accepts.clear()
+            found = self._accepts[accept] = (self.answer_format(req), self.wants_table(req))
         return found
 
     def wants_table(self, req: HttpRequest) -> bool:
@@ -284,15 +321,21 @@ class _Call:
         self.gw = gw
         self.req = req
         self.caller = gw.caller(req)
+        # the query's parameters, the last value of each as `HttpRequest.param` reads them (one
+        # dict for the few every request looks at; most requests have no query at all)
+        params = dict(req.query) if req.query else _NO_PARAMS
+        self.params = params
+        #: The Accept header's answer format (`Gateway.answer_format`) and whether it asks
+        #: for a Table (`Gateway.wants_table`).
+        self.format, self.table = gw.accept_of(req)
         ns: str | None = None
         watch_path = False
-        if rest[:1] == ["watch"]:  # the deprecated /watch/ prefix
+        if rest[0] == "watch":  # the deprecated /watch/ prefix
             watch_path = True
             rest = rest[1:]
-        namespace_sub = (len(rest) == 3 and rest[0] == "namespaces" and not group
-                         and rest[2] in ("status", "finalize")
-                         and gw.kind_at(group, version, rest[2]) is None)
-        if rest[:1] == ["namespaces"] and len(rest) >= 3 and not namespace_sub:
+        if rest and rest[0] == "namespaces" and len(rest) >= 3 and not (
+                len(rest) == 3 and not group and rest[2] in ("status", "finalize")
+                and gw.kind_at(group, version, rest[2]) is None):  # not a Namespace's own path
             ns, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise _no_resource()
@@ -305,33 +348,52 @@ class _Call:
         self.namespace = ns
         self.name: str | None = rest[1] if len(rest) >= 2 else None
         self.sub: str | None = rest[2] if len(rest) == 3 else None
-        self.watch = watch_path or _bool(req.param("watch"))
-        self.dry_run = req.param("dryRun") == "All"
+        self.watch = watch_path or _bool(params.get("watch"))
+        self.dry_run = params.get("dryRun") == "All"
         self._orphan: bool | None = None
+        #: The body `_json_body` decoded from JSON, and how many bytes it came in.
+        self._raw: tuple[Any, int] | None = None
 
     def areq(self, verb: str, body: Any = None, **options: Any) -> ApiRequest:
+        return self._areq(verb, body, options)
+
+    def _areq(self, verb: str, body: Any, options: dict[str, Any]) -> ApiRequest:
+        """`areq` with the options as a dict of its own (changed here)."""
         if verb not in ("get", "list", "watch"):
             if self.dry_run:
                 options["dry_run"] = True
-            options.setdefault("field_validation", self.req.param("fieldValidation"))
-        return ApiRequest(verb, self.info.kind, self.info.api_version, self.namespace, self.name,
-                          body, {k: v for k, v in options.items() if v is not None})
+            if "field_validation" not in options:
+                options["field_validation"] = self.params.get("fieldValidation")
+            raw = self._raw
+            if raw is not None and body is raw[0]:
+                # the request's own bytes are what kube-apiserver's body limit counts (the
+                # API server need not encode the body again to measure it)
+                options["body_size"] = raw[1]
+        for key in [k for k, v in options.items() if v is None]:
+            del options[key]
+        info = self.info
+        return ApiRequest(verb, info.kind, info.api_version, self.namespace, self.name, body,
+                          options)
 
     def send(self, verb: str, body: Any = None, **options: Any) -> Awaitable[Any]:
         """`Gateway.call` of this request's `areq` (the network's coroutine, not a wrapper)."""
-        areq = self.areq(verb, body, **options)
+        areq = self._areq(verb, body, options)
         return self.gw.sim.network.call(
             None, APISERVER, areq, verb=verb, kind=areq.kind, name=areq.name or "",
             namespace=areq.namespace or "", caller=self.caller)
 
     # -- dispatch --------------------------------------------------------------------------------
 
-    async def run(self) -> HttpResponse | WatchResponse:
-        answer = self.gw.answer_format(self.req)
+    def run(self) -> Awaitable[HttpResponse | WatchResponse]:
+        """The answer's coroutine (a plain function: one coroutine less per request)."""
+        answer = self.format
         if answer == "json" or self.sub == "log":
-            return await self._run()
+            return self._run()
         if answer is None or self.watch:
             raise _not_acceptable()
+        return self._run_yaml()
+
+    async def _run_yaml(self) -> HttpResponse | WatchResponse:
         out = await self._run()  # YAML: kube-apiserver serves it for objects and lists
         if isinstance(out, HttpResponse) and out.content_type == JSON:
             text = yaml.safe_dump(orjson.loads(out.body), sort_keys=False)
@@ -346,7 +408,8 @@ class _Call:
             if method == "GET":
                 return await (self._watch() if self.watch else self._list())
             if method == "POST":
-                return self._reply(await self.send("create", self._json_body()), 201, "create")
+                return self._reply(await self.send("create", self._json_body(),
+                                                   encoded=self.encoded()), 201, "create")
             if method == "DELETE":
                 opts = self._delete_options()
                 opts.pop("preconditions", None)
@@ -358,9 +421,11 @@ class _Call:
             if self.watch:
                 return await self._watch()
             return self._reply(await self.send(
-                "get", resource_version=self.req.param("resourceVersion") or None), 200, "get")
+                "get", resource_version=self.req.param("resourceVersion") or None,
+                encoded=self.encoded()), 200, "get")
         if method == "PUT":
-            return self._reply(await self.send("update", self._json_body()), 200, "update")
+            return self._reply(await self.send("update", self._json_body(),
+                                               encoded=self.encoded()), 200, "update")
         if method == "PATCH":
             return await self._patch(None)
         if method == "DELETE":
@@ -373,8 +438,18 @@ class _Call:
             return self._reply(out, 202 if lingers and self._orphan is False else 200)
         raise MethodNotAllowed(f"{method} is not supported on {self.info.resource}")
 
+    def encoded(self) -> bool | None:
+        """Whether to ask the API server for the stored bytes as the answer (its ``encoded``
+        option): when they are what this request answers with as they are (no Table, no dry
+        run). True or None (an option left out)."""
+        if self.dry_run or self.table or not self.gw.stored_bytes:
+            return None
+        return True
+
     def _reply(self, obj: Any, status: int = 200, verb: str = "") -> HttpResponse:
-        if status < 300 and isinstance(obj, dict) and self.gw.wants_table(self.req) \
+        if type(obj) is bytes:  # the stored bytes, asked for with `encoded`
+            return HttpResponse(status, obj)
+        if status < 300 and isinstance(obj, dict) and self.table \
                 and obj.get("kind") != "Status":
             obj = tables.to_table(self.gw.sim, self.info, obj, self.req)
         elif verb in _STORED_ANSWER and not self.dry_run and self.gw.stored_bytes:
@@ -404,7 +479,7 @@ class _Call:
     # -- bodies --------------------------------------------------------------------------------
 
     def _json_body(self) -> Any:
-        ctype = self.req.header("content-type", JSON).split(";")[0].strip().lower()
+        ctype = self.gw.media_type(self.req.headers.get("content-type", JSON))
         body = self.req.body
         if ctype == "application/vnd.kubernetes.protobuf":
             from .protobuf import decode
@@ -425,9 +500,11 @@ class _Call:
         if not body:
             raise BadRequest("the request body is empty; a JSON object was expected")
         try:
-            return orjson.loads(body)
+            decoded = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+        self._raw = (decoded, len(body))
+        return decoded
 
     def _delete_options(self) -> Obj:
         body: Any = {}
@@ -458,7 +535,7 @@ class _Call:
 
     async def _list(self) -> HttpResponse:
         req = self.req
-        decoded = self.gw.wants_table(req) or not self.gw.stored_bytes
+        decoded = self.table or not self.gw.stored_bytes
         out = await self.send("list", None, resource_version=req.param("resourceVersion") or None,
                               resource_version_match=req.param("resourceVersionMatch") or None,
                               limit=_int(req, "limit") or None,
@@ -491,7 +568,7 @@ class _Call:
         stream = await self.gw.sim.network.stream(
             None, APISERVER, areq, kind=self.info.kind, namespace=self.namespace or "",
             caller=self.caller)
-        as_table = self.gw.wants_table(self.req)
+        as_table = self.table
         sim, info, req = self.gw.sim, self.info, self.req
         inner = getattr(stream, "_inner", None)  # the API server's end, behind the network's
         if not isinstance(inner, WatchStream):
@@ -558,7 +635,8 @@ class _Call:
             opts["force"] = _bool(self.req.param("force"))
         elif self.req.param("fieldManager"):
             opts["field_manager"] = self.req.param("fieldManager")
-        return self._reply(await self.send("patch", body, **opts), 200, "patch")
+        return self._reply(await self.send("patch", body, encoded=self.encoded(), **opts), 200,
+                           "patch")
 
     # -- subresources --------------------------------------------------------------------------
 
@@ -566,9 +644,10 @@ class _Call:
         sub = self.sub
         if sub == "status" and self.info.has_status:
             if method == "GET":
-                return self._reply(await self.send("get"))
+                return self._reply(await self.send("get", encoded=self.encoded()), 200, "get")
             if method == "PUT":
-                return self._reply(await self.send("update_status", self._json_body()))
+                return self._reply(await self.send("update_status", self._json_body(),
+                                                   encoded=self.encoded()), 200, "update_status")
             if method == "PATCH":
                 return await self._patch("status")
         elif sub == "scale" and (paths := scale_paths(self.gw.sim, self.info)) is not None:

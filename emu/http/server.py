@@ -109,6 +109,11 @@ class HttpServer:
             return web.Response(status=500, body=HttpResponse.json(err.status).body,
                                 content_type="application/json")
         if isinstance(result, HttpResponse):
+            if not result.headers:
+                # the Content-Type header given as is: the same header aiohttp's content_type=
+                # writes for a bytes body, without its parsing (half of the Response's cost)
+                return web.Response(status=result.status, body=result.body,
+                                    headers={"Content-Type": result.content_type})
             resp = web.Response(status=result.status, body=result.body,
                                 content_type=result.content_type)
             for key, value in result.headers:

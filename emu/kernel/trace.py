@@ -26,6 +26,9 @@ import orjson
 import structlog
 
 _DUMP_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+#: How many emitted events' lines wait behind recorded rows before the digest catches up: an
+#: emitted event is encoded at once, and its line is held only while rows before it wait.
+_HELD_LINES = 1024
 
 
 def _default(value: object) -> object:
@@ -82,8 +85,15 @@ class Trace:
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
         self._spans: list[Any] = []
-        self._events: list[TraceEvent] = []
+        # `TraceEvent`s, and rows `record` appended: (t, process, event, fields) tuples, made
+        # events when the events are read (`_settle`); those before ``_made`` are all events.
+        self._events: list[Any] = []
+        self._made = 0
         self._hash = hashlib.sha256()
+        # Events before ``_hashed`` are in the hash; the others wait for `digest`, each row
+        # encoded then, each `emit`ted event already encoded in ``_encoded`` (by index).
+        self._hashed = 0
+        self._encoded: dict[int, bytes] = {}
         self._listeners: list[Callable[[TraceEvent], None]] = []
 
     @property
@@ -98,22 +108,48 @@ class Trace:
 
     def emit(self, process: str, event: str, **fields: Any) -> TraceEvent:
         """Record an event now."""
-        return self.record(process, event, fields)
-
-    def record(self, process: str, event: str, fields: dict[str, Any]) -> TraceEvent:
-        """`emit` with the fields as a dict the trace may keep (the caller's own, new for this
-        event): one call and no keyword repacking, for the API server's write per request."""
         t = self._clock()
         ev = TraceEvent(t, process, event, fields)
-        self._events.append(ev)
-        # `TraceEvent.to_json`, inline, and one hash update with the separator: the same bytes.
-        self._hash.update(orjson.dumps(
-            {"t": round(t, 9), "process": process, "event": event, **fields},
-            option=_DUMP_OPTS, default=_default) + b"\n")
+        events = self._events
+        # `TraceEvent.to_json`, inline, with the separator: encoded now, as the fields may
+        # hold values their owner changes later.
+        line = orjson.dumps({"t": round(t, 9), "process": process, "event": event, **fields},
+                            option=_DUMP_OPTS, default=_default) + b"\n"
+        if self._hashed == len(events):
+            self._hash.update(line)
+            self._hashed += 1
+            events.append(ev)
+        else:
+            self._encoded[len(events)] = line
+            events.append(ev)
+            if len(self._encoded) >= _HELD_LINES:
+                self._catch_up()
         if self._listeners:
             for listener in self._listeners:
                 listener(ev)
         return ev
+
+    def record(self, process: str, event: str, fields: dict[str, Any]) -> None:
+        """`emit` for the API server's write on every request, deferred: ``fields`` is the
+        caller's own dict, new for this event, and holds only strings and numbers (nothing
+        changes it later), so the event is kept as a row, made a `TraceEvent` when the events
+        are read and encoded into the digest when `digest` is asked. A server nobody asks for
+        a digest or the events (``emu serve``, a benchmark) never pays for either; the digest
+        is the same bytes either way."""
+        if self._listeners:
+            self.emit(process, event, **fields)
+            return
+        self._events.append((self._clock(), process, event, fields))
+
+    def _settle(self) -> list[TraceEvent]:
+        """The events, every recorded row made a `TraceEvent` (in place, once)."""
+        events = self._events
+        for i in range(self._made, len(events)):
+            item = events[i]
+            if type(item) is tuple:
+                events[i] = TraceEvent(*item)
+        self._made = len(events)
+        return cast("list[TraceEvent]", events)
 
     def subscribe(self, listener: Callable[[TraceEvent], None]) -> None:
         """Call ``listener`` with every later event (invariant checkers use this)."""
@@ -121,28 +157,48 @@ class Trace:
 
     def digest(self) -> str:
         """Hex SHA-256 of every event so far: equal digests mean equal histories."""
+        self._catch_up()
         return self._hash.hexdigest()
+
+    def _catch_up(self) -> None:
+        """Hash every event not in the digest yet, in order (recorded rows encoded now)."""
+        events = self._events
+        if self._hashed < len(events):
+            encoded = self._encoded
+            lines = []
+            for i in range(self._hashed, len(events)):
+                line = encoded.pop(i, None)
+                if line is None:
+                    item = events[i]
+                    t, process, event, fields = (item if type(item) is tuple else
+                                                 (item.t, item.process, item.event, item.fields))
+                    line = orjson.dumps(
+                        {"t": round(t, 9), "process": process, "event": event, **fields},
+                        option=_DUMP_OPTS, default=_default) + b"\n"
+                lines.append(line)
+            self._hash.update(b"".join(lines))
+            self._hashed = len(events)
 
     @property
     def events(self) -> list[TraceEvent]:
-        return self._events
+        return self._settle()
 
     def __len__(self) -> int:
         return len(self._events)
 
     def __iter__(self) -> Iterator[TraceEvent]:
-        return iter(self._events)
+        return iter(self._settle())
 
     def select(self, event: str | None = None, process: str | None = None) -> list[TraceEvent]:
         """The events with this name and/or from this process, in order."""
         return [
-            e for e in self._events
+            e for e in self._settle()
             if (event is None or e.event == event) and (process is None or e.process == process)
         ]
 
     def to_jsonl(self, path: str | Path | None = None) -> str:
         """The trace as JSON lines; written to ``path`` when given."""
-        text = "".join(e.to_json().decode() + "\n" for e in self._events)
+        text = "".join(e.to_json().decode() + "\n" for e in self._settle())
         if path is not None:
             Path(path).write_text(text)
         return text
@@ -157,7 +213,7 @@ class Trace:
         a thread per controller worker holding its reconciles; and request threads holding the
         requests it sent (overlapping requests on separate threads, so slices nest).
         Timestamps are virtual microseconds. Written as ``{"traceEvents": [...]}`` to ``path``."""
-        return _Chrome(self._events, self.spans).events(path)
+        return _Chrome(self._settle(), self.spans).events(path)
 
     def logger(self, process: str, **bound: Any) -> structlog.stdlib.BoundLogger:
         """A structlog logger whose events land in this trace under ``process``."""

@@ -78,3 +78,13 @@ def test_listeners_see_every_commit():
     table = store.table(CM)
     store.commit(table, "ADDED", entry("a", 1), None)
     assert seen == [("ADDED", 1)]
+
+
+def test_a_kind_listener_hears_only_its_kinds_after_the_other_listeners():
+    store = Store()
+    heard = []
+    store.listeners.append(lambda c: heard.append(("all", c.entry.name)))
+    store.listen_kinds([("", "Pod")], lambda c: heard.append(("pods", c.entry.name)))
+    store.commit(store.table(CM), "ADDED", entry("cm", 1), None)
+    store.commit(store.table(POD), "ADDED", entry("p", 2), None)
+    assert heard == [("all", "cm"), ("all", "p"), ("pods", "p")]

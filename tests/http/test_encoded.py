@@ -3,10 +3,16 @@ the decoded answer would (watch events of every kind, Lists, single objects)."""
 
 from __future__ import annotations
 
+import httpx
 import orjson
+import pytest
 
 import emu
+from emu.apiserver.errors import RequestEntityTooLarge
+from emu.apiserver.request import ApiRequest
+from emu.apiserver.server import APIServer
 from emu.http.transport import BASE_URL, httpx_transport
+from emu.kernel.rng import SimRandom
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -108,3 +114,56 @@ def test_encoded_paths_keep_the_digest():
         return sim.trace.digest()
 
     assert emu.run(session, seed=4) == emu.run(session, seed=4)
+
+
+def test_encoded_answers_are_the_stored_bytes_of_the_decoded_answers():
+    # two servers with one seed: the same requests get the same answers, one side encoded
+    api, twin = (APIServer(clock=lambda: 0.0, rng=SimRandom(9)) for _ in range(2))
+
+    def both(verb, body=None, name=None, **options):
+        req = ApiRequest(verb, "ConfigMap", "v1", "default", name, body, options)
+        plain = twin.serve(ApiRequest(*req[:-1], {k: v for k, v in options.items()
+                                                  if k != "encoded"}))
+        return api.serve(req), plain
+
+    def stored(name):
+        return api.store.tables[("", "ConfigMap")].objs[("default", name)].data
+
+    for i in range(3):
+        got, want = both("create", _cm(f"e{i}", app="x"), encoded=True)
+        assert got == stored(f"e{i}") and orjson.loads(got) == want
+    got, want = both("get", name="e1", encoded=True)
+    assert got == stored("e1") and orjson.loads(got) == want
+    obj = orjson.loads(got)
+    obj["data"] = {"k": "changed"}
+    got, want = both("update", obj, "e1", encoded=True)
+    assert got == stored("e1") and orjson.loads(got) == want
+    assert want["data"] == {"k": "changed"}
+    got, want = both("update", orjson.loads(got), "e1", encoded=True)  # changes nothing
+    assert got == stored("e1") and orjson.loads(got) == want
+    got, want = both("patch", {"data": {"k": "p"}}, "e2", encoded=True)
+    assert got == stored("e2") and orjson.loads(got) == want and want["data"] == {"k": "p"}
+    got, want = both("create", _cm("e9"), encoded=True, dry_run=True)  # decoded all the same
+    assert got == want and "resourceVersion" not in got["metadata"]
+
+
+async def test_a_json_body_is_limited_by_the_bytes_it_came_in(sim):
+    """kube-apiserver's 3 MiB limit counts the request's bytes: a pretty-printed body over it
+    is 413 even when its compact encoding is under it, from the HTTP gateway as from the
+    API server measuring the encoding itself."""
+    limit = 3 * 1024 * 1024
+    padded = orjson.dumps(_cm("big"), option=orjson.OPT_INDENT_2)
+    padded = padded.replace(b"\n", b"\n" + b" " * (limit // padded.count(b"\n") + 1))
+    assert len(padded) > limit > len(orjson.dumps(orjson.loads(padded)))
+    async with httpx.AsyncClient(base_url=BASE_URL, transport=httpx_transport(
+            sim, identity="t", max_body=2 * limit)) as c:
+        r = await c.post(CM, content=padded, headers={"content-type": "application/json"})
+        assert r.status_code == 413, r.text
+        assert r.json()["message"] == f"Request entity too large: limit is {limit}"
+        r = await c.post(CM, content=orjson.dumps(orjson.loads(padded)),
+                         headers={"content-type": "application/json"})
+        assert r.status_code == 201
+    with pytest.raises(RequestEntityTooLarge):  # in process: the encoding's size
+        sim.api.serve(ApiRequest("create", "ConfigMap", "v1", "default", None, _cm("huge") | {
+            "data": {"k": "x" * (limit + 1)}}))
+    assert ("default", "huge") not in sim.api.store.tables[("", "ConfigMap")].objs

@@ -462,6 +462,18 @@ async def test_namespace_status_and_finalize_paths(sim):
         assert (await c.get("/apis/nope.example.com")).status_code == 404
 
 
+async def test_paths_with_empty_segments_or_no_leading_slash_route_as_their_segments(sim):
+    from emu.http.gateway import Gateway
+    from emu.http.wire import HttpRequest
+
+    gw = Gateway(sim)
+    sim.api.create(cm("a") | {"metadata": {"name": "a", "namespace": "default"}})
+    for path in (CM + "/a", CM + "/a/", "/" + CM + "//a", CM.lstrip("/") + "/a"):
+        r = await gw.handle(HttpRequest("GET", path, (), {}, b""))
+        assert r.status == 200 and orjson.loads(r.body)["metadata"]["name"] == "a", path
+    assert (await gw.handle(HttpRequest("GET", "/", (), {}, b""))).status == 404
+
+
 _SESSION_SCRIPT = """
 import emu, test_gateway
 print(emu.run(test_gateway._lightkube_session, seed=5)[1])

@@ -267,6 +267,11 @@ def test_a_large_body_arriving_in_pieces_is_read_whole():
                                         data=pieces(data),
                                         headers={"content-type": "application/json"}) as resp:
                     assert resp.status == 201, await resp.text()
+                    assert resp.headers.getall("Content-Type") == ["application/json"]
+                    assert int(resp.headers["Content-Length"]) == len(await resp.read())
+                async with session.get(f"{url}/healthz") as resp:
+                    assert resp.headers.getall("Content-Type") == ["text/plain"]
+                    assert await resp.read() == b"ok"
                 assert len(sim.api.get("ConfigMap", "big", "default")["data"]) == 900
                 huge = b'{"x": "' + b"y" * 2_100_000 + b'"}'
                 async with session.post(f"{url}/api/v1/namespaces/default/configmaps",

@@ -239,3 +239,40 @@ def test_each_call_leaves_a_span_naming_caller_request_duration_and_outcome(run)
         Span("kubectl", "call apiserver", 1.0, 1.0,
              {"dst": "apiserver", "outcome": "ConnectionRefused"}),
     ]
+
+
+def test_a_sync_handler_answers_fault_free_calls_and_the_async_one_answers_faulty_ones(run):
+    async def main():
+        world = World()
+        served = []
+
+        def answer(payload, info):
+            served.append(("sync", payload))
+            if payload == "bad":
+                raise Boom("refused")
+            return payload * 2
+
+        async def handler(payload, info):
+            served.append(("async", payload))
+            return answer(payload, info)
+
+        world.network.register("api", handler, sync_handler=answer)
+
+        async def idle(proc):
+            await asyncio.Event().wait()
+
+        client = world.start_process("operator-0", idle)
+        assert await world.network.call(client, "api", 2) == 4
+        with pytest.raises(Boom, match="^refused$"):
+            await world.network.call(client, "api", "bad")
+        world.network.set_latency(1.0)  # a fault: the network awaits the handler itself
+        assert await world.network.call(client, "api", 3) == 6
+        assert world.now == 2.0
+        assert served == [("sync", 2), ("sync", "bad"), ("async", 3), ("sync", 3)]
+        world.network.set_latency(0)
+        world.processes.get("operator-0").crash("test")
+        world.network.register("api2", handler, sync_handler=answer, process=client)
+        with pytest.raises(ConnectionRefused):  # the endpoint's process is gone
+            await world.network.call(None, "api2", 1)
+
+    run(main)

@@ -20,6 +20,19 @@ def test_uids_are_uuid4_shaped_and_decided_by_the_seed():
                             uid)
 
 
+def test_uids_are_the_seeded_128_bits_with_version_and_variant_set():
+    # the values every golden and digest was made with: the formula before the faster one
+    def reference(rng):
+        n = rng.getrandbits(128)
+        n = (n & ~(0xF000 << 64)) | (0x4000 << 64)
+        n = (n & ~(0xC000 << 48)) | (0x8000 << 48)
+        h = f"{n:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    a, b = SimRandom(11), SimRandom(11)
+    assert [a.uid() for _ in range(2000)] == [reference(b) for _ in range(2000)]
+
+
 def test_name_suffixes_use_kubernetes_alphabet_and_forks_are_independent_of_draw_order():
     rng = SimRandom(1)
     suffix = rng.name_suffix()
@@ -43,6 +56,47 @@ def test_equal_event_sequences_have_equal_digests_and_any_difference_changes_it(
 
     assert digest({"holder": "a", "n": 1}) == digest({"n": 1, "holder": "a"})
     assert digest({"holder": "a"}) != digest({"holder": "b"})
+
+
+def test_recorded_rows_and_emitted_events_digest_as_if_all_were_emitted_at_once():
+    now = [0.0]
+    late, eager = Trace(lambda: now[0]), Trace(lambda: now[0])
+    mutable = {"n": 1}
+    for i in range(5):
+        now[0] = i / 3
+        fields = {"verb": "create", "name": f"cm-{i}", "rv": i}
+        late.record("kube-apiserver", "write", dict(fields))
+        eager.emit("kube-apiserver", "write", **fields)
+        late.emit("operator", "tick", value=mutable, i=i)
+        eager.emit("operator", "tick", value=dict(mutable), i=i)
+    mutable["n"] = 2  # an emitted event's fields are digested as they were when emitted
+    assert late.digest() == eager.digest()
+    assert len(late) == 10
+    assert [(e.t, e.process, e.event) for e in late] == [
+        (e.t, e.process, e.event) for e in eager.events]
+    late.record("kube-apiserver", "write", {"verb": "delete"})  # after a digest, too
+    eager.emit("kube-apiserver", "write", verb="delete")
+    assert late.digest() == eager.digest()
+    assert late.select(event="write")[-1].fields == {"verb": "delete"}
+
+
+def test_emitted_lines_held_behind_a_recorded_row_are_bounded_and_digest_the_same():
+    late, eager = Trace(lambda: 1.0), Trace(lambda: 1.0)
+    late.record("kube-apiserver", "write", {"verb": "create"})
+    eager.emit("kube-apiserver", "write", verb="create")
+    for i in range(3000):
+        late.emit("operator", "tick", i=i)
+        eager.emit("operator", "tick", i=i)
+        assert len(late._encoded) < 1024
+    assert late.digest() == eager.digest()
+
+
+def test_a_listener_hears_recorded_events_at_once():
+    trace = Trace(lambda: 2.0)
+    heard = []
+    trace.subscribe(heard.append)
+    trace.record("kube-apiserver", "write", {"verb": "update"})
+    assert [(e.t, e.event, e.fields) for e in heard] == [(2.0, "write", {"verb": "update"})]
 
 
 def test_the_structlog_logger_stamps_virtual_time_and_process():
