@@ -368,7 +368,11 @@ class ProcessTable:
             listener(proc)
 
     def crash_all(self) -> None:
-        """End every live process (in start order): used when a run finishes."""
+        """End every live process (in start order): used when a run finishes. The loop gets
+        back the task factory it had before this world, so a loop that outlives the world (a
+        shared pytest-asyncio loop) neither registers tasks with it nor keeps it in memory."""
         for proc in self.all():
             if proc.alive:
                 proc.crash(STOPPED_AT_END)
+        if getattr(self.loop.get_task_factory(), "__self__", None) is self:
+            self.loop.set_task_factory(self._previous_factory)

@@ -200,3 +200,31 @@ def test_an_endpoint_owned_by_a_process_goes_down_with_it(run):
             await world.network.call(None, "gcs:6379", "ping")
 
     run(main)
+
+
+def test_a_closed_world_gives_the_loop_its_task_factory_back():
+    # a loop that outlives a world (pytest-asyncio's shared loop) must not keep registering
+    # tasks with it, nor chain every later world to it through their saved factories
+    import emu
+    from emu.kernel.loop import VirtualTimeLoop
+
+    loop = VirtualTimeLoop()
+    try:
+        def mine(loop, coro, **kwargs):
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        loop.set_task_factory(mine)
+
+        async def two_worlds_in_turn():
+            saved = []
+            for seed in (1, 2):
+                sim = emu.Simulation(seed=seed, loop=loop)
+                assert loop.get_task_factory() is not mine
+                saved.append(sim.processes._previous_factory)
+                sim.close()
+                assert loop.get_task_factory() is mine
+            return saved
+
+        assert loop.run_until_complete(two_worlds_in_turn()) == [mine, mine]
+    finally:
+        loop.close()
