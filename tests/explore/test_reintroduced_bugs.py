@@ -9,6 +9,7 @@ stays small and the test survives changes to the generators' order.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from explore_worlds import budget_to_reach
 
 import controllers.raycluster as raycluster
+import controllers.rayjob as rayjob
 import controllers.rayservice as rayservice
 from emu.explore.faults import LoseRayPod
 from emu.explore.runner import RunResult, RunSpec
@@ -111,6 +113,55 @@ def test_kuberay_4141_sidecar_mode_head_recreated_runs_the_job_again(
     new = twice - port_twice
     assert new, "no run broke one-job-run-per-attempt with the bug that did not without it"
     assert all("node_type='head'" in plan and "how='delete'" in plan for plan in new)
+
+
+def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay #3860/#3903, fixed by PR #4080: in K8sJobMode a head Pod deleted while the job
+    # ran comes back with an empty GCS; the submitter's log stream ends and the submitter Job
+    # completes, GetJobInfo on the new head answers "not found" (BadRequest), and
+    # RayJobReconciler.Reconcile (rayjob_controller.go, Running) only requeued: the RayJob
+    # stayed Running and its RayCluster leaked. #4080 fails it ("Submitter completed but Ray
+    # job not found in RayCluster."). Two later nets catch the same state too and did not
+    # exist then: checkSubmitterFinishedTimeoutAndUpdateStatusIfNeeded (#4091, 30 s after the
+    # submitter finished) and checkJobStatusCheckTimeoutAndUpdateStatusIfNeeded (#4916, 300 s
+    # of failing status checks). Put the Running branch back as it was before #4080.
+    wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
+
+    def head_deleted_while_job_runs(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        return not spec.knob_map and any(
+            isinstance(f, LoseRayPod) and (f.node_type, f.how) == ("head", "delete")
+            and f.at >= _running_at(actions, "RayJob") + 1.0 for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, head_deleted_while_job_runs)
+    assert budget <= 30
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[EventuallySteady()])
+    port = explore(wl, **search)
+
+    running = rayjob.RayJobReconciler._running
+
+    async def before_4080(self: Any, instance: Any, mode: str, now: float) -> Any:
+        saved = copy.deepcopy(instance.get("status"))
+        result, err, done = await running(self, instance, mode, now)
+        if (instance.get("status") or {}).get("message") == \
+                "Submitter completed but Ray job not found in RayCluster.":
+            instance["status"] = saved  # the BadRequest only requeued
+            return result, None, False
+        return result, err, done
+
+    monkeypatch.setattr(rayjob.RayJobReconciler, "_running", before_4080)
+    monkeypatch.setattr(rayjob, "check_submitter_finished_timeout_and_update_status_if_needed",
+                        lambda *args: False)
+    monkeypatch.setattr(rayjob, "check_job_status_check_timeout_and_update_status_if_needed",
+                        lambda *args: False)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #3903 put back ({budget} runs)"
+    plans = {plan for invariant, plan in new if invariant == "eventually-steady"}
+    assert any("node_type='head'" in plan and "how='delete'" in plan for plan in plans)
+    assert any("RayJob default/demo-job not steady" in f.message
+               and "jobDeploymentStatus Running" in f.message for f in buggy.findings)
 
 
 def _runs(out: Path) -> list[RunResult]:
