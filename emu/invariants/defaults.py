@@ -8,6 +8,7 @@ from .heads import OneLiveHead
 from .liveness import EventuallySteady
 from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
 from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
+from .suspend import SuspendedClusterHasNoPods
 from .twoleaders import TwoLeaderWindows
 
 
@@ -20,6 +21,7 @@ def default_set() -> list[Invariant]:
         RetryAttemptsFenced(),
         ServesReadyCluster(),
         NoRefusedRequestsDuringSwitch(),
+        SuspendedClusterHasNoPods(),
         EventuallySteady(),
         Cleanup(),
         TwoLeaderWindows(),
