@@ -25,7 +25,8 @@ from emu.explore.faults import LoseRayPod
 from emu.explore.runner import RunResult, RunSpec
 from emu.explore.search import explore
 from emu.explore.workload import Workload, builtin
-from emu.invariants import EventuallySteady, OneJobRunPerAttempt
+from emu.invariants import EventuallySteady, OneJobRunPerAttempt, SuspendedClusterHasNoPods
+from emu.runtime import Result
 
 
 def _findings(result: Any) -> set[tuple[str, str]]:
@@ -162,6 +163,51 @@ def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
     assert any("node_type='head'" in plan and "how='delete'" in plan for plan in plans)
     assert any("RayJob default/demo-job not steady" in f.message
                and "jobDeploymentStatus Running" in f.message for f in buggy.findings)
+
+
+def _toggling_raycluster() -> Workload:
+    """The built-in RayCluster suspended at 30 s, resumed at 60 s and suspended again at 63 s,
+    while the resumed Pods start (a queue admitting, then preempting): the toggles are the
+    defaults, so every run makes them."""
+    wl = builtin("raycluster")
+    toggles = {"suspend": True, "unsuspend": False, "resuspend": True}
+    knobs = tuple(attrs.evolve(k, values=(toggles[k.name], None)) if k.name in toggles else k
+                  for k in wl.knobs)
+    return attrs.evolve(wl, knobs=knobs, families=("outages",))
+
+
+def test_kuberay_1741_a_quickly_undone_resume_leaves_pods_running_under_suspended(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #1741 ("`suspend` is not a stateless operation"): RayClusterReconciler.
+    # Reconcile (raycluster_controller.go) returned early when spec.suspend was true and
+    # status.state was already suspended. Resume a suspended cluster (its Pods are created)
+    # and suspend it again before the state leaves suspended: every later pass was skipped,
+    # so the resumed Pods ran for good under a status saying suspended. The fix reconciles
+    # anyway, and reconcilePods deletes them. Put the early return back. No fault is needed:
+    # the knob space's toggles reach it, and `suspended-cluster-has-no-pods` notices (the
+    # goal, state suspended, is reached, so eventual steadiness alone never would).
+    wl = _toggling_raycluster()
+    budget = budget_to_reach(wl, 1, lambda spec, _: not spec.knob_map)
+    assert budget <= 2
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[SuspendedClusterHasNoPods()])
+    port = explore(wl, **search)
+    assert not port.findings
+    reconcile = raycluster.RayClusterReconciler.ray_cluster_reconcile
+
+    async def before_1741(self: Any, instance: Any) -> Any:
+        if (instance.get("spec") or {}).get("suspend") and \
+                (instance.get("status") or {}).get("state") == "suspended":
+            return Result(), None
+        return await reconcile(self, instance)
+
+    monkeypatch.setattr(raycluster.RayClusterReconciler, "ray_cluster_reconcile", before_1741)
+    buggy = explore(wl, **search)
+    assert buggy.findings, f"the explorer found nothing with #1741 put back ({budget} runs)"
+    [finding, *_] = buggy.findings
+    assert finding.invariant == "suspended-cluster-has-no-pods"
+    assert "RayCluster default/raycluster says suspended" in finding.message
+    assert "raycluster-head-" in finding.message
 
 
 def _runs(out: Path) -> list[RunResult]:
