@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import Invariant
 from .cleanup import Cleanup
 from .heads import OneLiveHead
+from .initializing import InitializingTimeoutHonoured
 from .liveness import EventuallySteady
 from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
 from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
@@ -21,6 +22,7 @@ def default_set() -> list[Invariant]:
         RetryAttemptsFenced(),
         ServesReadyCluster(),
         NoRefusedRequestsDuringSwitch(),
+        InitializingTimeoutHonoured(),
         SuspendedClusterHasNoPods(),
         EventuallySteady(),
         Cleanup(),
