@@ -99,8 +99,9 @@ class Workload:
     setup: Setup = attrs.field(factory=Setup)
     goal: Goal | None = None
     scenario: str | None = None
-    #: The plan families to generate (`emu.explore.plans.FAMILIES`); empty: all of them. A
-    #: user who suspects one kind of fault narrows the search to it.
+    #: The plan families to generate (`emu.explore.plans.FAMILIES`); empty: all but the opt-in
+    #: ones (`emu.explore.plans.OPT_IN`). A user who suspects one kind of fault narrows the
+    #: search to it.
     families: tuple[str, ...] = attrs.field(converter=_tuple, default=())
 
     def knob(self, name: str) -> Knob:
@@ -132,8 +133,9 @@ class Workload:
 
     def changes_for(self, knobs: Mapping[str, Any]) -> list[tuple[float, Knob, Any]]:
         """The timed knob changes ``(at, knob, value)`` to make during the run, by time. A timed
-        knob not in ``knobs`` takes its default (``values[0]``), as a static one does: a
-        workload whose default is a change (``values=(True, None)``) makes it in every run."""
+        knob not in ``knobs`` takes its default (``values[0]``; a static knob's default is what
+        the manifests already say): a workload whose default is a change (``values=(True,
+        None)``) makes it in every run that does not set the knob."""
         for name in knobs:
             self.knob(name)
         out = []
@@ -299,6 +301,10 @@ def rayservice_workload() -> Workload:
         Knob("externalStorageNamespace", "RayService",
              "spec.rayClusterConfig.gcsFaultToleranceOptions.externalStorageNamespace",
              (None, "shared-ns")),
+        Knob("suspend", "RayService", "spec.suspend", (None, True), at=50.0),
+        Knob("unsuspend", "RayService", "spec.suspend", (None, False), at=80.0),
+        Knob("initializingTimeout", "RayService",
+             "/metadata/annotations/ray.io~1initializing-timeout", (None, "60s")),
     ]
     return Workload("rayservice", [manifest], knobs,
                     setup=Setup(redis=True, serve_import_paths=(SERVE_PATH,)),

@@ -25,7 +25,13 @@ from emu.explore.faults import LoseRayPod
 from emu.explore.runner import RunResult, RunSpec
 from emu.explore.search import explore
 from emu.explore.workload import Workload, builtin
-from emu.invariants import EventuallySteady, OneJobRunPerAttempt, SuspendedClusterHasNoPods
+from emu.faults import FailServeDeployment
+from emu.invariants import (
+    EventuallySteady,
+    InitializingTimeoutHonoured,
+    OneJobRunPerAttempt,
+    SuspendedClusterHasNoPods,
+)
 from emu.runtime import Result
 
 
@@ -208,6 +214,63 @@ def test_kuberay_1741_a_quickly_undone_resume_leaves_pods_running_under_suspende
     assert finding.invariant == "suspended-cluster-has-no-pods"
     assert "RayCluster default/raycluster says suspended" in finding.message
     assert "raycluster-head-" in finding.message
+
+
+TIMEOUT = "rayservice-initializing-timeout"
+
+
+def test_kuberay_4894_a_resumed_rayservice_that_never_gets_ready_never_times_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay #4892, fixed by PR #4894: on resume (spec.suspend back to false),
+    # RayServiceReconciler.handleSuspend (rayservice_controller.go) flipped Suspended to
+    # False but left Ready at reason SuspendComplete; markFailedOnInitializingTimeout acts only
+    # on reason Initializing, so a resumed RayService whose new cluster never became ready
+    # (here its Serve application fails to deploy) waited forever despite
+    # ray.io/initializing-timeout. The fix re-arms Ready (and UpgradeInProgress) as
+    # Initializing. Put the old resume back: keep both conditions as they were.
+    wl = builtin("rayservice")
+    toggles = {"suspend": True, "unsuspend": False, "initializingTimeout": "60s"}
+    knobs = tuple(attrs.evolve(k, values=(toggles[k.name], None)) if k.name in toggles else k
+                  for k in wl.knobs)
+    wl = attrs.evolve(wl, knobs=knobs, families=("serve-failures",),
+                      manifests=wl.manifests_for({"initializingTimeout": "60s"}))
+    resume = wl.knob("unsuspend").at or 0.0
+
+    def app_fails_before_the_resume(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        return not spec.knob_map and any(
+            isinstance(f, FailServeDeployment)
+            and _running_at(actions, "RayService") <= f.at < resume for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, app_fails_before_the_resume)
+    assert budget <= 30
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[InitializingTimeoutHonoured()])
+    port = explore(wl, **search)
+    # a Serve application that never deploys misses the workload's goal in every run; the
+    # port ends the initialization with InitializingTimeout, as the annotation asks
+    assert TIMEOUT not in {f.invariant for f in port.findings}
+    handle_suspend = rayservice.RayServiceReconciler.handle_suspend
+
+    async def before_4894(self: Any, instance: Any) -> Any:
+        conditions = (instance.get("status") or {}).get("conditions") or []
+        kept = {c["type"]: copy.deepcopy(c) for c in conditions
+                if c.get("type") in ("Ready", "UpgradeInProgress")}
+        suspended = any(c.get("type") == "Suspended" and c.get("status") == "True"
+                        for c in conditions)
+        result, err = await handle_suspend(self, instance)
+        if suspended and not (instance.get("spec") or {}).get("suspend"):
+            status = instance["status"]
+            status["conditions"] = [kept.get(c.get("type"), c) for c in status["conditions"]]
+        return result, err
+
+    monkeypatch.setattr(rayservice.RayServiceReconciler, "handle_suspend", before_4894)
+    buggy = explore(wl, **search)
+    found = [f for f in buggy.findings if f.invariant == TIMEOUT]
+    assert found, f"the explorer found nothing with #4894 put back ({budget} runs)"
+    [finding, *_] = found
+    assert "RayService default/rs, resumed at" in finding.message
+    assert "reason SuspendComplete" in finding.message
+    assert "FailServeDeployment(" in repr(finding.plan)
 
 
 def _runs(out: Path) -> list[RunResult]:
