@@ -301,10 +301,6 @@ def rayservice_workload() -> Workload:
         Knob("externalStorageNamespace", "RayService",
              "spec.rayClusterConfig.gcsFaultToleranceOptions.externalStorageNamespace",
              (None, "shared-ns")),
-        Knob("suspend", "RayService", "spec.suspend", (None, True), at=50.0),
-        Knob("unsuspend", "RayService", "spec.suspend", (None, False), at=80.0),
-        Knob("initializingTimeout", "RayService",
-             "/metadata/annotations/ray.io~1initializing-timeout", (None, "60s")),
     ]
     return Workload("rayservice", [manifest], knobs,
                     setup=Setup(redis=True, serve_import_paths=(SERVE_PATH,)),

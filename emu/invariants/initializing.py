@@ -5,8 +5,10 @@ SPEC.md 4.3): with the annotation ``ray.io/initializing-timeout`` (a Go duration
 seconds), a RayService that has not become ready within that long of starting to initialize
 gets ``Ready=False`` with reason ``InitializingTimeout`` (terminal: both cluster names cleared,
 nothing more is reconciled). Initialization starts when the RayService is created and again
-when it is resumed (``spec.suspend`` back to false: KubeRay PR #4894 re-arms the timer there,
-before which a resumed RayService whose new cluster never became ready waited forever). The
+when it is resumed (``spec.suspend`` back to false, and KubeRay's ``Suspended`` condition leaves
+True: a resume asked mid-suspension waits for the suspension to finish; KubeRay PR #4894 re-arms
+the timer there, before which a resumed RayService whose new cluster never became ready waited
+forever). The
 timeout is the user's promise that a broken application or cluster ends in a terminal state,
 so it must hold whatever broke: it is the one liveness claim that also covers a fault that
 never heals.
@@ -81,6 +83,11 @@ def _ready(obj: Obj) -> Obj:
     return {}
 
 
+def _suspended(obj: Obj) -> bool:
+    return any(c.get("type") == "Suspended" and c.get("status") == "True"
+               for c in (obj.get("status") or {}).get("conditions") or [])
+
+
 def _done(obj: Obj) -> bool:
     ready = _ready(obj)
     return ((obj.get("status") or {}).get("serviceStatus") == "Running"
@@ -114,7 +121,9 @@ class _InitializingMonitor(BaseMonitor):
             spec = obj.get("spec") or {}
             timeout = timeout_seconds(str((obj["metadata"].get("annotations") or {})
                                           .get(ANNOTATION, "")))
-            resumed = old is not None and bool((old.get("spec") or {}).get("suspend")) \
+            # resumed as KubeRay does it: its Suspended condition leaves True while the spec
+            # no longer asks for suspension (a resume asked mid-suspension waits for it)
+            resumed = old is not None and _suspended(old) and not _suspended(obj) \
                 and not spec.get("suspend")
             if type_ == "DELETED" or deleting(obj) or spec.get("suspend") or timeout is None \
                     or _done(obj):

@@ -24,7 +24,7 @@ import controllers.rayservice as rayservice
 from emu.explore.faults import LoseRayPod
 from emu.explore.runner import RunResult, RunSpec
 from emu.explore.search import explore
-from emu.explore.workload import Workload, builtin
+from emu.explore.workload import Knob, Workload, builtin
 from emu.faults import FailServeDeployment
 from emu.invariants import (
     EventuallySteady,
@@ -228,13 +228,18 @@ def test_kuberay_4894_a_resumed_rayservice_that_never_gets_ready_never_times_out
     # (here its Serve application fails to deploy) waited forever despite
     # ray.io/initializing-timeout. The fix re-arms Ready (and UpgradeInProgress) as
     # Initializing. Put the old resume back: keep both conditions as they were.
+    #
+    # The built-in rayservice workload has no suspend toggles: its goal (serviceStatus
+    # Running) cannot say "suspended", so a lone suspend would miss it in every run. A user
+    # who suspects suspend/resume adds them, with the timeout annotation, and names the
+    # opt-in family of Serve applications that fail to deploy.
     wl = builtin("rayservice")
-    toggles = {"suspend": True, "unsuspend": False, "initializingTimeout": "60s"}
-    knobs = tuple(attrs.evolve(k, values=(toggles[k.name], None)) if k.name in toggles else k
-                  for k in wl.knobs)
-    wl = attrs.evolve(wl, knobs=knobs, families=("serve-failures",),
-                      manifests=wl.manifests_for({"initializingTimeout": "60s"}))
-    resume = wl.knob("unsuspend").at or 0.0
+    manifests = copy.deepcopy(list(wl.manifests))
+    manifests[0]["metadata"]["annotations"] = {"ray.io/initializing-timeout": "60s"}
+    wl = attrs.evolve(wl, manifests=manifests, families=("serve-failures",), knobs=(
+        *wl.knobs, Knob("suspend", "RayService", "spec.suspend", (True, None), at=50.0),
+        Knob("unsuspend", "RayService", "spec.suspend", (False, None), at=80.0)))
+    resume = 80.0
 
     def app_fails_before_the_resume(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
         return not spec.knob_map and any(

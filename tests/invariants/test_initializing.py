@@ -61,12 +61,17 @@ async def test_a_resume_starts_a_new_initialization(sim):
     await sim.sleep(10)
     set_suspend(sim, "rs", True)
     set_status(sim, "RayService", "rs", serviceStatus="", conditions=[
+        {"type": "Suspended", "status": "True", "reason": "SuspendComplete"},
         {"type": "Ready", "status": "False", "reason": "SuspendComplete"}])
     await sim.sleep(10)
-    set_suspend(sim, "rs", False)  # resumed at t=20: Ready still says SuspendComplete
+    set_suspend(sim, "rs", False)  # asked at t=20; KubeRay resumes at t=25
+    await sim.sleep(5)
+    set_status(sim, "RayService", "rs", conditions=[  # Ready still says SuspendComplete
+        {"type": "Suspended", "status": "False", "reason": "Resumed"},
+        {"type": "Ready", "status": "False", "reason": "SuspendComplete"}])
     found = await monitors.finish(sim)
     assert [(v.at, v.message.split(" with ")[0]) for v in found] == [
-        (110.0, "RayService default/rs, resumed at t=20.000s")]
+        (115.0, "RayService default/rs, resumed at t=25.000s")]
     assert "Ready False reason SuspendComplete" in found[0].message
 
 
