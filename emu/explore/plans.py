@@ -10,7 +10,7 @@ transition of the workload's objects and Ray Pods. From it:
   successor takes over, then let it resume, so write *k+1* lands late (no fencing);
 - `lose_responses`: write *k* takes effect but the writer never hears back;
 - `pod_loss_at_transitions`: at each state transition, lose the head or a worker Pod (delete,
-  kill, its GCS, or its Node);
+  kill, its GCS, its Node, or a kubelet eviction);
 - `outages`: API-server outages, dashboard/GCS blips, Redis down, operator↔head partitions,
   starting at the transition times;
 - `random_combinations`: seeded random 1-3 faults drawn from all of the above, at random times
@@ -136,7 +136,7 @@ def pod_loss_at_transitions(workload: Workload, actions: Sequence[Obj]) -> Itera
     kinds = tuple(sorted({str(m.get("kind")) for m in workload.manifests}))
     for a in _transitions(actions, kinds):
         for node_type, how in (("head", "delete"), ("worker", "delete"), ("head", "gcs"),
-                               ("head", "node"), ("head", "kill")):
+                               ("head", "node"), ("head", "kill"), ("head", "evict")):
             yield FaultPlan([LoseRayPod(at=float(a["t"]), owner=owner, node_type=node_type,
                                         how=how, duration=60.0 if how == "node" else None)])
 

@@ -171,6 +171,45 @@ def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
                and "jobDeploymentStatus Running" in f.message for f in buggy.findings)
 
 
+def test_kuberay_2217_an_evicted_head_is_never_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay #2125, fixed by PR #2217: shouldDeletePod (raycluster_controller.go) returned
+    # "keep" for every Pod whose restartPolicy is Always, trusting the kubelet to restart it.
+    # A Pod the kubelet evicts (node pressure) is Failed for good whatever its restartPolicy,
+    # so an evicted head (restartPolicy Always by default) was never deleted nor replaced:
+    # the RayCluster stayed headless. The fix deletes Failed and Succeeded Pods first. Put
+    # the old early return back. The explorer needed a fault it lacked for this:
+    # LoseRayPod(how='evict'), in the pod-loss family.
+    wl = attrs.evolve(builtin("raycluster"), families=("pod-loss",))
+
+    def head_evicted_once_ready(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        ready = min(a["t"] for a in actions if a["type"] == "transition"
+                    and a["kind"] == "RayCluster" and "ready" in a["state"])
+        return not spec.knob_map and any(
+            isinstance(f, LoseRayPod) and (f.node_type, f.how) == ("head", "evict")
+            and f.at >= ready for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, head_evicted_once_ready)
+    assert budget <= 40
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[EventuallySteady()])
+    port = explore(wl, **search)
+    should_delete_pod = raycluster.should_delete_pod
+
+    def before_2217(pod: Any, node_type: str) -> tuple[bool, str]:
+        if ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always":
+            return False, "restartPolicy Always: KubeRay will not delete the Pod"
+        return should_delete_pod(pod, node_type)
+
+    monkeypatch.setattr(raycluster, "should_delete_pod", before_2217)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #2217 put back ({budget} runs)"
+    assert any(invariant == "eventually-steady" and "how='evict'" in plan
+               for invariant, plan in new)
+    assert any("RayCluster default/raycluster not steady" in f.message
+               and "head not Ready" in f.message for f in buggy.findings)
+
+
 def _toggling_raycluster() -> Workload:
     """The built-in RayCluster suspended at 30 s, resumed at 60 s and suspended again at 63 s,
     while the resumed Pods start (a queue admitting, then preempting): the toggles are the
