@@ -147,8 +147,10 @@ class LoseRayPod(Fault):
     """Lose a Ray Pod of the clusters of ``owner`` (a RayCluster, or the RayJob/RayService that
     creates ``owner-xxxxx`` clusters): the ``index``-th ``node_type`` Pod (``head`` or
     ``worker``) by name, ``how``: ``delete`` (kubectl delete, grace 0), ``kill`` (its containers
-    die, exit 137), ``gcs`` (the head's gcs_server dies) or ``node`` (its Node fails; back after
-    ``duration`` when given). Nothing happens when there is no such Pod."""
+    die, exit 137), ``gcs`` (the head's gcs_server dies), ``node`` (its Node fails; back after
+    ``duration`` when given) or ``evict`` (its kubelet evicts it under node pressure: phase
+    Failed, reason Evicted, containers stopped, whatever its ``restartPolicy``; the Pod object
+    stays until someone deletes it). Nothing happens when there is no such Pod."""
 
     owner: str = ""
     node_type: str = "head"
@@ -160,8 +162,9 @@ class LoseRayPod(Fault):
         from ..faults import KillGcs
         from ..kube.faults import DeletePod, FailNode, KillContainer
 
-        if self.how not in ("delete", "kill", "gcs", "node"):
-            raise ValueError(f"LoseRayPod.how is delete, kill, gcs or node, not {self.how!r}")
+        if self.how not in ("delete", "kill", "gcs", "node", "evict"):
+            raise ValueError("LoseRayPod.how is delete, kill, gcs, node or evict, not "
+                             f"{self.how!r}")
         pods = ray_pods(sim, self.owner, self.node_type)
         if not pods:
             return f"no live {self.node_type} Pod of {self.owner!r}"
@@ -173,12 +176,26 @@ class LoseRayPod(Fault):
             sim.faults.perform_planned(KillContainer(pod=name))
         elif self.how == "gcs":
             sim.faults.perform_planned(KillGcs(pod=name))
+        elif self.how == "evict":
+            return _evict(sim, pod)
         else:
             node = (pod.get("spec") or {}).get("nodeName")
             if not node:
                 return f"Pod {name} is not on a Node yet"
             sim.faults.perform_planned(FailNode(node=node, duration=self.duration))
         return None
+
+
+def _evict(sim: Simulation, pod: dict[str, Any]) -> str | None:
+    """The kubelet's eviction manager: the Pod's status says Failed/Evicted (written as its
+    kubelet would); the kubelet then keeps the terminal phase and stops the containers."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node:
+        return f"Pod {pod['metadata']['name']} is not on a Node yet"
+    pod["status"] = {**(pod.get("status") or {}), "phase": "Failed", "reason": "Evicted",
+                     "message": "The node was low on resource: memory."}
+    sim.api.update_status(pod, caller=f"kubelet-{node}")
+    return None
 
 
 @attrs.frozen

@@ -10,11 +10,16 @@ transition of the workload's objects and Ray Pods. From it:
   successor takes over, then let it resume, so write *k+1* lands late (no fencing);
 - `lose_responses`: write *k* takes effect but the writer never hears back;
 - `pod_loss_at_transitions`: at each state transition, lose the head or a worker Pod (delete,
-  kill, its GCS, or its Node);
+  kill, its GCS, its Node, or a kubelet eviction);
 - `outages`: API-server outages, dashboard/GCS blips, Redis down, operator↔head partitions,
   starting at the transition times;
 - `random_combinations`: seeded random 1-3 faults drawn from all of the above, at random times
-  and on random knob settings.
+  and on random knob settings;
+- `serve_failures` (opt-in, `OPT_IN`): from each transition on, the workload's Serve
+  applications fail to deploy, or take a minute to. Such a fault never heals and a failed
+  application is the user's to fix, so a default search would report every run of it as
+  unsteady; a user who asks how KubeRay copes with a broken application (the RayService
+  ``ray.io/initializing-timeout``) names the family.
 
 Every plan is a `FaultPlan` of fault values, so it prints as code and replays exactly.
 """
@@ -30,6 +35,7 @@ import attrs
 from ..faults import (
     CoalesceEvents,
     Crash,
+    FailServeDeployment,
     FaultPlan,
     InformerLag,
     LoseResponses,
@@ -37,6 +43,7 @@ from ..faults import (
     Pause,
     RedisDown,
     ShuffleLists,
+    SlowServeDeployment,
     StaleList,
 )
 from .faults import AtCall, CrashLeader, LoseRayPod, PartitionLeaderFromHead, PauseLeader
@@ -129,7 +136,7 @@ def pod_loss_at_transitions(workload: Workload, actions: Sequence[Obj]) -> Itera
     kinds = tuple(sorted({str(m.get("kind")) for m in workload.manifests}))
     for a in _transitions(actions, kinds):
         for node_type, how in (("head", "delete"), ("worker", "delete"), ("head", "gcs"),
-                               ("head", "node"), ("head", "kill")):
+                               ("head", "node"), ("head", "kill"), ("head", "evict")):
             yield FaultPlan([LoseRayPod(at=float(a["t"]), owner=owner, node_type=node_type,
                                         how=how, duration=60.0 if how == "node" else None)])
 
@@ -190,10 +197,23 @@ def perturbations(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultP
                                                 duration=20.0)])
 
 
+def serve_failures(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:
+    """From each transition on, deployments of each of the workload's Serve import paths
+    (``Setup.serve_import_paths``) end DEPLOY_FAILED, or stay DEPLOYING for a minute."""
+    times = sorted({float(a["t"]) for a in _transitions(actions)})
+    for t in times:
+        for path in workload.setup.serve_import_paths:
+            yield FaultPlan([FailServeDeployment(at=t, import_path=path)])
+            yield FaultPlan([SlowServeDeployment(at=t, import_path=path, build_seconds=60.0)])
+
+
 #: The plan families, by name, in the order `systematic` interleaves them.
 FAMILIES = {"crash-after-writes": crash_after_writes, "pause-before-writes": pause_before_writes,
             "lose-responses": lose_responses, "pod-loss": pod_loss_at_transitions,
-            "outages": outages, "perturbations": perturbations}
+            "outages": outages, "perturbations": perturbations, "serve-failures": serve_failures}
+#: Families generated only when a workload names them (`Workload.families`): their faults never
+#: heal, so they break eventual liveness by design.
+OPT_IN = frozenset({"serve-failures"})
 
 
 def check_families(names: Sequence[str]) -> None:
@@ -205,11 +225,11 @@ def check_families(names: Sequence[str]) -> None:
 
 def systematic(workload: Workload, actions: Sequence[Obj]) -> list[FaultPlan]:
     """Every single-fault plan of the generators above (of ``workload.families`` when it names
-    some), interleaved family by family (so a small budget still tries each kind of fault),
-    duplicates removed, in a stable order."""
+    some, else of every family but the `OPT_IN` ones), interleaved family by family (so a small
+    budget still tries each kind of fault), duplicates removed, in a stable order."""
     check_families(workload.families)
     families = [list(gen(workload, actions)) for name, gen in FAMILIES.items()
-                if not workload.families or name in workload.families]
+                if (name in workload.families if workload.families else name not in OPT_IN)]
     out: list[FaultPlan] = []
     seen: set[str] = set()
     i = 0

@@ -99,8 +99,9 @@ class Workload:
     setup: Setup = attrs.field(factory=Setup)
     goal: Goal | None = None
     scenario: str | None = None
-    #: The plan families to generate (`emu.explore.plans.FAMILIES`); empty: all of them. A
-    #: user who suspects one kind of fault narrows the search to it.
+    #: The plan families to generate (`emu.explore.plans.FAMILIES`); empty: all but the opt-in
+    #: ones (`emu.explore.plans.OPT_IN`). A user who suspects one kind of fault narrows the
+    #: search to it.
     families: tuple[str, ...] = attrs.field(converter=_tuple, default=())
 
     def knob(self, name: str) -> Knob:
@@ -131,10 +132,15 @@ class Workload:
         return out
 
     def changes_for(self, knobs: Mapping[str, Any]) -> list[tuple[float, Knob, Any]]:
-        """The timed knob changes ``(at, knob, value)`` to make during the run, by time."""
+        """The timed knob changes ``(at, knob, value)`` to make during the run, by time. A timed
+        knob not in ``knobs`` takes its default (``values[0]``; a static knob's default is what
+        the manifests already say): a workload whose default is a change (``values=(True,
+        None)``) makes it in every run that does not set the knob."""
+        for name in knobs:
+            self.knob(name)
         out = []
-        for name, value in sorted(knobs.items()):
-            k = self.knob(name)
+        for k in self.knobs:
+            value = knobs.get(k.name, k.default)
             if k.at is not None and value is not None:
                 out.append((k.at, k, value))
         return sorted(out, key=lambda c: (c[0], c[1].name))
@@ -251,6 +257,8 @@ def raycluster_workload() -> Workload:
         Knob("workers", "RayCluster", "spec.workerGroupSpecs.0.replicas", (1, 0, 2)),
         Knob("suspend", "RayCluster", "spec.suspend", (None, True), at=30.0),
         Knob("unsuspend", "RayCluster", "spec.suspend", (None, False), at=60.0),
+        # suspended again while the resumed Pods start (Kueue preempting just after admitting)
+        Knob("resuspend", "RayCluster", "spec.suspend", (None, True), at=63.0),
         Knob("disableHeadRestart", "RayCluster",
              "/metadata/annotations/ray.io~1disable-provisioned-head-restart", (None, "true")),
         Knob("scale", "RayCluster", "spec.workerGroupSpecs.0.replicas", (None, 3), at=20.0),

@@ -19,6 +19,8 @@ KubeRay or Kubernetes contract, with its SPEC.md section and Go function) and it
 ``retry-attempts-fenced``                            `emu.invariants.rayjob`
 ``rayservice-serves-ready-cluster``                  `emu.invariants.rayservice`
 ``rayservice-no-refused-requests-during-switch``     `emu.invariants.rayservice`
+``rayservice-initializing-timeout``                  `emu.invariants.initializing`
+``suspended-cluster-has-no-pods``                    `emu.invariants.suspend`
 ``eventually-steady`` (`EventuallySteady`)           `emu.invariants.liveness`
 ``cleanup-after-delete`` (`Cleanup`)                 `emu.invariants.cleanup`
 ``two-leader-window`` (information only)             `emu.invariants.twoleaders`
@@ -41,6 +43,7 @@ from .base import (
 )
 from .cleanup import Cleanup
 from .heads import OneLiveHead
+from .initializing import InitializingTimeoutHonoured
 from .leadership import (
     HolderViolation,
     LeadershipTenures,
@@ -52,12 +55,15 @@ from .leadership import (
 from .liveness import EventuallySteady
 from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
 from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
+from .suspend import SuspendedClusterHasNoPods
 from .twoleaders import TwoLeaderWindows
 
 __all__ = [
-    "BaseMonitor", "Cleanup", "EventuallySteady", "HolderViolation", "Invariant",
+    "BaseMonitor", "Cleanup", "EventuallySteady", "HolderViolation",
+    "InitializingTimeoutHonoured", "Invariant",
     "InvariantViolated", "LeadershipTenures", "LeaseHolderChecker", "Monitor", "Monitors",
     "NoRefusedRequestsDuringSwitch", "OneJobRunPerAttempt", "OneLiveHead",
-    "RayJobStatusConsistent", "RetryAttemptsFenced", "ServesReadyCluster", "Tenure",
+    "RayJobStatusConsistent", "RetryAttemptsFenced", "ServesReadyCluster",
+    "SuspendedClusterHasNoPods", "Tenure",
     "TwoLeaderChecker", "TwoLeaderWindow", "TwoLeaderWindows", "Violation", "kuberay_invariants",
 ]

@@ -5,9 +5,11 @@ from __future__ import annotations
 from .base import Invariant
 from .cleanup import Cleanup
 from .heads import OneLiveHead
+from .initializing import InitializingTimeoutHonoured
 from .liveness import EventuallySteady
 from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
 from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
+from .suspend import SuspendedClusterHasNoPods
 from .twoleaders import TwoLeaderWindows
 
 
@@ -20,6 +22,8 @@ def default_set() -> list[Invariant]:
         RetryAttemptsFenced(),
         ServesReadyCluster(),
         NoRefusedRequestsDuringSwitch(),
+        InitializingTimeoutHonoured(),
+        SuspendedClusterHasNoPods(),
         EventuallySteady(),
         Cleanup(),
         TwoLeaderWindows(),

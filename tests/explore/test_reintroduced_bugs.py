@@ -9,6 +9,7 @@ stays small and the test survives changes to the generators' order.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,20 @@ import pytest
 from explore_worlds import budget_to_reach
 
 import controllers.raycluster as raycluster
+import controllers.rayjob as rayjob
 import controllers.rayservice as rayservice
 from emu.explore.faults import LoseRayPod
 from emu.explore.runner import RunResult, RunSpec
 from emu.explore.search import explore
-from emu.explore.workload import Workload, builtin
-from emu.invariants import EventuallySteady, OneJobRunPerAttempt
+from emu.explore.workload import Knob, Workload, builtin
+from emu.faults import FailServeDeployment
+from emu.invariants import (
+    EventuallySteady,
+    InitializingTimeoutHonoured,
+    OneJobRunPerAttempt,
+    SuspendedClusterHasNoPods,
+)
+from emu.runtime import Result
 
 
 def _findings(result: Any) -> set[tuple[str, str]]:
@@ -111,6 +120,201 @@ def test_kuberay_4141_sidecar_mode_head_recreated_runs_the_job_again(
     new = twice - port_twice
     assert new, "no run broke one-job-run-per-attempt with the bug that did not without it"
     assert all("node_type='head'" in plan and "how='delete'" in plan for plan in new)
+
+
+def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay #3860/#3903, fixed by PR #4080: in K8sJobMode a head Pod deleted while the job
+    # ran comes back with an empty GCS; the submitter's log stream ends and the submitter Job
+    # completes, GetJobInfo on the new head answers "not found" (BadRequest), and
+    # RayJobReconciler.Reconcile (rayjob_controller.go, Running) only requeued: the RayJob
+    # stayed Running and its RayCluster leaked. #4080 fails it ("Submitter completed but Ray
+    # job not found in RayCluster."). Two later nets catch the same state too and did not
+    # exist then: checkSubmitterFinishedTimeoutAndUpdateStatusIfNeeded (#4091, 30 s after the
+    # submitter finished) and checkJobStatusCheckTimeoutAndUpdateStatusIfNeeded (#4916, 300 s
+    # of failing status checks). Put the Running branch back as it was before #4080.
+    wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
+
+    def head_deleted_while_job_runs(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        return not spec.knob_map and any(
+            isinstance(f, LoseRayPod) and (f.node_type, f.how) == ("head", "delete")
+            and f.at >= _running_at(actions, "RayJob") + 1.0 for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, head_deleted_while_job_runs)
+    assert budget <= 30
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[EventuallySteady()])
+    port = explore(wl, **search)
+
+    running = rayjob.RayJobReconciler._running
+
+    async def before_4080(self: Any, instance: Any, mode: str, now: float) -> Any:
+        saved = copy.deepcopy(instance.get("status"))
+        result, err, done = await running(self, instance, mode, now)
+        if (instance.get("status") or {}).get("message") == \
+                "Submitter completed but Ray job not found in RayCluster.":
+            instance["status"] = saved  # the BadRequest only requeued
+            return result, None, False
+        return result, err, done
+
+    monkeypatch.setattr(rayjob.RayJobReconciler, "_running", before_4080)
+    monkeypatch.setattr(rayjob, "check_submitter_finished_timeout_and_update_status_if_needed",
+                        lambda *args: False)
+    monkeypatch.setattr(rayjob, "check_job_status_check_timeout_and_update_status_if_needed",
+                        lambda *args: False)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #3903 put back ({budget} runs)"
+    plans = {plan for invariant, plan in new if invariant == "eventually-steady"}
+    assert any("node_type='head'" in plan and "how='delete'" in plan for plan in plans)
+    assert any("RayJob default/demo-job not steady" in f.message
+               and "jobDeploymentStatus Running" in f.message for f in buggy.findings)
+
+
+def test_kuberay_2217_an_evicted_head_is_never_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay #2125, fixed by PR #2217: shouldDeletePod (raycluster_controller.go) returned
+    # "keep" for every Pod whose restartPolicy is Always, trusting the kubelet to restart it.
+    # A Pod the kubelet evicts (node pressure) is Failed for good whatever its restartPolicy,
+    # so an evicted head (restartPolicy Always by default) was never deleted nor replaced:
+    # the RayCluster stayed headless. The fix deletes Failed and Succeeded Pods first. Put
+    # the old early return back. The explorer needed a fault it lacked for this:
+    # LoseRayPod(how='evict'), in the pod-loss family.
+    wl = attrs.evolve(builtin("raycluster"), families=("pod-loss",))
+
+    def head_evicted_once_ready(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        ready = min(a["t"] for a in actions if a["type"] == "transition"
+                    and a["kind"] == "RayCluster" and "ready" in a["state"])
+        return not spec.knob_map and any(
+            isinstance(f, LoseRayPod) and (f.node_type, f.how) == ("head", "evict")
+            and f.at >= ready for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, head_evicted_once_ready)
+    assert budget <= 40
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[EventuallySteady()])
+    port = explore(wl, **search)
+    should_delete_pod = raycluster.should_delete_pod
+
+    def before_2217(pod: Any, node_type: str) -> tuple[bool, str]:
+        if ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always":
+            return False, "restartPolicy Always: KubeRay will not delete the Pod"
+        return should_delete_pod(pod, node_type)
+
+    monkeypatch.setattr(raycluster, "should_delete_pod", before_2217)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #2217 put back ({budget} runs)"
+    assert any(invariant == "eventually-steady" and "how='evict'" in plan
+               for invariant, plan in new)
+    assert any("RayCluster default/raycluster not steady" in f.message
+               and "head not Ready" in f.message for f in buggy.findings)
+
+
+def _toggling_raycluster() -> Workload:
+    """The built-in RayCluster suspended at 30 s, resumed at 60 s and suspended again at 63 s,
+    while the resumed Pods start (a queue admitting, then preempting): the toggles are the
+    defaults, so every run makes them."""
+    wl = builtin("raycluster")
+    toggles = {"suspend": True, "unsuspend": False, "resuspend": True}
+    knobs = tuple(attrs.evolve(k, values=(toggles[k.name], None)) if k.name in toggles else k
+                  for k in wl.knobs)
+    return attrs.evolve(wl, knobs=knobs, families=("outages",))
+
+
+def test_kuberay_1741_a_quickly_undone_resume_leaves_pods_running_under_suspended(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #1741 ("`suspend` is not a stateless operation"): RayClusterReconciler.
+    # Reconcile (raycluster_controller.go) returned early when spec.suspend was true and
+    # status.state was already suspended. Resume a suspended cluster (its Pods are created)
+    # and suspend it again before the state leaves suspended: every later pass was skipped,
+    # so the resumed Pods ran for good under a status saying suspended. The fix reconciles
+    # anyway, and reconcilePods deletes them. Put the early return back. No fault is needed:
+    # the knob space's toggles reach it, and `suspended-cluster-has-no-pods` notices (the
+    # goal, state suspended, is reached, so eventual steadiness alone never would).
+    wl = _toggling_raycluster()
+    budget = budget_to_reach(wl, 1, lambda spec, _: not spec.knob_map)
+    assert budget <= 2
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[SuspendedClusterHasNoPods()])
+    port = explore(wl, **search)
+    assert not port.findings
+    reconcile = raycluster.RayClusterReconciler.ray_cluster_reconcile
+
+    async def before_1741(self: Any, instance: Any) -> Any:
+        if (instance.get("spec") or {}).get("suspend") and \
+                (instance.get("status") or {}).get("state") == "suspended":
+            return Result(), None
+        return await reconcile(self, instance)
+
+    monkeypatch.setattr(raycluster.RayClusterReconciler, "ray_cluster_reconcile", before_1741)
+    buggy = explore(wl, **search)
+    assert buggy.findings, f"the explorer found nothing with #1741 put back ({budget} runs)"
+    [finding, *_] = buggy.findings
+    assert finding.invariant == "suspended-cluster-has-no-pods"
+    assert "RayCluster default/raycluster says suspended" in finding.message
+    assert "raycluster-head-" in finding.message
+
+
+TIMEOUT = "rayservice-initializing-timeout"
+
+
+def test_kuberay_4894_a_resumed_rayservice_that_never_gets_ready_never_times_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay #4892, fixed by PR #4894: on resume (spec.suspend back to false),
+    # RayServiceReconciler.handleSuspend (rayservice_controller.go) flipped Suspended to
+    # False but left Ready at reason SuspendComplete; markFailedOnInitializingTimeout acts only
+    # on reason Initializing, so a resumed RayService whose new cluster never became ready
+    # (here its Serve application fails to deploy) waited forever despite
+    # ray.io/initializing-timeout. The fix re-arms Ready (and UpgradeInProgress) as
+    # Initializing. Put the old resume back: keep both conditions as they were.
+    #
+    # The built-in rayservice workload has no suspend toggles: its goal (serviceStatus
+    # Running) cannot say "suspended", so a lone suspend would miss it in every run. A user
+    # who suspects suspend/resume adds them, with the timeout annotation, and names the
+    # opt-in family of Serve applications that fail to deploy.
+    wl = builtin("rayservice")
+    manifests = copy.deepcopy(list(wl.manifests))
+    manifests[0]["metadata"]["annotations"] = {"ray.io/initializing-timeout": "60s"}
+    wl = attrs.evolve(wl, manifests=manifests, families=("serve-failures",), knobs=(
+        *wl.knobs, Knob("suspend", "RayService", "spec.suspend", (True, None), at=50.0),
+        Knob("unsuspend", "RayService", "spec.suspend", (False, None), at=80.0)))
+    resume = 80.0
+
+    def app_fails_before_the_resume(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        return not spec.knob_map and any(
+            isinstance(f, FailServeDeployment)
+            and _running_at(actions, "RayService") <= f.at < resume for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, app_fails_before_the_resume)
+    assert budget <= 30
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[InitializingTimeoutHonoured()])
+    port = explore(wl, **search)
+    # a Serve application that never deploys misses the workload's goal in every run; the
+    # port ends the initialization with InitializingTimeout, as the annotation asks
+    assert TIMEOUT not in {f.invariant for f in port.findings}
+    handle_suspend = rayservice.RayServiceReconciler.handle_suspend
+
+    async def before_4894(self: Any, instance: Any) -> Any:
+        conditions = (instance.get("status") or {}).get("conditions") or []
+        kept = {c["type"]: copy.deepcopy(c) for c in conditions
+                if c.get("type") in ("Ready", "UpgradeInProgress")}
+        suspended = any(c.get("type") == "Suspended" and c.get("status") == "True"
+                        for c in conditions)
+        result, err = await handle_suspend(self, instance)
+        if suspended and not (instance.get("spec") or {}).get("suspend"):
+            status = instance["status"]
+            status["conditions"] = [kept.get(c.get("type"), c) for c in status["conditions"]]
+        return result, err
+
+    monkeypatch.setattr(rayservice.RayServiceReconciler, "handle_suspend", before_4894)
+    buggy = explore(wl, **search)
+    found = [f for f in buggy.findings if f.invariant == TIMEOUT]
+    assert found, f"the explorer found nothing with #4894 put back ({budget} runs)"
+    [finding, *_] = found
+    assert "RayService default/rs, resumed at" in finding.message
+    assert "reason SuspendComplete" in finding.message
+    assert "FailServeDeployment(" in repr(finding.plan)
 
 
 def _runs(out: Path) -> list[RunResult]:

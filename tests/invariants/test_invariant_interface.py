@@ -27,7 +27,9 @@ def test_the_default_set_is_values_with_stable_names_rationales_and_code_reprs()
     assert names == [
         "one-live-head", "one-job-run-per-attempt", "rayjob-status-consistent",
         "retry-attempts-fenced", "rayservice-serves-ready-cluster",
-        "rayservice-no-refused-requests-during-switch", "eventually-steady",
+        "rayservice-no-refused-requests-during-switch", "rayservice-initializing-timeout",
+        "suspended-cluster-has-no-pods",
+        "eventually-steady",
         "cleanup-after-delete", "two-leader-window"]
     assert all(inv.rationale for inv in invs)
     assert repr(EventuallySteady(bound=60.0)) == "EventuallySteady(bound=60.0)"
