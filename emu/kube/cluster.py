@@ -64,6 +64,9 @@ class KubeCluster:
         self.kubelets: dict[str, Kubelet] = {}
         self.runtimes: dict[str, NodeRuntime] = {}
         self._node_index: dict[str, int] = {}
+        #: Node -> when its latest timed loss ends (`fail_node_for`): overlapping losses of one
+        #: Node keep it down until the last of them ends.
+        self._down_until: dict[str, float] = {}
         #: When set, replaces `KubeConfig.endpoint_propagation_delay` (`DelayEndpoints`).
         self.endpoint_delay_override: float | None = None
         self._components: dict[str, MainFn] = {}
@@ -189,8 +192,33 @@ class KubeCluster:
             if not is_not_found(err):
                 raise
 
+    def fail_node_for(self, node: str, duration: float, *, delete_node: bool = False) -> None:
+        """`fail_node`, then `recover_node` ``duration`` seconds later. When timed losses of one
+        Node overlap, it stays down until the last of them ends (the union of the windows):
+        the first loss's end does not boot a machine a second loss still holds down."""
+        self.fail_node(node, delete_node=delete_node)
+        end = self.world.loop.time() + duration
+        if end > self._down_until.get(node, float("-inf")):
+            self._down_until[node] = end
+        self.world.loop.call_later(duration, self._end_timed_loss, node, end)
+
+    def _end_timed_loss(self, node: str, end: float) -> None:
+        if self._down_until.get(node) != end:
+            return  # a later loss of the same Node holds it down longer
+        del self._down_until[node]
+        if not self.node_is_up(node):
+            self.recover_node(node)
+
+    def node_is_up(self, node: str) -> bool:
+        """Whether the Node's kubelet runs (it has not failed, or it has recovered)."""
+        proc = self.world.processes.find(f"kubelet-{node}")
+        return proc is not None and proc.alive
+
     def recover_node(self, node: str) -> Process:
-        """The Node boots again: a fresh runtime and kubelet (it re-registers the Node)."""
+        """The Node boots again: a fresh runtime and kubelet (it re-registers the Node). A Node
+        that is up (its kubelet runs) is refused with a `ValueError` naming it."""
+        if self.node_is_up(node):
+            raise ValueError(f"Node {node!r} is up (its kubelet runs): nothing to recover")
         rt = self.runtimes.get(node)
         if rt is not None and rt.alive:
             rt.fail()

@@ -112,9 +112,11 @@ class FailNode(Fault):
 
     def apply(self, sim: Simulation) -> None:
         cluster = cluster_of(sim)
-        cluster.fail_node(_node(sim, self.node), delete_node=self.delete_node)
+        node = _node(sim, self.node)
         if self.duration is not None:
-            sim.loop.call_later(self.duration, cluster.recover_node, self.node)
+            cluster.fail_node_for(node, self.duration, delete_node=self.delete_node)
+        else:
+            cluster.fail_node(node, delete_node=self.delete_node)
 
 
 @attrs.frozen
@@ -123,8 +125,13 @@ class RecoverNode(Fault):
 
     node: str = ""
 
-    def apply(self, sim: Simulation) -> None:
-        cluster_of(sim).recover_node(_node(sim, self.node))
+    def apply(self, sim: Simulation) -> str | None:
+        cluster = cluster_of(sim)
+        node = _node(sim, self.node)
+        if cluster.node_is_up(node):
+            return f"Node {node} is up at t={sim.now:g}s: nothing to recover"
+        cluster.recover_node(node)
+        return None
 
 
 @attrs.frozen

@@ -98,3 +98,30 @@ async def test_a_restarted_kubelet_adopts_running_containers(sim):
     p = await sim.get("Pod", "p")
     assert p["status"]["containerStatuses"][0]["restartCount"] == 0
     assert condition(p, "Ready")["status"] == "True"
+
+
+async def test_overlapping_timed_losses_of_one_node_keep_it_down_until_the_last_ends(sim):
+    cluster = kc.install(sim, nodes=2)
+    await cluster.wait_ready()
+    t0 = sim.now
+    sim.faults.do(FailNode(node="node-1", duration=60.0))
+    await sim.sleep(4)
+    sim.faults.do(FailNode(node="node-1", duration=60.0))
+    await sim.sleep(57)  # the first loss ended: the second still holds the machine down
+    assert not cluster.node_is_up("node-1")
+    await sim.sleep(4)
+    assert cluster.node_is_up("node-1")
+    assert [round(e.t - t0, 6) for e in sim.trace if e.event == "node_recovered"] == [64.0]
+    await sim.wait_for("Node", "node-1", lambda n: condition(n, "Ready")["status"] == "True",
+                       namespace=None, timeout=60)
+
+
+async def test_recovering_a_node_that_is_up_is_reported_not_performed(sim):
+    cluster = kc.install(sim, nodes=1)
+    await cluster.wait_ready()
+    # optional: a strict fault that does nothing fails the run at its end (tests/faults)
+    sim.faults.do(RecoverNode(node="node-1", optional=True))
+    assert cluster.node_is_up("node-1")
+    [(fault, why)] = sim.faults.unperformed()
+    assert isinstance(fault, RecoverNode) and why == "Node node-1 is up at t=" + (
+        f"{sim.now:g}s: nothing to recover")
