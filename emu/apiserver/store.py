@@ -36,7 +36,10 @@ class Entry:
                  deleting: bool) -> None:
         self.ns = ns
         self.name = name
-        self.data = data
+        # An exact-size copy: orjson.dumps hands back bytes whose buffer was sized for growth
+        # (64 KiB behind a 4 KiB Pod, 4 KiB behind 60 bytes), and a stored version lives long
+        # (current objects, the history, informers' caches): ~0.2 µs per write.
+        self.data = bytes(memoryview(data))
         self.rev = rev
         self.rv = str(rev)
         self.uid = uid
