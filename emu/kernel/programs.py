@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 if TYPE_CHECKING:
     from .network import Handler, Network, StreamHandler
@@ -31,11 +32,20 @@ if TYPE_CHECKING:
     from .rng import SimRandom
 
 
+def _pod_json(pod: dict[str, Any] | bytes) -> bytes:
+    """A Pod as the exact-size JSON a `ContainerContext` keeps (bytes are taken as they are)."""
+    if isinstance(pod, bytes):
+        return pod
+    return bytes(memoryview(orjson.dumps(pod)))
+
+
 @attrs.define
 class ContainerContext:
     """What a program sees of its container: its spec, its Pod, the network and a ready flag.
 
-    - ``pod``: the Pod object when the container started (a copy; it does not update);
+    - ``pod``: the Pod object when the container started, decoded on each read (the program's
+      own copy; it does not update). It is kept as JSON (``pod=`` takes the object or its JSON):
+      a decoded Pod is several times its JSON, and every container of a world keeps one;
     - ``container``: this container's spec; ``env`` its environment, resolved (``value`` and
       ``valueFrom`` of fieldRef/secretKeyRef/configMapKeyRef that the kubelet could resolve);
     - ``volumes``: mount path → host directory, for volumes backed by a directory (PVCs,
@@ -49,7 +59,7 @@ class ContainerContext:
     process: Process
     network: Network
     rng: SimRandom
-    pod: dict[str, Any]
+    _pod: bytes = attrs.field(alias="pod", converter=_pod_json)
     container: dict[str, Any]
     env: dict[str, str]
     ip: str
@@ -87,6 +97,10 @@ class ContainerContext:
     @property
     def sigterm_handlers(self) -> list[Callable[[], Awaitable[Any]]]:
         return list(self._sigterm_handlers)
+
+    @property
+    def pod(self) -> dict[str, Any]:
+        return orjson.loads(self._pod)
 
     @property
     def namespace(self) -> str:
