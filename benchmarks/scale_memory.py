@@ -2,11 +2,11 @@
 
 The world of ``benchmarks/reconcile.py --kube`` (N RayClusters of 1 head and 2 workers, one
 operator, kubelets on N/20 Nodes running the Ray image's programs), built to ready, then one
-tracemalloc snapshot: the traced heap, the lines that allocated the most of what is still alive,
-and the same grouped by module. The line that allocated a block is where it was made, not who
-keeps it: an ``orjson.loads`` line in the informer is an informer's cached object, one in the
-watch stream an event object a handler kept. Tracing doubles the run's time; figures are bytes
-still allocated at the end, not peaks. Asserts nothing.
+tracemalloc snapshot: the traced heap (and its peak during the run), the lines that allocated
+the most of what is still alive, and the same grouped by module. The line that allocated a block
+is where it was made, not who keeps it: an ``orjson.loads`` line in the watch stream is an event
+object a handler kept (or a string or a sub-object of it). Tracing doubles the run's time;
+figures other than the peak are bytes still allocated at the end. Asserts nothing.
 
     PYTHONPATH=. .venv/bin/python benchmarks/scale_memory.py [--n 100] [--top 20] [--json]
 """
@@ -58,6 +58,7 @@ def measure(n: int, top: int) -> dict[str, Any]:
                                               for p in pods)
 
         await sim.wait_until(ready, timeout=3600, every=1.0, what=f"{n} clusters ready")
+        peak = tracemalloc.get_traced_memory()[1]
         gc.collect()
         snap = tracemalloc.take_snapshot().filter_traces(
             [tracemalloc.Filter(False, tracemalloc.__file__)])
@@ -70,7 +71,7 @@ def measure(n: int, top: int) -> dict[str, Any]:
             name = _short(s.traceback[0].filename)
             files[name] = files.get(name, 0.0) + s.size / 1e6
         by_file = sorted(files.items(), key=lambda kv: -kv[1])[:top]
-        return {"n": n, "traced_mb": total / 1e6, "lines": lines,
+        return {"n": n, "traced_mb": total / 1e6, "peak_mb": peak / 1e6, "lines": lines,
                 "files": [{"file": f, "mb": mb} for f, mb in by_file]}
 
     tracemalloc.start()
@@ -91,7 +92,8 @@ def main() -> None:
         print(json.dumps(out))
         return
     print(f"traced heap with {out['n']} RayClusters ready (kubelets and Ray): "
-          f"{out['traced_mb']:.1f} MB ({out['traced_mb'] / out['n'] * 1000:.0f} kB per cluster)")
+          f"{out['traced_mb']:.1f} MB ({out['traced_mb'] / out['n'] * 1000:.0f} kB per cluster); "
+          f"peak during the run {out['peak_mb']:.1f} MB")
     print("allocated by line (still alive):")
     for item in out["lines"]:
         print(f"  {item['mb']:7.2f} MB {item['blocks']:>8} blocks  {item['where']}")

@@ -57,6 +57,23 @@ class Entry:
         return out
 
 
+def _share_unchanged(entry: Entry, prev: Entry) -> None:
+    """Point ``entry`` at ``prev``'s values where they are equal: the history keeps every
+    version, and most writes (status updates) change none of these, so each version kept its
+    own copy of the same labels, uid and selectable fields (informers share the labels too)."""
+    entry.ns, entry.name = prev.ns, prev.name
+    if entry.uid == prev.uid:
+        entry.uid = prev.uid
+    if entry.labels == prev.labels:
+        entry.labels = prev.labels
+    if entry.fields == prev.fields:
+        entry.fields = prev.fields
+    if entry.owners == prev.owners:
+        entry.owners = prev.owners
+    if entry.finalizers == prev.finalizers:
+        entry.finalizers = prev.finalizers
+
+
 class Change:
     """One committed write: what a watch delivers. ``prev`` is the version it replaced."""
 
@@ -241,6 +258,8 @@ class Store:
             assert prev is not None
             table.remove(prev)
         else:
+            if prev is not None:
+                _share_unchanged(entry, prev)
             table.put(entry, prev)
         old_owners = prev.owners if prev is not None else ()
         new_owners = entry.owners if type != "DELETED" else ()
