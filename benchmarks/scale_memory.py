@@ -19,9 +19,8 @@ import json
 import tracemalloc
 from typing import Any
 
-from reconcile import cluster
-
 import emu
+from benchmarks.reconcile import cluster
 from controllers.operator import install_kuberay
 
 

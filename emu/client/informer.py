@@ -108,7 +108,10 @@ class FuncHandler(EventHandler):
 
 
 class Informer:
-    """A cached, watched view of one kind (optionally one namespace and a label selector)."""
+    """A cached, watched view of one kind (optionally one namespace and a label selector).
+
+    The cache holds the API server's stored bytes of each object; `get` and `list` decode them,
+    so what a reader gets is its own copy."""
 
     BACKOFF_INITIAL = 0.8
     BACKOFF_MAX = 30.0
