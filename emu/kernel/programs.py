@@ -32,11 +32,11 @@ if TYPE_CHECKING:
     from .rng import SimRandom
 
 
-def _pod_json(pod: dict[str, Any] | bytes) -> bytes:
-    """A Pod as the exact-size JSON a `ContainerContext` keeps (bytes are taken as they are)."""
-    if isinstance(pod, bytes):
-        return pod
-    return bytes(memoryview(orjson.dumps(pod)))
+def _as_json(obj: dict[str, Any] | bytes) -> bytes:
+    """An object as the exact-size JSON a `ContainerContext` keeps (bytes are taken as is)."""
+    if isinstance(obj, bytes):
+        return obj
+    return bytes(memoryview(orjson.dumps(obj)))
 
 
 @attrs.define
@@ -46,8 +46,9 @@ class ContainerContext:
     - ``pod``: the Pod object when the container started, decoded on each read (the program's
       own copy; it does not update). It is kept as JSON (``pod=`` takes the object or its JSON):
       a decoded Pod is several times its JSON, and every container of a world keeps one;
-    - ``container``: this container's spec; ``env`` its environment, resolved (``value`` and
-      ``valueFrom`` of fieldRef/secretKeyRef/configMapKeyRef that the kubelet could resolve);
+    - ``container``: this container's spec (kept and decoded like ``pod``); ``env`` its
+      environment, resolved (``value`` and ``valueFrom`` of fieldRef/secretKeyRef/
+      configMapKeyRef that the kubelet could resolve);
     - ``volumes``: mount path → host directory, for volumes backed by a directory (PVCs,
       emptyDir); data written there outlives the container only if the volume does;
     - ``ip`` and ``hostname``: the Pod's address on the network; `listen` registers
@@ -59,8 +60,8 @@ class ContainerContext:
     process: Process
     network: Network
     rng: SimRandom
-    _pod: bytes = attrs.field(alias="pod", converter=_pod_json)
-    container: dict[str, Any]
+    _pod: bytes = attrs.field(alias="pod", converter=_as_json)
+    _container: bytes = attrs.field(alias="container", converter=_as_json)
     env: dict[str, str]
     ip: str
     hostname: str
@@ -103,6 +104,10 @@ class ContainerContext:
         return orjson.loads(self._pod)
 
     @property
+    def container(self) -> dict[str, Any]:
+        return orjson.loads(self._container)
+
+    @property
     def namespace(self) -> str:
         return str(self.pod.get("metadata", {}).get("namespace", "default"))
 
@@ -117,7 +122,8 @@ class ContainerContext:
     @property
     def command_line(self) -> str:
         """``command`` and ``args`` joined with spaces (how a shell would see them)."""
-        parts = [*(self.container.get("command") or []), *(self.container.get("args") or [])]
+        container = self.container
+        parts = [*(container.get("command") or []), *(container.get("args") or [])]
         return " ".join(str(p) for p in parts)
 
     def listen(self, port: int, handler: Handler | None = None, *,

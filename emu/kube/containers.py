@@ -200,10 +200,11 @@ class NodeRuntime:
         self._images[rec.image] = None
         program = self.world.programs.lookup(rec.image)
         rng = self.world.rng.fork(f"container:{box.uid}:{rec.name}:{rec.attempt}")
+        container = bytes(memoryview(orjson.dumps(spec)))  # (what `main` keeps for its life)
 
         async def main(proc: Process) -> int | None:
             ctx = ContainerContext(process=proc, network=self.world.network, rng=rng, pod=pod,
-                                   container=spec, env=env, ip=box.ip, hostname=hostname,
+                                   container=container, env=env, ip=box.ip, hostname=hostname,
                                    volumes=volumes, services=box.services, init=rec.init)
             rec.ctx = ctx
             ctx.on_ready_change(lambda _ready: box.notify())

@@ -846,6 +846,9 @@ class PodWorker:
                 if probe and rec.container_id not in self._probes:
                     self._probes[rec.container_id] = process.spawn(self._probe_loop(rec, probe))
                 continue
+            # what a probe worker reads of the container (its name, its named ports), not the
+            # whole spec of the Pod version it started from, kept for the container's life
+            probed = {"name": name, "ports": c.get("ports") or []}
             for kind, pspec in probes.probe_specs(c).items():
                 key = f"{rec.container_id}:{kind}"
                 if key in self._probes:
@@ -854,7 +857,7 @@ class PodWorker:
                     rec.started_ok = False
                 if kind == "readiness" and rec.probe_ready is None:
                     rec.probe_ready = self._was_ready(pod, name, rec)
-                self._probes[key] = process.spawn(self._prober(rec, c, pspec, box.ip),
+                self._probes[key] = process.spawn(self._prober(rec, probed, pspec, box.ip),
                                                   name=f"{process.name}:probe:{self.name}:"
                                                        f"{name}:{kind}")
 
