@@ -50,6 +50,7 @@ class WatchEvent(dict[str, Any]):
     data: bytes | None
     labels: dict[str, str]
 
+
 #: The start of an encoded event line, by type, up to the stored object's bytes.
 _LINE_START = {t: b'{"type":"' + t.encode() + b'","object":' for t in ("ADDED", "MODIFIED",
                                                                         "DELETED")}
