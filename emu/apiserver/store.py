@@ -36,7 +36,10 @@ class Entry:
                  deleting: bool) -> None:
         self.ns = ns
         self.name = name
-        self.data = data
+        # An exact-size copy: orjson.dumps hands back bytes whose buffer was sized for growth
+        # (64 KiB behind a 4 KiB Pod, 4 KiB behind 60 bytes), and a stored version lives long
+        # (current objects, the history, informers' caches): ~0.2 µs per write.
+        self.data = bytes(memoryview(data))
         self.rev = rev
         self.rv = str(rev)
         self.uid = uid
@@ -52,6 +55,23 @@ class Entry:
         if self.fields:
             out.update(self.fields)
         return out
+
+
+def _share_unchanged(entry: Entry, prev: Entry) -> None:
+    """Point ``entry`` at ``prev``'s values where they are equal: the history keeps every
+    version, and most writes (status updates) change none of these, so each version kept its
+    own copy of the same labels, uid and selectable fields (informers share the labels too)."""
+    entry.ns, entry.name = prev.ns, prev.name
+    if entry.uid == prev.uid:
+        entry.uid = prev.uid
+    if entry.labels == prev.labels:
+        entry.labels = prev.labels
+    if entry.fields == prev.fields:
+        entry.fields = prev.fields
+    if entry.owners == prev.owners:
+        entry.owners = prev.owners
+    if entry.finalizers == prev.finalizers:
+        entry.finalizers = prev.finalizers
 
 
 class Change:
@@ -247,6 +267,8 @@ class Store:
             assert prev is not None
             table.remove(prev)
         else:
+            if prev is not None:
+                _share_unchanged(entry, prev)
             table.put(entry, prev)
         old_owners = prev.owners if prev is not None else ()
         new_owners = entry.owners if type != "DELETED" else ()

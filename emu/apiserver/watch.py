@@ -2,8 +2,10 @@
 
 `WatchHub` indexes open watches by kind and namespace (``None`` = all namespaces), so a write
 costs time proportional to the watchers of its kind in its namespace, not to every watch. A
-`WatchStream` queues the raw `Change` records it accepted and decodes each one only when the
-consumer asks for it (each consumer gets its own fresh dict).
+`WatchStream` queues the stored `Entry` of each change it accepted and decodes it only when the
+consumer asks for it (each consumer gets its own fresh dict). The event is a `WatchEvent`, a dict
+that also carries the stored bytes and labels it was decoded from, so an informer can cache those
+instead of the decoded tree (one shared, immutable copy instead of one per informer).
 
 Selector semantics follow kube's watch cache (``cacheWatcher.convertToWatchEvent``): an object
 that stops matching is delivered as DELETED, one that starts matching as ADDED. Bookmarks, when
@@ -30,8 +32,24 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 #: Seconds of silence before a watch that allows bookmarks gets one (kube sends about one a minute).
 BOOKMARK_INTERVAL = 60.0
 
-# A queued item: (type, serialized object or None, resourceVersion override or None)
-_Item = tuple[str, bytes | None, str | None]
+# A queued item: (type, what is sent, resourceVersion override or None). What is sent is the
+# stored `Entry` for ADDED, MODIFIED and DELETED; the encoded Status for ERROR; for BOOKMARK b""
+# (the end of a watch-list's initial events) or None.
+_Item = tuple[str, Entry | bytes | None, str | None]
+
+
+class WatchEvent(dict[str, Any]):
+    """A decoded ``{"type": ..., "object": ...}`` event of an object, as a plain dict reads it,
+    that also holds what the store holds for that object: ``data``, its serialized bytes (None
+    when the event's resourceVersion is not the stored one: an object that left a selector is
+    sent as DELETED at the revision that moved it), and ``labels``, the store's own label map.
+    Both are shared with the store and with every other watcher: never mutate ``labels``."""
+
+    __slots__ = ("data", "labels")
+
+    data: bytes | None
+    labels: dict[str, str]
+
 
 #: The start of an encoded event line, by type, up to the stored object's bytes.
 _LINE_START = {t: b'{"type":"' + t.encode() + b'","object":' for t in ("ADDED", "MODIFIED",
@@ -80,24 +98,24 @@ class WatchStream:
         if change.rev <= self.start_rev:
             return
         if self._labels is None and self._fields is None:
-            self._queue.append((change.type, change.entry.data, None))
+            self._queue.append((change.type, change.entry, None))
         else:
             prev = change.prev
             if change.type == "DELETED":
                 if prev is not None and self._passes(prev):
-                    self._queue.append(("DELETED", change.entry.data, None))
+                    self._queue.append(("DELETED", change.entry, None))
                 else:
                     return
             else:
                 cur = self._passes(change.entry)
                 old = prev is not None and self._passes(prev)
                 if cur and old:
-                    self._queue.append(("MODIFIED", change.entry.data, None))
+                    self._queue.append(("MODIFIED", change.entry, None))
                 elif cur:
-                    self._queue.append(("ADDED", change.entry.data, None))
+                    self._queue.append(("ADDED", change.entry, None))
                 elif old:
                     assert prev is not None
-                    self._queue.append(("DELETED", prev.data, change.entry.rv))
+                    self._queue.append(("DELETED", prev, change.entry.rv))
                 else:
                     return
         waiter = self._waiter
@@ -105,7 +123,7 @@ class WatchStream:
             waiter.set_result(None)
 
     def add_initial(self, entries: list[Entry]) -> None:
-        self._queue.extend([("ADDED", entry.data, None) for entry in entries])
+        self._queue.extend([("ADDED", entry, None) for entry in entries])
 
     def end_initial(self, rev: int) -> None:
         """Queue the bookmark that ends a watch-list's initial events (``sendInitialEvents``)."""
@@ -147,23 +165,30 @@ class WatchStream:
         return self._event(item)
 
     def _event(self, item: _Item) -> dict[str, Any]:
-        type_, data, rv = item
+        type_, sent, rv = item
+        if type(sent) is Entry:
+            event = WatchEvent(type=type_, object=orjson.loads(sent.data))
+            if rv is None:
+                event.data = sent.data
+            else:
+                event["object"]["metadata"]["resourceVersion"] = rv
+                event.data = None
+            event.labels = sent.labels
+            return event
         if type_ == "BOOKMARK":
             obj: dict[str, Any] = {"kind": self.info.kind, "apiVersion": self.info.api_version,
                                    "metadata": {"resourceVersion": rv}}
-            if data is not None:  # the end of a watch-list's initial events
+            if sent is not None:  # the end of a watch-list's initial events
                 obj["metadata"]["annotations"] = {INITIAL_EVENTS_END: "true"}
         else:
-            assert data is not None
-            obj = orjson.loads(data)
-            if rv is not None:
-                obj["metadata"]["resourceVersion"] = rv
+            assert isinstance(sent, bytes)
+            obj = orjson.loads(sent)
         return {"type": type_, "object": obj}
 
     def _encode(self, item: _Item) -> bytes:
-        type_, data, rv = item
-        if rv is None and data is not None and type_ in _LINE_START:
-            return _LINE_START[type_] + data + b"}\n"
+        type_, sent, rv = item
+        if rv is None and type(sent) is Entry:
+            return _LINE_START[type_] + sent.data + b"}\n"
         return orjson.dumps(self._event(item)) + b"\n"
 
     def take_ready(self) -> list[Any]:
@@ -184,8 +209,8 @@ class WatchStream:
         if self.closed or not self._queue:
             return b""
         queue, encode, start = self._queue, self._encode, _LINE_START
-        chunk = b"".join([start[t] + d + b"}\n" if rv is None and d is not None and t in start
-                          else encode((t, d, rv)) for t, d, rv in queue])
+        chunk = b"".join([start[t] + e.data + b"}\n" if rv is None and type(e) is Entry
+                          else encode((t, e, rv)) for t, e, rv in queue])
         self.delivered += len(queue)
         queue.clear()
         return chunk

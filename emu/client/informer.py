@@ -13,7 +13,14 @@ This is client-go's reflector + store + shared informer, reduced to what control
   state per object (as a relist delivers them), and a seeded shuffle of list order (Go's cache
   returns map order). They act here, never in controllers.
 
-Handlers are called synchronously, in order, with cached objects that must not be mutated.
+The cache keeps each object as the API server stored it: its serialized bytes (the very bytes
+object the store holds, handed over with the watch event or list item, so an object costs the
+informers that cache it a key and a reference, not a decoded tree each) and its labels, for the
+indexes. A read decodes (`get`, `list`: one ``orjson.loads``, which is also the copy a caller may
+mutate); an event is decoded once by the watch stream and that object is handed to each of its
+handlers, then dropped (an update's old object is decoded from the cached bytes when there are
+handlers). Handlers are called synchronously, in order; what they get is theirs and nothing they
+do to it reaches the cache.
 """
 
 from __future__ import annotations
@@ -30,11 +37,16 @@ import attrs
 import orjson
 
 from ..apiserver.errors import ApiError, is_gone
+from ..apiserver.request import ApiRequest
 from ..apiserver.selectors import LabelSelector, parse_label_selector
+from ..apiserver.watch import WatchEvent
 from ..kernel.network import Network, NetworkError
 from .client import Client, ObjectList, selector_text
 
 Obj = dict[str, Any]
+Labels = dict[str, str]
+
+_loads = orjson.loads
 
 
 def object_key(obj: Obj) -> str:
@@ -44,8 +56,21 @@ def object_key(obj: Obj) -> str:
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
 
-def _copy(obj: Obj) -> Obj:
-    return orjson.loads(orjson.dumps(obj))
+def _namespace_of(key: str) -> str | None:
+    """The namespace in an `object_key` (None for a cluster-scoped object: names have no /)."""
+    at = key.find("/")
+    return key[:at] if at >= 0 else None
+
+
+def _stored(event: dict[str, Any], obj: Obj) -> tuple[bytes, Labels | None]:
+    """The bytes and labels to cache for an ADDED or MODIFIED event's object: the store's own
+    when the event carries them (a `WatchEvent` from the API server), else encoded from the
+    decoded object (an event from elsewhere: one extra encode) with a private copy of its
+    labels, since handlers get that object."""
+    if type(event) is WatchEvent and event.data is not None:
+        return event.data, event.labels or None
+    labels = (obj.get("metadata") or {}).get("labels")
+    return orjson.dumps(obj), (dict(labels) if labels else None)
 
 
 class EventHandler:
@@ -83,7 +108,10 @@ class FuncHandler(EventHandler):
 
 
 class Informer:
-    """A cached, watched view of one kind (optionally one namespace and a label selector)."""
+    """A cached, watched view of one kind (optionally one namespace and a label selector).
+
+    The cache holds the API server's stored bytes of each object; `get` and `list` decode them,
+    so what a reader gets is its own copy."""
 
     BACKOFF_INITIAL = 0.8
     BACKOFF_MAX = 30.0
@@ -102,7 +130,10 @@ class Informer:
         self.api_version = api_version
         self.lag = lag
         self._rng = rng
-        self._cache: dict[str, Obj] = {}
+        #: key -> the object's serialized bytes (shared with the API server's store)
+        self._cache: dict[str, bytes] = {}
+        #: key -> the object's labels, for objects that have some (read only: often the store's)
+        self._labels: dict[str, Labels] = {}
         # Indexes, so a namespace or label-selector list is not a scan of the whole cache:
         # namespace -> keys, and (label key, value) -> keys (dicts used as ordered sets).
         self._by_ns: dict[str, dict[str, None]] = {}
@@ -131,18 +162,26 @@ class Informer:
         await self.synced.wait()
 
     def get(self, name: str, namespace: str | None = None) -> Obj | None:
-        """A copy of the cached object, or None."""
-        obj = self._cache.get(f"{namespace}/{name}" if namespace else name)
-        return _copy(obj) if obj is not None else None
+        """The cached object (decoded: the caller's own copy), or None."""
+        data = self._cache.get(f"{namespace}/{name}" if namespace else name)
+        return _loads(data) if data is not None else None
 
     def list(self, namespace: str | None = None,
              label_selector: str | dict[str, str] | None = None) -> builtins.list[Obj]:
-        """Copies of cached objects, sorted by key, filtered by namespace and labels."""
-        return [_copy(o) for o in self.peek_list(namespace, label_selector)]
+        """Cached objects (decoded: the caller's own copies), sorted by key, filtered by
+        namespace and labels."""
+        return [_loads(data) for data in self._select(namespace, label_selector)]
 
     def peek_list(self, namespace: str | None = None,
                   label_selector: str | dict[str, str] | None = None) -> builtins.list[Obj]:
-        """Like `list` but without copying: the caller must not mutate what it gets."""
+        """The same as `list`. (It once handed out the cached objects themselves, which the
+        caller was not to mutate; the cache now holds bytes and every read decodes, so there is
+        nothing cheaper to share. Kept for its callers.)"""
+        return self.list(namespace, label_selector)
+
+    def _select(self, namespace: str | None,
+                label_selector: str | dict[str, str] | None) -> builtins.list[bytes]:
+        """The stored bytes of the cached objects a list returns, in its order."""
         matcher = self._selector(label_selector) if label_selector else None
         candidates: dict[str, None] | None = None
         if namespace is not None:
@@ -167,18 +206,22 @@ class Informer:
                     candidates = {}
                     for found in best:
                         candidates.update(found)
-        keys = sorted(self._cache) if candidates is None else sorted(candidates)
-        out = []
-        for key in keys:
-            obj = self._cache.get(key)
-            if obj is None:
-                continue
-            meta = obj.get("metadata", {})
-            if namespace is not None and meta.get("namespace") != namespace:
-                continue
-            if matcher is not None and not matcher.matches(meta.get("labels") or {}):
-                continue
-            out.append(obj)
+        cache = self._cache
+        keys = sorted(cache) if candidates is None else sorted(candidates)
+        if namespace is None and matcher is None:
+            out = [cache[key] for key in keys]
+        else:
+            labels_of = self._labels
+            out = []
+            for key in keys:
+                data = cache.get(key)
+                if data is None:
+                    continue
+                if namespace is not None and _namespace_of(key) != namespace:
+                    continue
+                if matcher is not None and not matcher.matches(labels_of.get(key) or {}):
+                    continue
+                out.append(data)
         if self._obs.rules and len(out) > 1:
             self._shuffle(out)
         return out
@@ -199,36 +242,48 @@ class Informer:
             parsed = self._selectors[text] = parse_label_selector(text)
         return parsed
 
-    def _index(self, key: str, obj: Obj) -> None:
-        meta = obj.get("metadata", {})
-        self._by_ns.setdefault(str(meta.get("namespace") or ""), {})[key] = None
-        for label, value in (meta.get("labels") or {}).items():
-            self._by_label.setdefault((label, str(value)), {})[key] = None
+    def _index(self, key: str, labels: Labels | None) -> None:
+        ns_keys = self._by_ns.get(_namespace_of(key) or "")
+        if ns_keys is None:
+            ns_keys = self._by_ns[_namespace_of(key) or ""] = {}
+        ns_keys[key] = None
+        if labels:
+            self._labels[key] = labels
+            by_label = self._by_label
+            for label, value in labels.items():
+                by_label.setdefault((label, str(value)), {})[key] = None
 
-    def _unindex(self, key: str, obj: Obj) -> None:
-        meta = obj.get("metadata", {})
-        ns_keys = self._by_ns.get(str(meta.get("namespace") or ""))
+    def _unindex(self, key: str) -> None:
+        ns_keys = self._by_ns.get(_namespace_of(key) or "")
         if ns_keys is not None:
             ns_keys.pop(key, None)
-        for label, value in (meta.get("labels") or {}).items():
-            keys = self._by_label.get((label, str(value)))
-            if keys is not None:
-                keys.pop(key, None)
-                if not keys:
-                    del self._by_label[(label, str(value))]
+        labels = self._labels.pop(key, None)
+        if labels:
+            for label, value in labels.items():
+                keys = self._by_label.get((label, str(value)))
+                if keys is not None:
+                    keys.pop(key, None)
+                    if not keys:
+                        del self._by_label[(label, str(value))]
 
-    def _store(self, key: str, obj: Obj) -> Obj | None:
+    def _store(self, key: str, data: bytes, labels: Labels | None) -> bytes | None:
+        """Cache ``data`` under ``key``; the bytes it replaced, or None."""
         old = self._cache.get(key)
         if old is not None:
-            self._unindex(key, old)
-        self._cache[key] = obj
-        self._index(key, obj)
+            if labels == self._labels.get(key):  # the indexes stay; keep the newer map
+                self._cache[key] = data
+                if labels:
+                    self._labels[key] = labels
+                return old
+            self._unindex(key)
+        self._cache[key] = data
+        self._index(key, labels)
         return old
 
-    def _remove(self, key: str) -> Obj | None:
+    def _remove(self, key: str) -> bytes | None:
         old = self._cache.pop(key, None)
         if old is not None:
-            self._unindex(key, old)
+            self._unindex(key)
         return old
 
     def keys(self) -> builtins.list[str]:
@@ -241,7 +296,7 @@ class Informer:
         if self._obs.rules:
             self._shuffle(keys)
         for key in keys:
-            handler.on_add(self._cache[key])
+            handler.on_add(_loads(self._cache[key]))
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -286,18 +341,40 @@ class Informer:
         jitter = self._rng.random() * seconds if self._rng is not None else 0.0
         await asyncio.sleep(seconds + jitter)
 
+    async def _list_stored(self) -> ObjectList:
+        """`Client.list` asking for the stored bytes of each item (``encoded``), which the
+        cache keeps as they are; the items are bytes (or dicts, from a server that ignores the
+        option or a `StaleList` fault, which the caller handles too)."""
+        opts: dict[str, Any] = {"encoded": True}
+        if self.label_selector:
+            opts["label_selector"] = self.label_selector
+        if self.field_selector:
+            opts["field_selector"] = self.field_selector
+        out = await self.client._call(ApiRequest("list", self.kind, self.api_version,
+                                                 self.namespace, None, None, opts))
+        meta = out.get("metadata") or {}
+        return ObjectList(out.get("items") or [], meta.get("resourceVersion", ""))
+
     async def _list(self) -> None:
         obs = self._obs
         stale = obs._active(self, "stale") if obs.rules and self.relists == 0 else None
-        items = await self.client.list(self.kind, self.namespace, label_selector=self.label_selector,
-                                       field_selector=self.field_selector,
-                                       api_version=self.api_version)
+        items = await self._list_stored()
         if stale is not None and stale.list_at is not None:
             items = stale.list_at(self, items)
         self.relists += 1
         self._pending.clear()
         self._coalesced.clear()
-        fresh = {object_key(o): o for o in items}
+        # key -> (stored bytes, labels, the decoded object while handlers still need it)
+        fresh: dict[str, tuple[bytes, Labels | None, Obj | None]] = {}
+        keep = bool(self._handlers)
+        for item in items:
+            if isinstance(item, bytes):
+                data, obj = item, _loads(item)
+            else:  # already decoded: encode it once to cache it
+                data, obj = orjson.dumps(item), item
+            labels = (obj.get("metadata") or {}).get("labels")
+            fresh[object_key(obj)] = (data, dict(labels) if labels else None,
+                                      obj if keep else None)
         gone_keys = sorted(set(self._cache) - set(fresh))
         fresh_keys = sorted(fresh)
         if obs.rules:
@@ -305,19 +382,22 @@ class Informer:
             self._shuffle(fresh_keys)
         for key in gone_keys:
             gone = self._remove(key)
-            for h in self._handlers:
-                if gone is not None:
-                    h.on_delete(gone)
+            if gone is not None and self._handlers:
+                gone_obj = _loads(gone)
+                for h in self._handlers:
+                    h.on_delete(gone_obj)
         for key in fresh_keys:
-            new = fresh[key]
-            old = self._store(key, new)
+            data, labels, new = fresh.pop(key)
+            old = self._store(key, data, labels)
+            if new is None or not self._handlers:
+                continue
             if old is None:
                 for h in self._handlers:
                     h.on_add(new)
-            elif old.get("metadata", {}).get("resourceVersion") != new["metadata"].get(
-                    "resourceVersion"):
+            elif old is not data and old != data:  # a new resourceVersion (it is in the bytes)
+                old_obj = _loads(old)
                 for h in self._handlers:
-                    h.on_update(old, new)
+                    h.on_update(old_obj, new)
         self.last_resource_version = items.resource_version
         self.synced.set()
         if stale is not None and stale.hold > 0:
@@ -410,12 +490,18 @@ class Informer:
                 for h in self._handlers:
                     h.on_delete(obj)
             return
-        previous = self._store(key, obj)
-        for h in self._handlers:
-            if previous is None:
+        data, labels = _stored(event, obj)
+        previous = self._store(key, data, labels)
+        handlers = self._handlers
+        if not handlers:
+            return
+        if previous is None:
+            for h in handlers:
                 h.on_add(obj)
-            else:
-                h.on_update(previous, obj)
+        else:
+            old = _loads(previous)
+            for h in handlers:
+                h.on_update(old, obj)
 
 
 # -- observation faults ----------------------------------------------------------------------------

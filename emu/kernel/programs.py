@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 if TYPE_CHECKING:
     from .network import Handler, Network, StreamHandler
@@ -31,13 +32,23 @@ if TYPE_CHECKING:
     from .rng import SimRandom
 
 
+def _as_json(obj: dict[str, Any] | bytes) -> bytes:
+    """An object as the exact-size JSON a `ContainerContext` keeps (bytes are taken as is)."""
+    if isinstance(obj, bytes):
+        return obj
+    return bytes(memoryview(orjson.dumps(obj)))
+
+
 @attrs.define
 class ContainerContext:
     """What a program sees of its container: its spec, its Pod, the network and a ready flag.
 
-    - ``pod``: the Pod object when the container started (a copy; it does not update);
-    - ``container``: this container's spec; ``env`` its environment, resolved (``value`` and
-      ``valueFrom`` of fieldRef/secretKeyRef/configMapKeyRef that the kubelet could resolve);
+    - ``pod``: the Pod object when the container started, decoded on each read (the program's
+      own copy; it does not update). It is kept as JSON (``pod=`` takes the object or its JSON):
+      a decoded Pod is several times its JSON, and every container of a world keeps one;
+    - ``container``: this container's spec (kept and decoded like ``pod``); ``env`` its
+      environment, resolved (``value`` and ``valueFrom`` of fieldRef/secretKeyRef/
+      configMapKeyRef that the kubelet could resolve);
     - ``volumes``: mount path → host directory, for volumes backed by a directory (PVCs,
       emptyDir); data written there outlives the container only if the volume does;
     - ``ip`` and ``hostname``: the Pod's address on the network; `listen` registers
@@ -49,8 +60,8 @@ class ContainerContext:
     process: Process
     network: Network
     rng: SimRandom
-    pod: dict[str, Any]
-    container: dict[str, Any]
+    _pod: bytes = attrs.field(alias="pod", converter=_as_json)
+    _container: bytes = attrs.field(alias="container", converter=_as_json)
     env: dict[str, str]
     ip: str
     hostname: str
@@ -89,6 +100,14 @@ class ContainerContext:
         return list(self._sigterm_handlers)
 
     @property
+    def pod(self) -> dict[str, Any]:
+        return orjson.loads(self._pod)
+
+    @property
+    def container(self) -> dict[str, Any]:
+        return orjson.loads(self._container)
+
+    @property
     def namespace(self) -> str:
         return str(self.pod.get("metadata", {}).get("namespace", "default"))
 
@@ -103,7 +122,8 @@ class ContainerContext:
     @property
     def command_line(self) -> str:
         """``command`` and ``args`` joined with spaces (how a shell would see them)."""
-        parts = [*(self.container.get("command") or []), *(self.container.get("args") or [])]
+        container = self.container
+        parts = [*(container.get("command") or []), *(container.get("args") or [])]
         return " ".join(str(p) for p in parts)
 
     def listen(self, port: int, handler: Handler | None = None, *,

@@ -184,24 +184,27 @@ class NodeRuntime:
                               container_id=f"containerd://{digest}", image=image,
                               created_at=self.world.loop.time())
         box.containers[name] = rec
-        pod = orjson.loads(orjson.dumps(pod))  # the program's own copy, as of its start
+        # the program's own copy, as of its start: as JSON (exact-size), which its context
+        # decodes when read (a decoded Pod kept per container was a tenth of a world's heap)
+        pod_json = bytes(memoryview(orjson.dumps(pod)))
+        hostname = str((pod.get("spec") or {}).get("hostname") or box.name)
         rec.timer = self.world.loop.call_later(
-            delay, self._run, box, rec, spec, pod, env, volumes)
+            delay, self._run, box, rec, spec, pod_json, hostname, env, volumes)
         return rec
 
-    def _run(self, box: PodSandbox, rec: ContainerRecord, spec: Obj, pod: Obj,
-             env: dict[str, str], volumes: dict[str, Path]) -> None:
+    def _run(self, box: PodSandbox, rec: ContainerRecord, spec: Obj, pod: bytes,
+             hostname: str, env: dict[str, str], volumes: dict[str, Path]) -> None:
         rec.timer = None
         if not self.alive or box.containers.get(rec.name) is not rec:
             return
         self._images[rec.image] = None
         program = self.world.programs.lookup(rec.image)
         rng = self.world.rng.fork(f"container:{box.uid}:{rec.name}:{rec.attempt}")
-        hostname = str((pod.get("spec") or {}).get("hostname") or box.name)
+        container = bytes(memoryview(orjson.dumps(spec)))  # (what `main` keeps for its life)
 
         async def main(proc: Process) -> int | None:
             ctx = ContainerContext(process=proc, network=self.world.network, rng=rng, pod=pod,
-                                   container=spec, env=env, ip=box.ip, hostname=hostname,
+                                   container=container, env=env, ip=box.ip, hostname=hostname,
                                    volumes=volumes, services=box.services, init=rec.init)
             rec.ctx = ctx
             ctx.on_ready_change(lambda _ready: box.notify())

@@ -586,7 +586,10 @@ class PodWorker:
                 self._mount_failed(pod, name, err)
                 return
             self._volumes_synced_at = clock.now()
-            box.services["sync_volumes"] = lambda: self.sync_projected_volumes(pod)
+            # (the volumes, not the Pod: a Pod's volumes never change, and a closure over the
+            # whole Pod kept one more copy of it alive for the Pod's life)
+            volumes = (pod.get("spec") or {}).get("volumes") or []
+            box.services["sync_volumes"] = lambda: self.sync_projected_volumes(volumes)
         try:
             env = await self.resolve_env(pod, c, box)
             mounts = self.mounts(c)
@@ -784,20 +787,20 @@ class PodWorker:
                 (path / k).write_text(v)
             out[name] = path
 
-    async def sync_projected_volumes(self, pod: Obj) -> None:
+    async def sync_projected_volumes(self, volumes: list[Obj]) -> None:
         """The kubelet's periodic refresh of Secret and ConfigMap volumes (every
         ``syncFrequency``, `VOLUME_SYNC_PERIOD`, since the volumes were set up): a program that
         re-reads such a file sees the object as of the latest sync. Done lazily, when a program
         asks (``ContainerContext.services["sync_volumes"]``), so a Pod whose programs never
         re-read their files costs nothing; a failed read keeps the old files, as the kubelet
-        does."""
+        does. ``volumes``: the Pod's ``spec.volumes``."""
         if self._volumes is None:
             return
         ticks = math.floor((clock.now() - self._volumes_synced_at) / VOLUME_SYNC_PERIOD)
         if ticks < 1:
             return
         self._volumes_synced_at += ticks * VOLUME_SYNC_PERIOD
-        for vol in (pod.get("spec") or {}).get("volumes") or []:
+        for vol in volumes:
             if "configMap" not in vol and "secret" not in vol:
                 continue
             try:
@@ -843,6 +846,9 @@ class PodWorker:
                 if probe and rec.container_id not in self._probes:
                     self._probes[rec.container_id] = process.spawn(self._probe_loop(rec, probe))
                 continue
+            # what a probe worker reads of the container (its name, its named ports), not the
+            # whole spec of the Pod version it started from, kept for the container's life
+            probed = {"name": name, "ports": c.get("ports") or []}
             for kind, pspec in probes.probe_specs(c).items():
                 key = f"{rec.container_id}:{kind}"
                 if key in self._probes:
@@ -851,7 +857,7 @@ class PodWorker:
                     rec.started_ok = False
                 if kind == "readiness" and rec.probe_ready is None:
                     rec.probe_ready = self._was_ready(pod, name, rec)
-                self._probes[key] = process.spawn(self._prober(rec, c, pspec, box.ip),
+                self._probes[key] = process.spawn(self._prober(rec, probed, pspec, box.ip),
                                                   name=f"{process.name}:probe:{self.name}:"
                                                        f"{name}:{kind}")
 
@@ -913,6 +919,7 @@ class PodWorker:
                         self.runtime.kill(rec, f"{kind} probe failed")
                         self.wake()
                         return
+            pod = None  # not kept while waiting: the next tick reads the kubelet's latest
             now = loop.time()
             # (the slack keeps float rounding from landing on the tick just passed: a wait of
             # ~0 s would spin without moving virtual time)
