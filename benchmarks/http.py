@@ -29,8 +29,9 @@ sys.modules.pop("http", None)
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import contextlib  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Awaitable, Callable  # noqa: E402
+from collections.abc import AsyncIterator, Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import aiohttp  # noqa: E402
@@ -200,19 +201,25 @@ async def workload(base: str, n: int) -> dict[str, tuple[int, float, float]]:
 Figures = dict[str, tuple[int, float, float]]
 
 
-async def _floor_run(n: int) -> Figures:
-    floor = FloorStore()
-    # configured as emu.http.server.HttpServer configures its runner
-    runner = web.AppRunner(floor.app(), access_log=None, handle_signals=False,
+@contextlib.asynccontextmanager
+async def _floor_server() -> AsyncIterator[str]:
+    """A fresh `FloorStore` served on a loopback port (configured as
+    emu.http.server.HttpServer configures its runner); yields its base URL."""
+    runner = web.AppRunner(FloorStore().app(), access_log=None, handle_signals=False,
                            shutdown_timeout=0.5, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        return await workload(f"http://127.0.0.1:{port}", n)
+        yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+async def _floor_run(n: int) -> Figures:
+    async with _floor_server() as base:
+        return await workload(base, n)
 
 
 async def _emu_run(n: int, stored_bytes: bool) -> Figures:
@@ -293,17 +300,8 @@ async def _creates(base: str, n: int) -> float:
 
 
 async def _floor_create(n: int) -> float:
-    floor = FloorStore()
-    runner = web.AppRunner(floor.app(), access_log=None, handle_signals=False,
-                           shutdown_timeout=0.5, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        return await _creates(f"http://127.0.0.1:{port}", n)
-    finally:
-        await runner.cleanup()
+    async with _floor_server() as base:
+        return await _creates(base, n)
 
 
 def in_process(n: int) -> tuple[float, float, float]:
