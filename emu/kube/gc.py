@@ -88,21 +88,20 @@ class GarbageCollector:
         for info in self._kinds():
             self._watch(process, info)
         api = getattr(self.cluster.world, "api", None)
-        if api is not None:
+        if api is not None and self._served not in api.kinds.listeners:
             # kube's collector rediscovers served kinds every 30 s (``GarbageCollector.Sync``)
             # and starts monitors for new ones; here a kind registered later (a CRD created
             # after the world started) is watched as soon as it is served
-            def served(info: Any) -> None:
-                if process.alive and (info.group, info.kind) not in UNWATCHED:
-                    self._watch(process, info)
-
-            listeners = api.kinds.listeners
-            listeners[:] = [f for f in listeners if getattr(f, "_emu_gc", None) is not self]
-            served._emu_gc = self  # type: ignore[attr-defined]
-            listeners.append(served)
+            api.kinds.listeners.append(self._served)
         for inf in list(self.informers.values()):
             await inf.wait_synced()
         await self.queue.run(self.sync)
+
+    def _served(self, info: Any) -> None:
+        """A kind newly served by the API server: watch it (while this collector runs)."""
+        process = self.process
+        if process is not None and process.alive and (info.group, info.kind) not in UNWATCHED:
+            self._watch(process, info)
 
     def _watch(self, process: Process, info: Any) -> None:
         """Start the monitor (an informer feeding the graph) of one served kind."""

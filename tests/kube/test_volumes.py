@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from kube_helpers import phase_is, pod
 
 import emu
@@ -97,10 +98,18 @@ async def test_a_pod_with_a_missing_claim_is_unschedulable(sim):
                                'not found.')
 
 
-def test_an_owned_workdir_goes_where_emu_tmpdir_says_and_is_removed(tmp_path, monkeypatch):
-    import emu.simulation as simulation
+@pytest.fixture
+def fresh_scratch_root():
+    # scratch_root is decided once per process: forget it around a test that changes its inputs
+    from emu.simulation import scratch_root
 
-    monkeypatch.setattr(simulation, "_scratch", [])
+    scratch_root.cache_clear()
+    yield
+    scratch_root.cache_clear()
+
+
+def test_an_owned_workdir_goes_where_emu_tmpdir_says_and_is_removed(tmp_path, monkeypatch,
+                                                                      fresh_scratch_root):
     monkeypatch.setenv("EMU_TMPDIR", str(tmp_path))
     seen = []
 
@@ -112,7 +121,7 @@ def test_an_owned_workdir_goes_where_emu_tmpdir_says_and_is_removed(tmp_path, mo
     assert not seen[0].exists()
 
 
-def test_a_small_memory_filesystem_is_not_used_for_workdirs(monkeypatch):
+def test_a_small_memory_filesystem_is_not_used_for_workdirs(monkeypatch, fresh_scratch_root):
     # a container's default 64 MiB /dev/shm would fill with RocksDB files: below 1 GiB free the
     # system's temporary directory is used instead
     import emu.simulation as simulation
@@ -120,7 +129,6 @@ def test_a_small_memory_filesystem_is_not_used_for_workdirs(monkeypatch):
     class Small:
         f_bavail, f_frsize = 64 * 256, 4096
 
-    monkeypatch.setattr(simulation, "_scratch", [])
     monkeypatch.delenv("EMU_TMPDIR", raising=False)
     monkeypatch.setattr(simulation.os, "statvfs", lambda path: Small())
     assert simulation.scratch_root() is None
