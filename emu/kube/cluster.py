@@ -17,6 +17,7 @@ it die, nothing is remembered) and `KubeCluster.recover_node` (it boots again, e
 
 from __future__ import annotations
 
+import math
 import shutil
 import weakref
 from pathlib import Path
@@ -64,8 +65,8 @@ class KubeCluster:
         self.kubelets: dict[str, Kubelet] = {}
         self.runtimes: dict[str, NodeRuntime] = {}
         self._node_index: dict[str, int] = {}
-        #: Node -> when its latest timed loss ends (`fail_node_for`): overlapping losses of one
-        #: Node keep it down until the last of them ends.
+        #: Node -> when its losses end (`fail_node_for`; inf for `fail_node`'s, which only
+        #: `recover_node` ends): overlapping losses keep it down until the last of them ends.
         self._down_until: dict[str, float] = {}
         #: When set, replaces `KubeConfig.endpoint_propagation_delay` (`DelayEndpoints`).
         self.endpoint_delay_override: float | None = None
@@ -174,7 +175,15 @@ class KubeCluster:
         """The machine is gone: its kubelet and every container die, its memory is lost. With
         ``delete_node``, the Node object is removed too (what a cloud provider's node controller
         does for a vanished VM), so PodGC force-deletes its Pods after its quarantine. Undo:
-        `recover_node`."""
+        `recover_node` (the end of a timed loss, `fail_node_for`, does not undo this one)."""
+        self._hold_down(node, math.inf)
+        self._fail(node, delete_node)
+
+    def _hold_down(self, node: str, until: float) -> None:
+        if until > self._down_until.get(node, -math.inf):
+            self._down_until[node] = until
+
+    def _fail(self, node: str, delete_node: bool) -> None:
         proc = self.world.processes.find(f"kubelet-{node}")
         if proc is not None and proc.alive:
             proc.crash("node failed")
@@ -196,15 +205,14 @@ class KubeCluster:
         """`fail_node`, then `recover_node` ``duration`` seconds later. When timed losses of one
         Node overlap, it stays down until the last of them ends (the union of the windows):
         the first loss's end does not boot a machine a second loss still holds down."""
-        self.fail_node(node, delete_node=delete_node)
         end = self.world.loop.time() + duration
-        if end > self._down_until.get(node, float("-inf")):
-            self._down_until[node] = end
+        self._hold_down(node, end)
+        self._fail(node, delete_node)
         self.world.loop.call_later(duration, self._end_timed_loss, node, end)
 
     def _end_timed_loss(self, node: str, end: float) -> None:
         if self._down_until.get(node) != end:
-            return  # a later loss of the same Node holds it down longer
+            return  # a later (or untimed) loss holds it down longer, or it was recovered
         del self._down_until[node]
         if not self.node_is_up(node):
             self.recover_node(node)
@@ -219,6 +227,7 @@ class KubeCluster:
         that is up (its kubelet runs) is refused with a `ValueError` naming it."""
         if self.node_is_up(node):
             raise ValueError(f"Node {node!r} is up (its kubelet runs): nothing to recover")
+        self._down_until.pop(node, None)  # a recovery ends every loss of the Node
         rt = self.runtimes.get(node)
         if rt is not None and rt.alive:
             rt.fail()

@@ -125,3 +125,21 @@ async def test_recovering_a_node_that_is_up_is_reported_not_performed(sim):
     [(fault, why)] = sim.faults.unperformed()
     assert isinstance(fault, RecoverNode) and why == "Node node-1 is up at t=" + (
         f"{sim.now:g}s: nothing to recover")
+
+
+async def test_a_recovered_loss_does_not_hold_a_later_one_down_nor_end_an_untimed_one(sim):
+    cluster = kc.install(sim, nodes=2)
+    await cluster.wait_ready()
+    sim.faults.do(FailNode(node="node-1", duration=100.0))
+    await sim.sleep(50)
+    sim.faults.do(RecoverNode(node="node-1"))  # ends the 100 s loss early
+    await sim.sleep(10)
+    sim.faults.do(FailNode(node="node-1", duration=10.0))
+    await sim.sleep(11)
+    assert cluster.node_is_up("node-1")  # at 71 s, not at the old loss's 100 s
+    sim.faults.do(FailNode(node="node-2", duration=5.0))
+    sim.faults.do(FailNode(node="node-2"))  # untimed: only RecoverNode ends it
+    await sim.sleep(10)
+    assert not cluster.node_is_up("node-2")
+    sim.faults.do(RecoverNode(node="node-2"))
+    assert cluster.node_is_up("node-2")
