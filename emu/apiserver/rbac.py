@@ -409,12 +409,12 @@ class RBAC:
     # -- decisions -------------------------------------------------------------------------------
 
     def _on_change(self, change: Change) -> None:
-        if change.table.gk in _RBAC_KINDS:
-            self._rules.clear()
-            self._decisions.clear()
-            self._requests.clear()
-            if change.type == "DELETED":
-                self._decoded.pop((change.table.gk[1], change.entry.ns, change.entry.name), None)
+        """A write to an RBAC kind (`Store.listen_kinds` calls for no other)."""
+        self._rules.clear()
+        self._decisions.clear()
+        self._requests.clear()
+        if change.type == "DELETED":
+            self._decoded.pop((change.table.gk[1], change.entry.ns, change.entry.name), None)
 
     def _objects(self, kind: str, namespace: str | None) -> list[tuple[str, Obj]]:
         info = self.server.kinds.resolve(kind, f"{GROUP}/v1")

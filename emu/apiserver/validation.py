@@ -624,7 +624,6 @@ OBJECT_META_FIELDS = frozenset((
     "annotations", "ownerReferences", "finalizers", "managedFields"))
 #: ObjectMeta fields serialized with ``omitempty``: an empty value is the same as none.
 _OMIT_EMPTY_META = ("labels", "annotations", "ownerReferences", "finalizers", "managedFields")
-_OMIT_EMPTY_SET = frozenset(_OMIT_EMPTY_META)
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 
 

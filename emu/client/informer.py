@@ -19,8 +19,9 @@ informers that cache it a key and a reference, not a decoded tree each) and its 
 indexes. A read decodes (`get`, `list`: one ``orjson.loads``, which is also the copy a caller may
 mutate); an event is decoded once by the watch stream and that object is handed to each of its
 handlers, then dropped (an update's old object is decoded from the cached bytes when there are
-handlers). Handlers are called synchronously, in order; what they get is theirs and nothing they
-do to it reaches the cache.
+handlers). Handlers are called synchronously, in order; the handlers of one event share its
+decoded object, so they must not mutate it (nothing they do reaches the cache, but the next
+handler would see it).
 """
 
 from __future__ import annotations
@@ -373,7 +374,8 @@ class Informer:
             else:  # already decoded: encode it once to cache it
                 data, obj = orjson.dumps(item), item
             labels = (obj.get("metadata") or {}).get("labels")
-            fresh[object_key(obj)] = (data, dict(labels) if labels else None,
+            # the labels are copied only when the object goes on to handlers, who hold it
+            fresh[object_key(obj)] = (data, (dict(labels) if keep else labels) if labels else None,
                                       obj if keep else None)
         gone_keys = sorted(set(self._cache) - set(fresh))
         fresh_keys = sorted(fresh)

@@ -163,8 +163,8 @@ def classify(command_line: str) -> str:
 def script_of(ctx: ContainerContext) -> str:
     """The shell text a container runs: the argument after ``-c``/``-ce``/``-lc`` (and ``--``)
     of a shell, else the whole command line."""
-    parts = [str(p) for p in (*(ctx.container.get("command") or []),
-                              *(ctx.container.get("args") or []))]
+    container = ctx.container  # decoded on each read
+    parts = [str(p) for p in (*(container.get("command") or []), *(container.get("args") or []))]
     if parts and parts[0].rsplit("/", 1)[-1] in ("bash", "sh"):
         rest = [p for p in parts[1:] if not (p.startswith("-") and "c" in p) and p != "--"]
         return expand(" ".join(rest), ctx.env)
