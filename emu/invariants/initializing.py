@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
+from ..kernel.clock import parse_go_duration
 from .base import BaseMonitor, Invariant
 from .liveness import last_fault_healed
 from .view import Obj, WorldView, deleting
@@ -36,25 +37,15 @@ if TYPE_CHECKING:
 
 ANNOTATION = "ray.io/initializing-timeout"
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"([0-9]*\.?[0-9]*)(ns|us|µs|ms|s|m|h)")
-
-
 def timeout_seconds(text: str) -> float | None:
-    """The annotation's value in seconds (Go's ``time.ParseDuration``, else integer seconds),
-    None when absent, not positive or unreadable (KubeRay's validation refuses those)."""
+    """The annotation's value in seconds as KubeRay reads it (``getInitializingTimeout``: Go's
+    ``time.ParseDuration``, else integer seconds), None when absent, not positive or
+    unreadable (KubeRay's validation refuses those)."""
     text = text.strip()
-    if re.fullmatch(r"\+?[0-9]+", text):
+    value = parse_go_duration(text)
+    if value is None and re.fullmatch(r"[+-]?[0-9]+", text):
         value = float(int(text))
-        return value if value > 0 else None
-    total, pos = 0.0, 0
-    while pos < len(text):
-        match = _PART.match(text, pos)
-        if match is None or match.group(1) in ("", "."):
-            return None
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    return total if total > 0 else None
+    return value if value is not None and value > 0 else None
 
 
 @attrs.frozen

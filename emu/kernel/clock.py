@@ -16,6 +16,7 @@ Prior art: trio ``MockClock``, looptime, SimPy ``rt.py``.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -68,3 +69,33 @@ async def freeze_while(awaitable: Awaitable[T]) -> T:
         return await awaitable
     finally:
         loop._frozen -= 1
+
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0,
+                   "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> float | None:
+    """Go's ``time.ParseDuration`` in seconds ("1h30m", "+5m", "-5s", "0"), or None where Go
+    would refuse it: the one parser of the emulated world (cert-manager's durations, the
+    invariants' reading of KubeRay annotations). The KubeRay port keeps its own copy in
+    controllers/utils/validation.py, which the layer contracts keep away from emu.kernel."""
+    s = text
+    sign = 1.0
+    if s[:1] in ("+", "-"):
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not s:
+        return None
+    total = 0.0
+    pos = 0
+    while pos < len(s):
+        match = _DURATION_PART.match(s, pos)
+        if match is None or match.group(1) in ("", "."):
+            return None
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    return sign * total

@@ -29,7 +29,6 @@ Orders, ACME/Vault issuers, private-key rotation policies, ``secretTemplate``.
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 
 from ..apiserver.errors import ApiError, is_already_exists, is_not_found
@@ -46,18 +45,12 @@ PROCESS_NAME = "cert-manager"
 DEFAULT_ISSUE_DELAY = 2.0
 #: cert-manager's default ``spec.duration`` (90 days) and renewal at two thirds of it.
 DEFAULT_DURATION = 90 * 24 * 3600.0
-_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms)")
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 def parse_go_duration(text: str | None, default: float) -> float:
     """``metav1.Duration`` text (``2160h0m0s``) in seconds; ``default`` when absent or bad."""
-    if not text:
-        return default
-    parts = _GO_DURATION.findall(str(text))
-    if not parts or "".join(n + u for n, u in parts) != str(text):
-        return default
-    return sum(float(n) * _UNITS[u] for n, u in parts)
+    seconds = clock.parse_go_duration(str(text)) if text else None
+    return default if seconds is None else seconds
 
 
 def _b64(text: str) -> str:
