@@ -12,6 +12,7 @@ what it finds depends on the machine's speed (said in docs/explore.md).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -215,8 +216,6 @@ def _family(spec: RunSpec) -> tuple[str, ...]:
 
 def _contains(big: tuple[Any, ...], small: tuple[Any, ...]) -> bool:
     """Whether plan shape ``big`` has every fault of ``small`` (as many times)."""
-    from collections import Counter
-
     return not Counter(small) - Counter(big)
 
 
@@ -318,9 +317,10 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     # changes among its own, is explained by it. Every failing shape not shrunk is listed.
     pending = sorted(groups.items(), key=lambda kv: (
         len(kv[1][1].spec.plan), len(workload.changed(kv[1][1].spec.knob_map)), kv[1][0]))
+    family_of = {key: _family(r.spec) for key, (_i, r, _v) in groups.items()}
     while pending:
-        pick = next((n for n, ((inv, _), (_i, r, _v)) in enumerate(pending)
-                     if _family(r.spec) not in families.get(inv, set())), 0)
+        pick = next((n for n, (key, _) in enumerate(pending)
+                     if family_of[key] not in families.get(key[0], set())), 0)
         (invariant, group_shape), (i, r, v) = pending.pop(pick)
         changed = workload.changed(r.spec.knob_map)
         explained = next((n for n, (key, f) in enumerate(minimized.items(), 1)
@@ -332,7 +332,7 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
                                      run=i + 1, explained=explained))
             continue
         shrunk_per_invariant[invariant] = shrunk_per_invariant.get(invariant, 0) + 1
-        families.setdefault(invariant, set()).add(_family(r.spec))
+        families.setdefault(invariant, set()).add(family_of[(invariant, group_shape)])
         small, spent = shrink(workload, r, invariant, run_specs, budget=shrink_budget)
         sv = next(x for x in small.violations if x["invariant"] == invariant)
         key = (invariant, shape(small.spec))
