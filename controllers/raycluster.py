@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -1481,7 +1480,6 @@ def _calculate_desired_resources(spec: Mapping[str, Any]) -> dict[str, str]:
 _desired_resources_memo = util.ContentMemo(_calculate_desired_resources)
 
 
-@functools.lru_cache(maxsize=1024)
 def format_quantity(value: Fraction, *, binary: bool = False) -> str:
     """A quantity's canonical text, simplified: ``2``, ``1500m``, ``3Gi``, ``512Mi``."""
     if binary and value > 0:

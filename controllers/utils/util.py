@@ -50,11 +50,13 @@ def deep_copy(obj: Any) -> Any:
 
     A dict or list is copied by one orjson round trip (about 2.5 times faster than walking it in
     Python, which was itself three times faster than `copy.deepcopy`): the result is equal, and
-    shares nothing, for anything an API object holds. What orjson refuses (a subclass such as an
-    enum, a non-string key, an integer past 64 bits, a lone surrogate) is walked instead, and
-    anything that is not JSON-shaped is handed to `copy.deepcopy`. Objects are JSON documents
-    (the API server stores orjson bytes): no NaN, whose copy would be null, and no tuples, whose
-    copy would be a list."""
+    shares nothing, for anything an API object holds. What orjson refuses (a subclass of str,
+    int, dict or list such as an ``IntEnum`` or ``StrEnum``, a non-string key, an integer past 64
+    bits, a lone surrogate) is walked instead, and anything that is not JSON-shaped is handed to
+    `copy.deepcopy`. Objects are JSON documents (the API server stores orjson bytes), so what
+    orjson converts does not occur in them: a plain ``Enum`` would come back as its value, a
+    ``UUID`` as a string, NaN as null and a tuple as a list (and `content_key`
+    would not tell them from those)."""
     t = type(obj)
     if t is dict or t is list:
         try:

@@ -2,8 +2,8 @@
 what the unmemoised ones answer, and nothing a caller can mutate is shared between calls.
 
 `controllers.utils.util.deep_copy` copies by one orjson round trip, `ContentMemo` memoises by a
-JSON document's content, and a few string functions (`parse_quantity`, `rfc3339`,
-`format_quantity`) are memoised by their arguments. Each test states a claim the old,
+JSON document's content, and a few string functions (`parse_quantity`, `rfc3339`) are
+memoised by their arguments. Each test states a claim the old,
 unmemoised code met too.
 """
 
