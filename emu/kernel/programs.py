@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from .jsonbytes import dumps_exact
+
 if TYPE_CHECKING:
     from .network import Handler, Network, StreamHandler
     from .process import Process
@@ -36,7 +38,7 @@ def _as_json(obj: dict[str, Any] | bytes) -> bytes:
     """An object as the exact-size JSON a `ContainerContext` keeps (bytes are taken as is)."""
     if isinstance(obj, bytes):
         return obj
-    return bytes(memoryview(orjson.dumps(obj)))
+    return dumps_exact(obj)
 
 
 @attrs.define

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import orjson
 
 from ..kernel import clock
+from ..kernel.jsonbytes import dumps_exact
 from ..kernel.process import EXIT_KILLED, Process
 from ..kernel.programs import ContainerContext
 
@@ -186,7 +186,7 @@ class NodeRuntime:
         box.containers[name] = rec
         # the program's own copy, as of its start: as JSON (exact-size), which its context
         # decodes when read (a decoded Pod kept per container was a tenth of a world's heap)
-        pod_json = bytes(memoryview(orjson.dumps(pod)))
+        pod_json = dumps_exact(pod)
         hostname = str((pod.get("spec") or {}).get("hostname") or box.name)
         rec.timer = self.world.loop.call_later(
             delay, self._run, box, rec, spec, pod_json, hostname, env, volumes)
@@ -200,7 +200,7 @@ class NodeRuntime:
         self._images[rec.image] = None
         program = self.world.programs.lookup(rec.image)
         rng = self.world.rng.fork(f"container:{box.uid}:{rec.name}:{rec.attempt}")
-        container = bytes(memoryview(orjson.dumps(spec)))  # (what `main` keeps for its life)
+        container = dumps_exact(spec)  # (what `main` keeps for its life)
 
         async def main(proc: Process) -> int | None:
             ctx = ContainerContext(process=proc, network=self.world.network, rng=rng, pod=pod,

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import orjson
 
 from backends import GcsStorage, StorageUnavailable
+from emu.kernel.jsonbytes import dumps_exact
 from emu.kernel.network import NetworkError
 from emu.kernel.process import ProcessGone
 from emu.kernel.programs import ContainerContext
@@ -59,9 +60,8 @@ def kv_storage_key(namespace: str, key: str) -> str:
 
 
 def _dump(record: dict[str, Any]) -> bytes:
-    # an exact-size copy: orjson's bytes sit in a buffer sized for growth (4 KiB behind a
-    # 200-byte record), and stored records live as long as the GCS
-    return bytes(memoryview(orjson.dumps(record, option=orjson.OPT_SORT_KEYS)))
+    # stored records live as long as the GCS
+    return dumps_exact(record, orjson.OPT_SORT_KEYS)
 
 
 class GcsServer:
