@@ -140,8 +140,6 @@ class Gateway:
         # per-request parsing that depends on one header only, remembered by the header's text
         # (clients send the same few User-Agent and Accept values on every request)
         self._identities: dict[str, str] = {}
-        self._tables: dict[str, bool] = {}
-        self._formats: dict[str, str | None] = {}
         self._accepts: dict[str, tuple[str | None, bool]] = {}
         self._media: dict[str, str] = {}
 
@@ -260,18 +258,6 @@ class Gateway:
             found = self._identities[agent] = caller_identity(agent)
         return found
 
-    def answer_format(self, req: HttpRequest) -> str | None:
-        """What a resource request's ``Accept`` header lets the server answer in: ``"json"``,
-        ``"yaml"``, or None (only protobuf or CBOR, say: 406, as kube-apiserver answers a
-        custom resource asked for in protobuf). The first media type served wins."""
-        accept = req.header("accept")
-        found = self._formats.get(accept, "")
-        if found == "":
-            if len(self._formats) >= _MEMO:
-                self._formats.clear()
-            found = self._formats[accept] = _answer_format(accept)
-        return found
-
     def media_type(self, content_type: str) -> str:
         """A Content-Type's media type, lower case, without parameters (remembered by text)."""
         found = self._media.get(content_type)
@@ -282,23 +268,17 @@ class Gateway:
         return found
 
     def accept_of(self, req: HttpRequest) -> tuple[str | None, bool]:
-        """`answer_format` and `wants_table` of ``req`` together, remembered by the Accept
-        header's text (one lookup for both, on every resource request)."""
+        """What a resource request's ``Accept`` header lets the server answer in (``"json"``,
+        ``"yaml"``, or None: only protobuf or CBOR, say, 406 as kube-apiserver answers a custom
+        resource asked for in protobuf; the first media type served wins) and whether it asks
+        for a Table; remembered by the header's text (one lookup, on every resource request)."""
         accept = req.headers.get("accept", "")
         found = self._accepts.get(accept)
         if found is None:
             if len(self._accepts) >= _MEMO:
                 self._accepts.clear()
-            found = self._accepts[accept] = (self.answer_format(req), self.wants_table(req))
-        return found
-
-    def wants_table(self, req: HttpRequest) -> bool:
-        accept = req.header("accept")
-        found = self._tables.get(accept)
-        if found is None:
-            if len(self._tables) >= _MEMO:
-                self._tables.clear()
-            found = self._tables[accept] = tables.wants_table(req)
+            found = self._accepts[accept] = (_answer_format(req.header("accept")),
+                                             tables.wants_table(req))
         return found
 
     async def call(self, caller: str, areq: ApiRequest) -> Any:
@@ -325,8 +305,8 @@ class _Call:
         # dict for the few every request looks at; most requests have no query at all)
         params = dict(req.query) if req.query else _NO_PARAMS
         self.params = params
-        #: The Accept header's answer format (`Gateway.answer_format`) and whether it asks
-        #: for a Table (`Gateway.wants_table`).
+        #: The Accept header's answer format and whether it asks for a Table
+        #: (`Gateway.accept_of`).
         self.format, self.table = gw.accept_of(req)
         ns: str | None = None
         watch_path = False
