@@ -38,18 +38,18 @@ class Status:
     details: dict[str, Any] = attrs.field(factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details:
-            out["details"] = self.details
-        return out
+        return _status_dict(self.message, self.reason, self.code, self.details)
+
+
+def _status_dict(message: str, reason: str, code: int, details: dict[str, Any] | None
+                 ) -> dict[str, Any]:
+    """A failure ``Status`` as the wire carries it."""
+    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                           "status": "Failure", "message": message, "reason": reason,
+                           "code": code}
+    if details:
+        out["details"] = details
+    return out
 
 
 class ApiError(Exception):
@@ -70,14 +70,9 @@ class ApiError(Exception):
 
     @property
     def status(self) -> dict[str, Any]:
-        """The ``Status`` object as the wire carries it (`Status.to_dict`'s, built directly:
-        every refused request, a stale update's 409 above all, sends one)."""
-        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                               "status": "Failure", "message": self.message,
-                               "reason": self.reason, "code": self.code}
-        if self.details:
-            out["details"] = self.details
-        return out
+        """The ``Status`` object as the wire carries it (built without a `Status` value: every
+        refused request, a stale update's 409 above all, sends one)."""
+        return _status_dict(self.message, self.reason, self.code, self.details)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code} {self.reason}: {self.message!r})"
@@ -136,8 +131,7 @@ class Conflict(ApiError):
 
     def __init__(self, resource: str, name: str, group: str = "", why: str = _MODIFIED) -> None:
         ApiError.__init__(
-            self, f'Operation cannot be fulfilled on {f"{resource}.{group}" if group else resource}'
-                  f' "{name}": {why}',
+            self, f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
             details={"name": name, "group": group, "kind": resource},
         )
 
