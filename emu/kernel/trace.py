@@ -49,11 +49,13 @@ class TraceEvent:
     fields: dict[str, Any] = attrs.field(factory=dict)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(
-            {"t": round(self.t, 9), "process": self.process, "event": self.event, **self.fields},
-            option=_DUMP_OPTS,
-            default=_default,
-        )
+        return _encode(self.t, self.process, self.event, self.fields)
+
+
+def _encode(t: float, process: str, event: str, fields: dict[str, Any]) -> bytes:
+    """An event's JSON line (without its newline): what the digest hashes and JSONL holds."""
+    return orjson.dumps({"t": round(t, 9), "process": process, "event": event, **fields},
+                        option=_DUMP_OPTS, default=_default)
 
 
 @attrs.frozen
@@ -111,10 +113,8 @@ class Trace:
         t = self._clock()
         ev = TraceEvent(t, process, event, fields)
         events = self._events
-        # `TraceEvent.to_json`, inline, with the separator: encoded now, as the fields may
-        # hold values their owner changes later.
-        line = orjson.dumps({"t": round(t, 9), "process": process, "event": event, **fields},
-                            option=_DUMP_OPTS, default=_default) + b"\n"
+        # encoded now, as the fields may hold values their owner changes later
+        line = _encode(t, process, event, fields) + b"\n"
         if self._hashed == len(events):
             self._hash.update(line)
             self._hashed += 1
@@ -172,9 +172,7 @@ class Trace:
                     item = events[i]
                     t, process, event, fields = (item if type(item) is tuple else
                                                  (item.t, item.process, item.event, item.fields))
-                    line = orjson.dumps(
-                        {"t": round(t, 9), "process": process, "event": event, **fields},
-                        option=_DUMP_OPTS, default=_default) + b"\n"
+                    line = _encode(t, process, event, fields) + b"\n"
                 lines.append(line)
             self._hash.update(b"".join(lines))
             self._hashed = len(events)
