@@ -30,7 +30,7 @@ import attrs
 from ..kernel.clock import parse_go_duration
 from .base import BaseMonitor, Invariant
 from .liveness import last_fault_healed
-from .view import Obj, WorldView, deleting
+from .view import Obj, WorldView, condition, deleting
 
 if TYPE_CHECKING:
     from ..simulation import Simulation
@@ -68,15 +68,11 @@ class InitializingTimeoutHonoured(Invariant):
 
 
 def _ready(obj: Obj) -> Obj:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return dict(c)
-    return {}
+    return condition(obj, "Ready")
 
 
 def _suspended(obj: Obj) -> bool:
-    return any(c.get("type") == "Suspended" and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or [])
+    return condition(obj, "Suspended").get("status") == "True"
 
 
 def _done(obj: Obj) -> bool:

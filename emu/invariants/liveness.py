@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, ClassVar
 import attrs
 
 from .base import BaseMonitor, Invariant
-from .view import Obj, WorldView, deleting, labels, pod_live, pod_ready
+from .view import Obj, WorldView, condition, deleting, labels, pod_live, pod_ready
 
 if TYPE_CHECKING:
     from ..simulation import Simulation
@@ -47,13 +47,6 @@ def last_fault_healed(sim: Simulation) -> float:
         heal = fault.at + (duration if isinstance(duration, (int, float)) else 0.0)
         out = max(out, heal)
     return out
-
-
-def _cond(obj: Obj, ctype: str) -> Obj:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return dict(c)
-    return {}
 
 
 def _desired_workers(cluster: Obj) -> int:
@@ -83,7 +76,7 @@ def why_not_steady(view: WorldView, kind: str, obj: Obj) -> str | None:
         heads = [p for p in pods if labels(p).get("ray.io/node-type") == "head"]
         annotations = (obj["metadata"].get("annotations") or {})
         if (annotations.get("ray.io/disable-provisioned-head-restart") == "true"
-                and _cond(obj, "RayClusterProvisioned").get("status") == "True"
+                and condition(obj, "RayClusterProvisioned").get("status") == "True"
                 and not any(pod_live(p) for p in heads)):
             return None
         head_ready = any(pod_ready(p) and not deleting(p) for p in heads)
@@ -103,10 +96,10 @@ def why_not_steady(view: WorldView, kind: str, obj: Obj) -> str | None:
         return f"jobDeploymentStatus {deployment}, jobStatus {status.get('jobStatus') or '(none)'}"
     # RayService
     if spec.get("suspend"):
-        ok = _cond(obj, "RayServiceSuspended").get("status") == "True" or \
-            _cond(obj, "Suspended").get("status") == "True"
+        ok = condition(obj, "RayServiceSuspended").get("status") == "True" or \
+            condition(obj, "Suspended").get("status") == "True"
         return None if ok else "suspend requested, not Suspended"
-    ready = _cond(obj, "Ready")
+    ready = condition(obj, "Ready")
     if ready.get("reason") == "InitializingTimeout":
         return None
     pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName") or ""

@@ -28,7 +28,7 @@ import attrs
 
 from .base import BaseMonitor, Invariant
 from .liveness import last_fault_healed
-from .view import Obj, WorldView, deleting, labels, pod_live
+from .view import Obj, WorldView, condition, deleting, labels, pod_live
 
 if TYPE_CHECKING:
     from ..simulation import Simulation
@@ -64,8 +64,7 @@ def says_suspended(cluster: Obj) -> bool:
     status = cluster.get("status") or {}
     if status.get("state") == "suspended":
         return True
-    return any(c.get("type") == "RayClusterSuspended" and c.get("status") == "True"
-               for c in status.get("conditions") or [])
+    return condition(cluster, "RayClusterSuspended").get("status") == "True"
 
 
 @attrs.define

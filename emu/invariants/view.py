@@ -49,6 +49,14 @@ def deleting(obj: Obj) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
+def condition(obj: Obj, ctype: str) -> Obj:
+    """The object's status condition of type ``ctype`` (a copy), or ``{}``."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return dict(c)
+    return {}
+
+
 def pod_ready(pod: Obj) -> bool:
     """Phase Running and condition Ready True (what kube-proxy and KubeRay call ready)."""
     status = pod.get("status") or {}
