@@ -97,8 +97,10 @@ class Client:
                    field_selector: str | None = None, resource_version: str | None = None,
                    resource_version_match: str | None = None, limit: int | None = None,
                    continue_: str | None = None,
-                   api_version: str | None = None) -> ObjectList:
+                   api_version: str | None = None, encoded: bool = False) -> ObjectList:
         """Matching objects (sorted by namespace and name) and the list's resourceVersion.
+        ``encoded`` asks for each item as the API server stored it (its JSON bytes, shared with
+        the store: an informer caches them as they are); a server that ignores it sends dicts.
 
         ``limit`` asks for one page; the result's ``continue_`` token, passed back as
         ``continue_``, reads the next page at the first page's revision (`Gone` once that
@@ -118,6 +120,8 @@ class Client:
             opts["limit"] = limit
         if continue_:
             opts["continue"] = continue_
+        if encoded:
+            opts["encoded"] = True
         out = await self._call(ApiRequest("list", kind, api_version, namespace, None, None, opts))
         meta = out.get("metadata") or {}
         return ObjectList(out.get("items") or [], meta.get("resourceVersion", ""),

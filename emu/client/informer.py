@@ -38,7 +38,6 @@ import attrs
 import orjson
 
 from ..apiserver.errors import ApiError, is_gone
-from ..apiserver.request import ApiRequest
 from ..apiserver.selectors import LabelSelector, parse_label_selector
 from ..apiserver.watch import WatchEvent
 from ..kernel.network import Network, NetworkError
@@ -342,24 +341,14 @@ class Informer:
         jitter = self._rng.random() * seconds if self._rng is not None else 0.0
         await asyncio.sleep(seconds + jitter)
 
-    async def _list_stored(self) -> ObjectList:
-        """`Client.list` asking for the stored bytes of each item (``encoded``), which the
-        cache keeps as they are; the items are bytes (or dicts, from a server that ignores the
-        option or a `StaleList` fault, which the caller handles too)."""
-        opts: dict[str, Any] = {"encoded": True}
-        if self.label_selector:
-            opts["label_selector"] = self.label_selector
-        if self.field_selector:
-            opts["field_selector"] = self.field_selector
-        out = await self.client._call(ApiRequest("list", self.kind, self.api_version,
-                                                 self.namespace, None, None, opts))
-        meta = out.get("metadata") or {}
-        return ObjectList(out.get("items") or [], meta.get("resourceVersion", ""))
-
     async def _list(self) -> None:
         obs = self._obs
         stale = obs._active(self, "stale") if obs.rules and self.relists == 0 else None
-        items = await self._list_stored()
+        # the stored bytes of each item, which the cache keeps as they are (dicts from a server
+        # that ignores the option, or a `StaleList` fault, are handled below too)
+        items = await self.client.list(self.kind, self.namespace, api_version=self.api_version,
+                                       label_selector=self.label_selector,
+                                       field_selector=self.field_selector, encoded=True)
         if stale is not None and stale.list_at is not None:
             items = stale.list_at(self, items)
         self.relists += 1
