@@ -110,7 +110,7 @@ class Simulation(World):
         self.fail_on_panic = fail_on_panic
         self.faults = Faults(self)
         self.api = APIServer(clock=self.loop.time, rng=self.rng.fork("apiserver"),
-                             history_window=history_window, trace=self._trace_api,
+                             history_window=history_window,
                              record=functools.partial(self.trace.record, "kube-apiserver"))
         #: RBAC (`emu.apiserver.rbac.RBAC`): enforced with ``rbac=True``, or from
         #: ``install_kuberay`` on unless ``rbac=False``; off by default.
