@@ -111,7 +111,7 @@ class Simulation(World):
         self.faults = Faults(self)
         self.api = APIServer(clock=self.loop.time, rng=self.rng.fork("apiserver"),
                              history_window=history_window,
-                             record=functools.partial(self.trace.record, "kube-apiserver"))
+                             record=functools.partial(self.trace.record_row, "kube-apiserver"))
         #: RBAC (`emu.apiserver.rbac.RBAC`): enforced with ``rbac=True``, or from
         #: ``install_kuberay`` on unless ``rbac=False``; off by default.
         self.rbac = RBAC(self.api, trace=self._trace_api)

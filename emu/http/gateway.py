@@ -343,14 +343,17 @@ class _Call:
             if self.dry_run:
                 options["dry_run"] = True
             if "field_validation" not in options:
-                options["field_validation"] = self.params.get("fieldValidation")
+                validation = self.params.get("fieldValidation")
+                if validation is not None:
+                    options["field_validation"] = validation
             raw = self._raw
             if raw is not None and body is raw[0]:
                 # the request's own bytes are what kube-apiserver's body limit counts (the
                 # API server need not encode the body again to measure it)
                 options["body_size"] = raw[1]
-        for key in [k for k, v in options.items() if v is None]:
-            del options[key]
+        if None in options.values():  # an option left out (most requests have none)
+            for key in [k for k, v in options.items() if v is None]:
+                del options[key]
         info = self.info
         return ApiRequest(verb, info.kind, info.api_version, self.namespace, self.name, body,
                           options)

@@ -80,6 +80,25 @@ def test_recorded_rows_and_emitted_events_digest_as_if_all_were_emitted_at_once(
     assert late.select(event="write")[-1].fields == {"verb": "delete"}
 
 
+def test_rows_recorded_as_two_tuples_read_and_digest_as_emitted_events():
+    now = [0.0]
+    rows, eager = Trace(lambda: now[0]), Trace(lambda: now[0])
+    keys = ("verb", "kind", "name", "rv")
+    for i in range(4):
+        now[0] = i / 7
+        rows.record_row("kube-apiserver", "write", keys, ("create", "Pod", f"p-{i}", i))
+        eager.emit("kube-apiserver", "write", verb="create", kind="Pod", name=f"p-{i}", rv=i)
+        rows.record("kube-apiserver", "write", {"verb": "update", "rv": i})
+        eager.emit("kube-apiserver", "write", verb="update", rv=i)
+    assert rows.digest() == eager.digest()
+    assert [(e.t, e.process, e.event, e.fields) for e in rows] == [
+        (e.t, e.process, e.event, e.fields) for e in eager.events]
+    heard = []
+    rows.subscribe(heard.append)  # with a listener the row is an event at once
+    rows.record_row("kube-apiserver", "write", keys, ("delete", "Pod", "p-0", 9))
+    assert [e.fields for e in heard] == [{"verb": "delete", "kind": "Pod", "name": "p-0", "rv": 9}]
+
+
 def test_emitted_lines_held_behind_a_recorded_row_are_bounded_and_digest_the_same():
     late, eager = Trace(lambda: 1.0), Trace(lambda: 1.0)
     late.record("kube-apiserver", "write", {"verb": "create"})
