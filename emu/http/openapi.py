@@ -3,14 +3,18 @@
 ``/openapi/v3`` lists one document per group-version; each document has a path per resource
 whose operations carry ``x-kubernetes-group-version-kind`` and the ``fieldValidation`` query
 parameter (kubectl sees it and leaves validation to the server), and a schema per kind. Schemas
-are those of CustomResourceDefinitions applied at run time (their ``openAPIV3Schema``); the
-built-ins and KubeRay's kinds get an open schema (``apiVersion``, ``kind``, ``metadata``,
-``spec``, ``status`` with any fields), so ``kubectl explain`` names their top-level fields only.
+are those of CustomResourceDefinitions applied at run time (their ``openAPIV3Schema``); KubeRay's
+kinds, before their CRDs are applied, get the structural schemas the API server validates them
+with (`emu.apiserver.rayschemas`: every ``spec`` field, so ``kubectl explain rayclusters.spec
+--recursive`` lists them); the built-ins get an open schema (``apiVersion``, ``kind``,
+``metadata``, ``spec``, ``status`` with any fields), so ``kubectl explain`` names their top-level
+fields only.
 ``/openapi/v2`` is not served (kubectl falls back to v3).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any
 
@@ -55,6 +59,27 @@ def _crd_schema(crds: dict[tuple[str, str], Obj], info: KindInfo) -> Obj | None:
     return None
 
 
+def _ray_schema(info: KindInfo) -> Obj | None:
+    """The schema a ray.io kind is validated with before its CRD is applied, with the open
+    schema's descriptions of the top-level fields (the derived schemas carry none)."""
+    if info.group != "ray.io":
+        return None
+    from ..apiserver.rayschemas import RAY_SCHEMAS
+
+    found = RAY_SCHEMAS.get(info.kind)
+    if found is None:
+        return None
+    schema = copy.deepcopy(found)
+    base = _open_schema(info)
+    schema["description"] = base["description"]
+    props = schema.setdefault("properties", {})
+    for key, prop in base["properties"].items():
+        if key in props and "description" not in props[key]:
+            # a copy: the derived schemas share one dict between fields of one type
+            props[key] = {**props[key], "description": prop["description"]}
+    return schema
+
+
 def _open_schema(info: KindInfo) -> Obj:
     props: Obj = {
         "apiVersion": {"type": "string", "description": "APIVersion defines the versioned "
@@ -95,7 +120,7 @@ def group_version_doc(kinds: KindRegistry, group: str, version: str,
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     for info in discovery.served(kinds, group, version):
         gvk = [{"group": info.group, "version": info.version, "kind": info.kind}]
-        schema = _crd_schema(crds, info) or _open_schema(info)
+        schema = _crd_schema(crds, info) or _ray_schema(info) or _open_schema(info)
         schema["x-kubernetes-group-version-kind"] = gvk
         schemas[_schema_name(info)] = schema
         scope = f"{prefix}/namespaces/{{namespace}}/{info.plural}" if info.namespaced \
