@@ -36,6 +36,7 @@ from ..apiserver.patch import apply_json_patch, apply_merge_patch, apply_strateg
 from ..apiserver.request import ApiRequest
 from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
+from ..kernel.clock import parse_time
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
 from . import discovery, openapi, tables
 from .logs import LogFollowers, pod_log
@@ -286,6 +287,27 @@ class Gateway:
         return await self.sim.network.call(
             None, APISERVER, areq, verb=areq.verb, kind=areq.kind, name=areq.name or "",
             namespace=areq.namespace or "", caller=caller)
+
+
+_NO_PROCESSES = ("kuberay-emu runs emulated programs, not container processes: there is "
+                 "nothing to {}. Read what the container did with kubectl logs")
+_PORT_FORWARD = ("kuberay-emu does not forward ports through the API server; start emu serve "
+                 "with --expose svc/[NAMESPACE/]NAME:PORT[:LOCAL] to reach an emulated Service "
+                 "over HTTP")
+_PROXY = ("kuberay-emu does not proxy through the API server; start emu serve with --expose "
+          "svc/[NAMESPACE/]NAME:PORT[:LOCAL] to reach an emulated Service over HTTP")
+
+#: Subresources kube serves that this emulator does not, by kind: the clear 400 their callers
+#: get (kubectl exec, attach, cp, port-forward, proxy) instead of a bare 404.
+_NOT_EMULATED: dict[str, dict[str, str]] = {
+    "exec": {"Pod": _NO_PROCESSES.format("exec into (kubectl exec and kubectl cp)")},
+    "attach": {"Pod": _NO_PROCESSES.format("attach to")},
+    "portforward": {"Pod": _PORT_FORWARD},
+    "proxy": {"Pod": _PROXY, "Service": _PROXY, "Node": _PROXY},
+    "ephemeralcontainers": {"Pod": "kuberay-emu does not run ephemeral containers "
+                                   "(kubectl debug); read the Pod with kubectl describe and "
+                                   "kubectl logs"},
+}
 
 
 def _no_resource() -> ApiError:
@@ -641,16 +663,42 @@ class _Call:
             tail = _int(self.req, "tailLines")
             if tail is not None and tail < 0:
                 tail = None  # kubectl's --tail=-1: everything
-            if _bool(self.req.param("follow")):
-                chunks, close = self.gw.log_followers().follow(pod, container, tail)
+            since = self._log_since()
+            previous = _bool(self.req.param("previous"))
+            if _bool(self.req.param("follow")) and not previous:
+                chunks, close = self.gw.log_followers().follow(pod, container, tail, since)
                 return WatchResponse(chunks, close, "text/plain")
-            text = pod_log(self.gw.sim, pod, container, tail)
+            text = pod_log(self.gw.sim, pod, container, tail, previous=previous, since=since,
+                           limit_bytes=_int(self.req, "limitBytes"))
             return HttpResponse(200, text.encode(), "text/plain")
         elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
             return self._reply(await self.send("update", self._json_body()))
+        elif sub in _NOT_EMULATED and not self.info.group and \
+                self.info.kind in _NOT_EMULATED[sub]:
+            await self.send("get")  # a missing object is still a 404, as kube answers
+            raise BadRequest(_NOT_EMULATED[sub][self.info.kind])
         else:
             raise _no_resource()
         raise MethodNotAllowed(f"{method} is not supported on {self.info.plural}/{sub}")
+
+    def _log_since(self) -> float | None:
+        """The virtual time a log starts at: ``sinceSeconds`` before now, or ``sinceTime``
+        (kube refuses both together, and a non-positive ``sinceSeconds``)."""
+        seconds = _int(self.req, "sinceSeconds")
+        when = self.req.param("sinceTime")
+        if seconds is not None and when:
+            raise BadRequest("at most one of sinceTime or sinceSeconds may be specified")
+        if seconds is not None:
+            if seconds < 1:
+                raise BadRequest("sinceSeconds: Invalid value: must be greater than 0")
+            return self.gw.sim.now - seconds
+        if when:
+            try:
+                return parse_time(when)
+            except ValueError:
+                raise BadRequest(f'invalid value for query parameter "sinceTime": {when!r} is '
+                                 "not an RFC 3339 time") from None
+        return None
 
     async def _scale(self, method: str, paths: ScalePaths) -> HttpResponse:
         obj = await self.send("get")

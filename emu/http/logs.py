@@ -3,8 +3,9 @@
 Programs in the emulated world do not write to stdout; what they do is recorded as trace events
 from their process, named ``<namespace>/<pod>/<container>`` by the kubelet. The log of a container
 is those events, one line each (``<RFC 3339 time> <event> key=value ...``), the same lines the
-``emu run`` timeline shows for that process. ``follow=true`` keeps the response open and adds each
-new line as it is recorded, until the container's process ends.
+``emu run`` timeline shows for that process, from its current run (``previous=true``: the run
+before a restart). ``follow=true`` keeps the response open and adds each new line as it is
+recorded, until the container's process ends.
 """
 
 from __future__ import annotations
@@ -47,14 +48,41 @@ def log_line(ev: TraceEvent) -> str:
     return f"{rfc3339(ev.t)} {ev.event}" + (f" {fields}" if fields else "") + "\n"
 
 
+def _incarnations(events: list[TraceEvent]) -> list[list[TraceEvent]]:
+    """The events of a container's process cut at each start: one list per container run
+    (a restart, or a new Pod of the same name, starts a new one)."""
+    runs: list[list[TraceEvent]] = []
+    for ev in events:
+        if ev.event == "process_started" or not runs:
+            runs.append([])
+        runs[-1].append(ev)
+    return runs
+
+
 def pod_log(sim: Simulation, pod: dict[str, Any], container: str | None,
-            tail: int | None = None) -> str:
-    """The container's log; ``tail`` keeps only that many last lines (``tailLines``)."""
+            tail: int | None = None, *, previous: bool = False, since: float | None = None,
+            limit_bytes: int | None = None) -> str:
+    """The log of the container's current run (``previous``: of the run before it, 400 when
+    there is none, as the kubelet answers); ``since`` keeps the lines recorded at or after that
+    virtual time (``sinceSeconds``, ``sinceTime``), ``tail`` only that many last lines
+    (``tailLines``), ``limit_bytes`` the first bytes (``limitBytes``)."""
     process = container_process(pod, container)
-    lines = [log_line(ev) for ev in sim.trace.select(process=process)]
+    runs = _incarnations(sim.trace.select(process=process))
+    if previous:
+        if len(runs) < 2:
+            name = process.rsplit("/", 1)[1]
+            raise BadRequest(f'previous terminated container "{name}" in pod '
+                             f'"{pod["metadata"]["name"]}" not found')
+        events = runs[-2]
+    else:
+        events = runs[-1] if runs else []
+    lines = [log_line(ev) for ev in events if since is None or ev.t >= since]
     if tail is not None:
         lines = lines[max(0, len(lines) - tail):]
-    return "".join(lines)
+    text = "".join(lines)
+    if limit_bytes is not None and limit_bytes >= 0:
+        text = text.encode()[:limit_bytes].decode(errors="ignore")
+    return text
 
 
 #: Events after which a container's process writes nothing more.
@@ -80,8 +108,8 @@ class LogFollowers:
             if ev.event in _ENDS:
                 queue.put_nowait(None)
 
-    def follow(self, pod: dict[str, Any], container: str | None, tail: int | None = None
-               ) -> tuple[AsyncIterator[bytes], Callable[[], None]]:
+    def follow(self, pod: dict[str, Any], container: str | None, tail: int | None = None,
+               since: float | None = None) -> tuple[AsyncIterator[bytes], Callable[[], None]]:
         """The log so far, then each new line until the container's process ends."""
         process = container_process(pod, container)
         if not self._subscribed:
@@ -89,7 +117,7 @@ class LogFollowers:
             self._subscribed = True
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._queues.setdefault(process, {})[id(queue)] = queue
-        backlog = pod_log(self.sim, pod, container, tail)
+        backlog = pod_log(self.sim, pod, container, tail, since=since)
         proc = self.sim.processes.find(process)
         if proc is None or not proc.alive:
             queue.put_nowait(None)

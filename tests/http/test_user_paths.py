@@ -1,0 +1,85 @@
+"""What a kube-apiserver user reaches beyond the basic verbs, in-process on virtual time: Pod
+logs of the current and the previous container run with ``sinceSeconds``/``limitBytes``, and the
+clear 400s of the subresources this emulator does not serve (exec, attach, port-forward, proxy,
+ephemeral containers) in place of bare 404s."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from emu.http.transport import BASE_URL, httpx_transport
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def client(sim) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=BASE_URL, transport=httpx_transport(sim),
+                             headers={"user-agent": "test-client/1.0"})
+
+
+async def _crasher(ctx) -> int:
+    ctx.set_ready()
+    ctx.process.log("run")
+    await asyncio.sleep(5)
+    ctx.process.log("failing")
+    return 1
+
+
+@pytest.mark.emu(cluster=True)
+async def test_logs_of_current_and_previous_runs_since_and_limit(sim):
+    sim.programs.register("emu-test/crasher", _crasher)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "crash"},
+           "spec": {"containers": [{"name": "main", "image": "emu-test/crasher:1"}]}}
+    log = f"{PODS}/crash/log"
+    async with client(sim) as c:
+        assert (await c.post(PODS, json=pod)).status_code == 201
+        await sim.wait_for("Pod", "crash", lambda p: (p.get("status") or {}).get("phase")
+                           == "Running")
+        first = await c.get(log, params={"previous": "true"})
+        assert first.status_code == 400
+        assert first.json()["message"] == \
+            'previous terminated container "main" in pod "crash" not found'
+        await sim.wait_for("Pod", "crash", lambda p: any(
+            s.get("restartCount", 0) >= 1 and "running" in (s.get("state") or {})
+            for s in (p.get("status") or {}).get("containerStatuses") or []))
+        current = (await c.get(log)).text.splitlines()
+        previous = (await c.get(log, params={"previous": "true"})).text.splitlines()
+        # each shows one run: it starts with the process's start and has one "run" line
+        assert [line.split()[1] for line in current][:2] == ["process_started", "run"]
+        assert [line.split()[1] for line in current].count("run") == 1
+        assert [line.split()[1] for line in previous][:3] == ["process_started", "run",
+                                                              "failing"]
+        assert previous != current[:len(previous)]
+        await sim.sleep(3)
+        recent = (await c.get(log, params={"sinceSeconds": "2"})).text
+        assert recent == ""  # the current run wrote its lines more than 2 s ago
+        assert (await c.get(log, params={"sinceSeconds": "600"})).text.splitlines() == current
+        limited = (await c.get(log, params={"limitBytes": "10"})).text
+        assert limited == "\n".join(current)[:10]
+        bad = await c.get(log, params={"sinceSeconds": "1", "sinceTime": "2026-01-01T00:00:00Z"})
+        assert bad.status_code == 400
+
+
+@pytest.mark.emu(cluster=True)
+async def test_unserved_subresources_say_what_to_use_instead(sim):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+    async with client(sim) as c:
+        assert (await c.post(PODS, json=pod)).status_code == 201
+        for sub, method, words in (("exec", "POST", "kubectl logs"),
+                                   ("attach", "POST", "kubectl logs"),
+                                   ("portforward", "GET", "--expose"),
+                                   ("proxy", "GET", "--expose"),
+                                   ("ephemeralcontainers", "PATCH", "kubectl describe")):
+            r = await c.request(method, f"{PODS}/p/{sub}")
+            assert r.status_code == 400, (sub, r.text)
+            assert r.json()["reason"] == "BadRequest" and words in r.json()["message"]
+        r = await c.get("/api/v1/namespaces/default/services/nope/proxy")
+        assert r.status_code == 404 and r.json()["message"] == 'services "nope" not found'
+        r = await c.get("/api/v1/nodes/node-1/proxy")
+        assert r.status_code == 400
+        r = await c.get(f"{PODS}/p/nonsense")
+        assert r.status_code == 404
