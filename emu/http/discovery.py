@@ -13,6 +13,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..apiserver.kinds import KindInfo, KindRegistry
+from . import reviews
 
 Obj = dict[str, Any]
 
@@ -35,8 +36,9 @@ def core_versions(server_url: str = "") -> Obj:
 
 
 def _groups(kinds: KindRegistry) -> dict[str, list[str]]:
-    """Group name → its versions, in registration order (core excluded)."""
-    out: dict[str, list[str]] = {}
+    """Group name → its versions, in registration order (core excluded); the groups of the
+    create-only reviews (`emu.http.reviews`) too."""
+    out: dict[str, list[str]] = {g: list(v) for g, v in reviews.groups().items()}
     for info in kinds.all():
         if info.group:
             versions = out.setdefault(info.group, [])
@@ -70,9 +72,9 @@ def served(kinds: KindRegistry, group_name: str, version_name: str) -> list[Kind
 def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
                   scalable: Collection[tuple[str, str]] = _SCALABLE) -> Obj | None:
     infos = served(kinds, group_name, version_name)
-    if not infos:
+    resources: list[Obj] = reviews.resources(group_name, version_name)
+    if not infos and not resources:
         return None
-    resources: list[Obj] = []
     for info in infos:
         entry: Obj = {"name": info.plural, "singularName": info.kind.lower(),
                       "namespaced": info.namespaced, "kind": info.kind, "verbs": VERBS}
@@ -140,11 +142,16 @@ def aggregated(kinds: KindRegistry, core: bool,
     for info in kinds.all():
         if (info.group == "") == core:
             by_group.setdefault(info.group, {}).setdefault(info.version, []).append(info)
+    if not core:
+        for name, group_versions in reviews.groups().items():
+            for version in group_versions:
+                by_group.setdefault(name, {}).setdefault(version, [])
     items = []
     for name in sorted(by_group):
-        versions = [{"version": version,
+        versions: list[Obj] = [{"version": version,
                      "resources": [_resource_discovery(i, scalable)
-                                   for i in sorted(infos, key=lambda i: i.plural)],
+                                   for i in sorted(infos, key=lambda i: i.plural)]
+                     + reviews.aggregated_resources(name, version),
                      "freshness": "Current"}
                     for version, infos in by_group[name].items()]
         items.append({"metadata": {"name": name} if name else {}, "versions": versions})

@@ -38,7 +38,7 @@ from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
 from ..kernel.clock import parse_time
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
-from . import discovery, openapi, tables
+from . import discovery, openapi, reviews, tables
 from .logs import LogFollowers, pod_log
 from .scale import ScalePaths, replicas_patch, scalable, scale_of, scale_paths
 from .wire import DEFAULT_MAX_BODY, JSON, Dropped, HttpRequest, HttpResponse, WatchResponse
@@ -68,6 +68,13 @@ _NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 #: The verbs whose answer is the object as stored (when not a dry run), so the stored bytes
 #: can be sent as they are instead of encoding the decoded answer again.
 _STORED_ANSWER = frozenset(("get", "create", "update", "update_status", "patch"))
+
+
+def _resource_path(path: str) -> bool:
+    """Whether ``path`` names resources (``/api/v1/pods``, ``/apis/g/v/x``), not discovery."""
+    parts = [p for p in path.split("/") if p]
+    return (parts[:1] == ["api"] and len(parts) >= 3) or \
+        (parts[:1] == ["apis"] and len(parts) >= 4)
 
 
 def caller_identity(user_agent: str, default: str = "http") -> str:
@@ -167,11 +174,47 @@ class Gateway:
             return HttpResponse.json({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                       "status": "Failure", "message": "Unauthorized",
                                       "reason": "Unauthorized", "code": 401}, 401)
+        if "impersonate-user" in req.headers and _resource_path(req.path):
+            # kubectl --as: refused, not silently ignored (discovery is the same for anyone)
+            return _status_response(BadRequest(
+                f"impersonation (Impersonate-User: {req.headers['impersonate-user']}) is not "
+                "supported by kuberay-emu: the request would run as this client's own identity "
+                f"({self.caller(req)}); give a caller an identity with sim.rbac.assign in a "
+                "test instead"))
         if len(req.body) > self.max_body:
             return _status_response(RequestEntityTooLarge(
                 f"the request body is {len(req.body)} bytes; the limit is {self.max_body}"))
         try:
             return await self._route(req)
+        except ApiError as err:
+            if err.code == 404 and req.method == "POST":  # not a stored kind: a review?
+                review = reviews.at_path(req.path)
+                if review is not None:
+                    return await self.handle_review(req, review)
+            return _status_response(err)
+        except Timeout as err:
+            raise Dropped(str(err), timeout=True) from err
+        except NetworkError as err:
+            raise Dropped(str(err), timeout=False) from err
+
+    async def handle_review(self, req: HttpRequest, review: tuple[str, str, str]
+                            ) -> HttpResponse:
+        """``kubectl auth can-i`` / ``whoami``: a create-only review answered from the world's
+        RBAC (`emu.http.reviews`), after a read over the emulated network so its faults apply."""
+        try:
+            await self._reachable(req)
+            ctype = self.media_type(req.headers.get("content-type", JSON))
+            if ctype == "application/vnd.kubernetes.protobuf":
+                from .protobuf import decode
+
+                body: Any = decode(req.body)
+            else:
+                try:
+                    body = orjson.loads(req.body) if req.body else None
+                except orjson.JSONDecodeError as exc:
+                    raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+            out = reviews.answer(self.sim, self.caller(req), review, body)
+            return HttpResponse(201, orjson.dumps(out))
         except ApiError as err:
             return _status_response(err)
         except Timeout as err:

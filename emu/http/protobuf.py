@@ -305,6 +305,16 @@ DeleteOptions gracePeriodSeconds:1:i? preconditions:2:Preconditions? orphanDepen
 Preconditions uid:1? resourceVersion:2?
 Scale metadata:1:ObjectMeta spec:2:ScaleSpec status:3:-
 ScaleSpec replicas:1:i?
+
+SelfSubjectAccessReview metadata:1:ObjectMeta spec:2:SSARSpec status:3:-
+SSARSpec resourceAttributes:1:ResourceAttributes? nonResourceAttributes:2:NonResourceAttributes?
+ResourceAttributes namespace:1 verb:2 group:3 version:4 resource:5 subresource:6 name:7
+  fieldSelector:8:SelectorAttributes? labelSelector:9:SelectorAttributes?
+SelectorAttributes rawSelector:1 requirements:2:LabelSelectorRequirement*
+NonResourceAttributes path:1 verb:2
+SelfSubjectRulesReview metadata:1:ObjectMeta spec:2:SSRRSpec status:3:-
+SSRRSpec namespace:1
+SelfSubjectReview metadata:1:ObjectMeta status:2:-
 """
 
 #: A field: (JSON name, type, repeated, pointer, inline).
@@ -350,6 +360,9 @@ KINDS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
     ("autoscaling/v1", "Scale"): "Scale",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
 }
 
 #: Kinds read whatever their apiVersion: a typed client's DELETE sends its DeleteOptions in the

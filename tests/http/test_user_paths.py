@@ -83,3 +83,80 @@ async def test_unserved_subresources_say_what_to_use_instead(sim):
         assert r.status_code == 400
         r = await c.get(f"{PODS}/p/nonsense")
         assert r.status_code == 404
+
+
+SSAR = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+
+def ssar(**attrs: str) -> dict:
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs}}
+
+
+@pytest.mark.emu(rbac=True)
+async def test_auth_reviews_answer_from_the_worlds_rbac(sim):
+    from test_protobuf import envelope, ld
+
+    from emu.apiserver.rbac import UserInfo
+
+    async with client(sim) as c:
+        r = await c.post(SSAR, json=ssar(verb="create", resource="pods", namespace="x"))
+        assert r.status_code == 201 and r.json()["status"] == {"allowed": True}
+        who = await c.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                           json={"apiVersion": "authentication.k8s.io/v1",
+                                 "kind": "SelfSubjectReview"})
+        assert who.json()["status"]["userInfo"] == {
+            "username": "test-client", "groups": ["system:masters", "system:authenticated"]}
+        # kubectl posts them in protobuf
+        raw = ld(2, ld(1, ld(1, "x") + ld(2, "list") + ld(5, "secrets")))
+        r = await c.post(SSAR, content=envelope("authorization.k8s.io/v1",
+                                                "SelfSubjectAccessReview", raw),
+                         headers={"content-type": "application/vnd.kubernetes.protobuf"})
+        assert r.status_code == 201 and r.json()["spec"]["resourceAttributes"] == {
+            "namespace": "x", "verb": "list", "resource": "secrets"}
+    sim.rbac.assign("robot", UserInfo.service_account("x", "robot"))
+    await sim.apply("""
+apiVersion: v1
+kind: Namespace
+metadata: {name: x}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader, namespace: x}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: read, namespace: x}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}
+subjects: [{kind: ServiceAccount, name: robot, namespace: x}]
+""")
+    async with httpx.AsyncClient(base_url=BASE_URL,
+                                 transport=httpx_transport(sim, identity="robot")) as c:
+        ok = await c.post(SSAR, json=ssar(verb="list", resource="pods", namespace="x"))
+        no = await c.post(SSAR, json=ssar(verb="delete", resource="pods", namespace="x"))
+        assert ok.json()["status"]["allowed"] is True
+        assert no.json()["status"]["allowed"] is False
+        rules = await c.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+                             json={"apiVersion": "authorization.k8s.io/v1",
+                                   "kind": "SelfSubjectRulesReview",
+                                   "spec": {"namespace": "x"}})
+        assert {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]} in \
+            rules.json()["status"]["resourceRules"]
+        bad = await c.post(SSAR, json={"apiVersion": "authorization.k8s.io/v1",
+                                       "kind": "SelfSubjectAccessReview", "spec": {}})
+        assert bad.status_code == 422
+        groups = (await c.get("/apis")).json()["groups"]
+        assert "authorization.k8s.io" in [g["name"] for g in groups]
+        listing = (await c.get("/apis/authorization.k8s.io/v1")).json()["resources"]
+        assert [r["name"] for r in listing] == ["selfsubjectaccessreviews",
+                                                "selfsubjectrulesreviews"]
+
+
+async def test_impersonation_is_refused_with_a_reason_and_discovery_still_answers(sim):
+    async with client(sim) as c:
+        as_bob = {"impersonate-user": "bob"}
+        r = await c.get("/api/v1/namespaces/default/configmaps", headers=as_bob)
+        assert r.status_code == 400 and "impersonation" in r.json()["message"]
+        assert (await c.get("/api/v1", headers=as_bob)).status_code == 200
+        assert (await c.get("/apis", headers=as_bob)).status_code == 200
