@@ -34,6 +34,10 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="the world's seed (default 0)")
     p.add_argument("--max-body", type=int, default=None, metavar="BYTES",
                    help="largest accepted request body (default 3 MiB; larger gets 413)")
+    p.add_argument("--history-window", type=int, default=None, metavar="CHANGES",
+                   help="how many changes watches and continue tokens can resume from "
+                        "(default 10000); older ones get 410 Gone, so a small window tests a "
+                        "client's relist-and-rewatch recovery")
     p.add_argument("--expose", action="append", default=[], metavar="svc/NAME:PORT[:LOCAL]",
                    help="forward a local port to an emulated Service port, like kubectl "
                         "port-forward (repeatable; NAME may be NAMESPACE/NAME)")
@@ -54,6 +58,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             except OSError as exc:
                 print(f"emu serve: cannot read -f {f}: {exc.strerror}", file=sys.stderr)
                 return 2
+    if args.history_window is not None and args.history_window < 1:
+        print(f"emu serve: --history-window must be at least 1, got {args.history_window}",
+              file=sys.stderr)
+        return 2
     if args.scenario:
         from .. import scenarios
 
@@ -74,5 +82,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     opts = ServeOptions(kuberay=args.kuberay, files=tuple(args.filename), scenario=args.scenario,
                         speed=args.speed, host=args.host, port=args.port,
                         kubeconfig=args.kubeconfig, token=args.token, seed=args.seed,
-                        max_body=args.max_body or DEFAULT_MAX_BODY, expose=tuple(args.expose))
+                        max_body=args.max_body or DEFAULT_MAX_BODY, expose=tuple(args.expose),
+                        history_window=args.history_window)
     return run_serve(opts)

@@ -41,6 +41,8 @@ class ServeOptions:
     seed: int = 0
     max_body: int = DEFAULT_MAX_BODY
     expose: tuple[str, ...] = ()
+    #: Changes watches can resume from (None: the Simulation's default).
+    history_window: int | None = None
 
 
 def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
@@ -80,6 +82,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
     if sc is not None:
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)
+    if opts.history_window is not None:
+        sim_options["history_window"] = opts.history_window
     sim = Simulation(seed=opts.seed, **sim_options)
     # A served world runs for hours and nothing here draws its Perfetto view: keeping a span
     # per request would only grow the heap (and every full garbage collection with it).

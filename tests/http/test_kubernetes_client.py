@@ -84,3 +84,50 @@ def test_watch_resumes_from_resource_version(core):
         seen.append((event["type"], event["object"].data["n"]))
         w.stop()
     assert seen[-1] == ("MODIFIED", "3") and len(seen) == 3
+
+
+def test_410_gone_then_relist_and_rewatch_with_a_small_history_window(tmp_path):
+    """``emu serve --history-window``: a watch from a compacted version ends with the 410 the
+    client raises (after its one retry), an expired continue token is 410 too, and the usual
+    recovery (relist, watch from the list's version) sees the next change."""
+    try:
+        from kubernetes import client, config, watch
+    except ImportError:
+        require(False, "the kubernetes package")
+        raise
+    from serving import start_serve
+
+    srv = start_serve(tmp_path, "--history-window", "30", "--speed", "20")
+    try:
+        api = config.new_client_from_config(config_file=str(srv.kubeconfig))
+        v1 = client.CoreV1Api(api)
+        for name in ("a", "b"):
+            v1.create_namespaced_config_map("default", client.V1ConfigMap(
+                metadata=client.V1ObjectMeta(name=name), data={"n": "0"}))
+        page = v1.list_namespaced_config_map("default", limit=1)
+        assert page.metadata._continue
+        old = page.metadata.resource_version
+        for n in range(40):
+            v1.patch_namespaced_config_map("a", "default", {"data": {"n": str(n)}})
+        with pytest.raises(client.ApiException) as err:
+            for _ in watch.Watch().stream(v1.list_namespaced_config_map, "default",
+                                          resource_version=old, timeout_seconds=30):
+                pass
+        assert err.value.status == 410 and "too old resource version" in err.value.reason
+        with pytest.raises(client.ApiException) as err:
+            v1.list_namespaced_config_map("default", limit=1, _continue=page.metadata._continue)
+        assert err.value.status == 410 and "Expired" in err.value.body
+        fresh = v1.list_namespaced_config_map("default")
+        v1.patch_namespaced_config_map("b", "default", {"data": {"n": "after"}})
+        w = watch.Watch()
+        seen = []
+        for event in w.stream(v1.list_namespaced_config_map, "default",
+                              resource_version=fresh.metadata.resource_version,
+                              timeout_seconds=30):
+            seen.append((event["type"], event["object"].metadata.name,
+                         event["object"].data["n"]))
+            w.stop()
+        assert seen == [("MODIFIED", "b", "after")]
+        api.close()
+    finally:
+        assert srv.stop() == 0
