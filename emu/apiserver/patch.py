@@ -14,6 +14,7 @@ with strategy ``merge`` (finalizers) merge as sets, and the ``$patch: replace|de
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,8 +82,10 @@ def apply_json_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
     try:
         result = ops.apply(obj, in_place=True)
     except jsonpatch.JsonPatchTestFailed as exc:
+        # jsonpatch names Python types ("1 (<class 'str'>) is not equal to ..."): dropped
+        detail = re.sub(r" \(<class '[^']*'>\)", "", str(exc))
         raise _unprocessable(f"the server rejected our request due to an error in our request: "
-                             f"testing value failed: {exc}") from None
+                             f"testing value failed: {detail}") from None
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError,
             IndexError, TypeError) as exc:
         raise _unprocessable(f"the server rejected our request due to an error in our request: "

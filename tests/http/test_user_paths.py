@@ -160,3 +160,18 @@ async def test_impersonation_is_refused_with_a_reason_and_discovery_still_answer
         assert r.status_code == 400 and "impersonation" in r.json()["message"]
         assert (await c.get("/api/v1", headers=as_bob)).status_code == 200
         assert (await c.get("/apis", headers=as_bob)).status_code == 200
+
+
+async def test_a_failed_json_patch_test_names_no_python_types(sim):
+    async with client(sim) as c:
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "t"},
+              "data": {"a": "1"}}
+        assert (await c.post("/api/v1/namespaces/default/configmaps", json=cm)).status_code \
+            == 201
+        r = await c.patch("/api/v1/namespaces/default/configmaps/t",
+                          content=b'[{"op":"test","path":"/data/a","value":"9"}]',
+                          headers={"content-type": "application/json-patch+json"})
+        assert r.status_code == 422 and r.json()["reason"] == "Invalid"
+        assert "class" not in r.json()["message"]
+        assert r.json()["message"].endswith("testing value failed: 1 is not equal to tested "
+                                            "value 9")
