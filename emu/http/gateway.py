@@ -350,6 +350,12 @@ _NOT_EMULATED: dict[str, dict[str, str]] = {
     "ephemeralcontainers": {"Pod": "kuberay-emu does not run ephemeral containers "
                                    "(kubectl debug); read the Pod with kubectl describe and "
                                    "kubectl logs"},
+    "eviction": {"Pod": "kuberay-emu does not serve the eviction subresource (there are no "
+                        "PodDisruptionBudgets); delete the Pod instead, as kubectl drain does "
+                        "by itself here"},
+    "token": {"ServiceAccount": "kuberay-emu does not issue ServiceAccount tokens "
+                                "(TokenRequest): emu serve accepts no credentials but the one "
+                                "--token it was started with"},
 }
 
 
