@@ -753,6 +753,9 @@ class _Call:
         obj = await self.send("get")
         scale = scale_of(obj, paths)
         if method == "GET":
+            if self.table:  # kubectl get --subresource=scale
+                return HttpResponse.json(tables.to_table(self.gw.sim, tables.SCALE, scale,
+                                                         self.req))
             return HttpResponse.json(scale)
         if method == "PUT":
             wanted = self._json_body()

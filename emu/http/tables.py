@@ -589,6 +589,10 @@ BUILTIN: dict[tuple[str, str], tuple[list[Column], Cells]] = {
         _meta(o).get("creationTimestamp")]),
 }
 BUILTIN[("events.k8s.io", "Event")] = BUILTIN[("", "Event")]
+#: ``kubectl get --subresource=scale``: an ``autoscaling/v1`` Scale.
+BUILTIN[("autoscaling", "Scale")] = ([("Desired", _I, 0), ("Available", _I, 0)], lambda o, now: [
+    _sp(o).get("replicas", 0), _st(o).get("replicas", 0)])
+SCALE = KindInfo(group="autoscaling", version="v1", kind="Scale", plural="scale")
 
 #: Kinds whose printer has no leading Name column (kube's Events table puts the name last,
 #: shown only with ``-o wide``).

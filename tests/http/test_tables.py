@@ -147,3 +147,18 @@ async def test_events_table_over_http_and_ray_schemas_in_openapi(sim):
         assert {"headGroupSpec", "workerGroupSpecs", "rayVersion"} <= set(spec["properties"])
         assert doc["components"]["schemas"]["io.ray.v1.RayCluster"]["properties"]["kind"][
             "description"].startswith("Kind is")
+
+
+async def test_scale_subresource_as_a_table(sim):
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}},
+                    "template": {"metadata": {"labels": {"app": "d"}},
+                                 "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    async with httpx.AsyncClient(base_url=BASE_URL, transport=httpx_transport(sim)) as c:
+        assert (await c.post("/apis/apps/v1/namespaces/default/deployments",
+                             json=dep)).status_code == 201
+        table = (await c.get("/apis/apps/v1/namespaces/default/deployments/d/scale",
+                             headers={"accept": TABLE})).json()
+        assert [d["name"] for d in table["columnDefinitions"]] == ["Name", "Desired",
+                                                                   "Available"]
+        assert table["rows"][0]["cells"] == ["d", 2, 0]
