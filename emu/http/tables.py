@@ -5,7 +5,11 @@ kube's printers (``pkg/printers/internalversion/printers.go``) for the built-ins
 serves, KubeRay's ``+kubebuilder:printcolumn`` markers for RayCluster, RayJob and RayService, and
 ``additionalPrinterColumns`` for CustomResourceDefinitions applied at run time; anything else gets
 kube's default ``Name`` and ``Created At``. Ages are computed on the server from virtual time, as
-kube computes them from its own clock.
+kube computes them from its own clock. Each row carries every column, the priority-1 ones that
+``kubectl get -o wide`` shows included, as kube-apiserver builds Tables (``Wide: true``).
+
+Longer than 500 lines because it is one port of one Kubernetes file's printers, kind by kind;
+split, the shared helpers (ages, selectors, container cells) would be imported everywhere.
 """
 
 from __future__ import annotations
