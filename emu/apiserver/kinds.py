@@ -372,6 +372,40 @@ def ray_kind(kind: str, plural: str) -> KindInfo:
                     allow_unconditional_update=False, defaulter=defaulter, validator=validator)
 
 
+def default_crd_status(obj: Obj, old: Obj | None) -> None:
+    """The status kube's apiextensions controllers give a CRD once it serves it (here at once,
+    as the kind is served at once): ``acceptedNames``, the ``NamesAccepted`` and ``Established``
+    conditions (what ``kubectl wait --for condition=established`` waits for) and
+    ``storedVersions``. Conditions already there are kept."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("names"), dict):
+        return  # the validator reports it
+    status = _own(obj, "status")
+    names = spec["names"]
+    kind = str(names.get("kind", ""))
+    if not isinstance(status.get("acceptedNames"), dict):
+        accepted = {"plural": names.get("plural", ""),
+                    "singular": names.get("singular") or kind.lower(), "kind": kind,
+                    "listKind": names.get("listKind") or f"{kind}List"}
+        for extra in ("shortNames", "categories"):
+            if names.get(extra):
+                accepted[extra] = list(names[extra])
+        status["acceptedNames"] = accepted
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list) or not conditions:
+        when = (obj.get("metadata") or {}).get("creationTimestamp")
+        status["conditions"] = [
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": when,
+             "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": when,
+             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}]
+    stored = [str(v) for v in status.get("storedVersions") or [] if isinstance(v, str)]
+    for ver in spec.get("versions") or []:
+        if isinstance(ver, dict) and ver.get("storage") and ver.get("name") not in stored:
+            stored.append(str(ver.get("name")))
+    status["storedVersions"] = stored
+
+
 def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
     """What the CRD validation a controller's test trips over: the names, scope and versions."""
     invalid, required = v.invalid, v.required
@@ -812,7 +846,8 @@ def builtin_kinds() -> list[KindInfo]:
                                        "regarding.namespace", "reason", "type")),
         KindInfo("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
                  "customresourcedefinitions", namespaced=False, has_status=True,
-                 has_generation=True, validator=validate_crd, short_names=("crd", "crds")),
+                 has_generation=True, validator=validate_crd, defaulter=default_crd_status,
+                 short_names=("crd", "crds")),
         ray_kind("RayCluster", "rayclusters"),
         ray_kind("RayJob", "rayjobs"),
         ray_kind("RayService", "rayservices"),

@@ -182,3 +182,33 @@ async def test_a_failed_json_patch_test_names_no_python_types(sim):
         assert "class" not in r.json()["message"]
         assert r.json()["message"].endswith("testing value failed: 1 is not equal to tested "
                                             "value 9")
+
+
+async def test_an_applied_crd_is_established_for_kubectl_wait(sim):
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets", "shortNames": ["wd"]},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                        "openAPIV3Schema": {"type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    async with client(sim) as c:
+        r = await c.post(path, json=crd)
+        assert r.status_code == 201, r.text
+        status = (await c.get(f"{path}/widgets.example.com")).json()["status"]
+        assert {c["type"]: c["status"] for c in status["conditions"]} == {
+            "NamesAccepted": "True", "Established": "True"}
+        assert status["acceptedNames"] == {"plural": "widgets", "singular": "widget",
+                                           "kind": "Widget", "listKind": "WidgetList",
+                                           "shortNames": ["wd"]}
+        assert status["storedVersions"] == ["v1"]
+        # a later spec update keeps them and records a new storage version
+        got = (await c.get(f"{path}/widgets.example.com")).json()
+        got["spec"]["versions"][0]["storage"] = False
+        got["spec"]["versions"].append({**got["spec"]["versions"][0], "name": "v2",
+                                        "storage": True})
+        r = await c.put(f"{path}/widgets.example.com", json=got)
+        assert r.status_code == 200, r.text
+        assert r.json()["status"]["storedVersions"] == ["v1", "v2"]
+        assert r.json()["status"]["conditions"] == status["conditions"]
