@@ -64,6 +64,12 @@ def _ray_schema(info: KindInfo) -> Obj | None:
     schema's descriptions of the top-level fields (the derived schemas carry none)."""
     if info.group != "ray.io":
         return None
+    return ray_schema(info)
+
+
+def ray_schema(info: KindInfo) -> Obj | None:
+    """`emu.apiserver.rayschemas`'s schema of ``info``'s kind, described (also what ``emu
+    serve --kuberay`` puts in the CRDs it applies)."""
     from ..apiserver.rayschemas import RAY_SCHEMAS
 
     found = RAY_SCHEMAS.get(info.kind)

@@ -3,7 +3,8 @@
 Virtual time is paced by the wall clock times ``--speed`` (`emu.kernel.paced.PacedLoop`): at
 speed 10 a Lease's 15 s take 1.5 s of real time. Virtual time starts at the real current instant,
 so timestamps and ages look like a real cluster's. The Kubernetes built-ins always run (Pods
-start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay``; ``-f`` applies
+start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay`` (its CRDs
+applied first, as the chart does: `kuberay_crds`); ``-f`` applies
 manifests first, ``--scenario`` runs a named scenario in the served world. A kubeconfig is
 written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
 SIGTERM) stops it.
@@ -112,6 +113,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
     written: Path | None = None
     try:
         if opts.kuberay:
+            for crd in kuberay_crds():  # as the chart does, before the operator
+                await sim.apply(crd)
             await sim.install_kuberay()
         for fname, text in zip(opts.files, texts, strict=True):
             try:
@@ -180,6 +183,47 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             written.unlink(missing_ok=True)
         for sig in handled:
             loop.remove_signal_handler(sig)
+
+
+def kuberay_crds() -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions ``helm install kuberay-operator`` applies, built from what
+    the API server already serves the ray.io kinds with (their derived schemas,
+    `emu.apiserver.rayschemas`, and KubeRay's printer columns): so ``kubectl get crd`` lists them
+    and ``kubectl wait --for condition=established crd/rayclusters.ray.io``, a usual CI step
+    after installing the operator, succeeds. Applying them serves the kinds exactly as before
+    (`emu.apiserver.kinds.crd_kind_info` of the same schema)."""
+    from ..apiserver.kinds import KindInfo
+    from ..apiserver.rayschemas import RAY_SCHEMAS
+    from .openapi import ray_schema
+    from .tables import KUBERAY_COLUMNS
+
+    plurals = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices",
+               "RayCronJob": "raycronjobs"}
+    out = []
+    for kind in RAY_SCHEMAS:
+        plural = plurals[kind]
+        schema = ray_schema(KindInfo("ray.io", "v1", kind, plural, has_status=True))
+        version: dict[str, Any] = {
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": schema},
+            "subresources": {"status": {}}}
+        columns = KUBERAY_COLUMNS.get(kind)
+        if columns:
+            version["additionalPrinterColumns"] = [
+                {"name": name, "type": typ, "jsonPath": path, "priority": prio}
+                for name, typ, path, prio in columns]
+        names: dict[str, Any] = {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                                 "singular": kind.lower()}
+        if kind != "RayCronJob":
+            names["categories"] = ["all"]
+        out.append({"apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "CustomResourceDefinition",
+                    "metadata": {"name": f"{plural}.ray.io",
+                                 "annotations": {"controller-gen.kubebuilder.io/version":
+                                                 "v0.16.4"}},
+                    "spec": {"group": "ray.io", "names": names, "scope": "Namespaced",
+                             "versions": [version]}})
+    return out
 
 
 class ServeError(Exception):

@@ -44,6 +44,10 @@ def test_wide_columns_events_explain_and_auth(served: Served):
     assert "deployment/web" in events[1] and "looked at it" in events[1]
     wide = served.kubectl("get", "events", "-n", ns, "-o", "wide").stdout.splitlines()
     assert wide[0].split()[-4:] == ["FIRST", "SEEN", "COUNT", "NAME"]
+    crds = served.kubectl("get", "crd", "-o", "name").stdout.split()
+    assert "customresourcedefinition.apiextensions.k8s.io/rayjobs.ray.io" in crds
+    served.kubectl("wait", "--for", "condition=established", "crd/rayclusters.ray.io",
+                   "--timeout=10s")
     explain = served.kubectl("explain", "raycluster.spec", "--recursive").stdout
     assert "headGroupSpec" in explain and "workerGroupSpecs" in explain
     assert served.kubectl("auth", "can-i", "create", "pods", "-n", ns).stdout.strip() == "yes"

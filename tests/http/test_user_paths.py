@@ -212,3 +212,28 @@ async def test_an_applied_crd_is_established_for_kubectl_wait(sim):
         assert r.status_code == 200, r.text
         assert r.json()["status"]["storedVersions"] == ["v1", "v2"]
         assert r.json()["status"]["conditions"] == status["conditions"]
+
+
+async def test_kuberay_crds_of_emu_serve_serve_the_kinds_as_before(sim):
+    from emu.apiserver.errors import ApiError
+    from emu.http.serve import kuberay_crds
+
+    before = sim.api.kinds.get("ray.io", "RayCluster")
+    for crd in kuberay_crds():
+        await sim.apply(crd)
+    after = sim.api.kinds.get("ray.io", "RayCluster")
+    assert after is not before and (after.has_status, after.has_generation) == (True, True)
+    async with client(sim) as c:
+        crds = (await c.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")).json()
+        assert [c["metadata"]["name"] for c in crds["items"]] == [
+            "rayclusters.ray.io", "raycronjobs.ray.io", "rayjobs.ray.io", "rayservices.ray.io"]
+        assert all(any(cond["type"] == "Established" for cond in c["status"]["conditions"])
+                   for c in crds["items"])
+        doc = (await c.get("/openapi/v3/apis/ray.io/v1")).json()
+        props = doc["components"]["schemas"]["io.ray.v1.RayJob"]["properties"]
+        assert props["spec"]["description"] == "The desired state of the RayJob."
+    bad = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "bad"},
+           "spec": {}}
+    with pytest.raises(ApiError) as err:
+        await sim.client().create({**bad, "metadata": {"name": "bad", "namespace": "default"}})
+    assert err.value.code == 422 and "spec.headGroupSpec" in err.value.message
