@@ -735,6 +735,14 @@ class PathGetter:
         return _field_text(cur)
 
 
+def _event_source(obj: Obj) -> str:
+    """An Event's ``source`` field selector: ``source.component``, else the reporting
+    controller (``pkg/registry/core/event/strategy.go``)."""
+    source = obj.get("source")
+    component = source.get("component") if isinstance(source, dict) else None
+    return _field_text(component or obj.get("reportingComponent") or "")
+
+
 def _path_getter(*path: str) -> Callable[[Obj], str]:
     return PathGetter(*path)
 
@@ -820,9 +828,13 @@ def builtin_kinds() -> list[KindInfo]:
         KindInfo(core, "v1", "PersistentVolume", "persistentvolumes", namespaced=False,
                  has_status=True, defaulter=default_pv, merge_keys=smp, short_names=("pv",)),
         KindInfo(core, "v1", "Event", "events", name_format="path", merge_keys=smp,
-                 field_getters=_fields("involvedObject.kind", "involvedObject.name",
-                                       "involvedObject.namespace", "involvedObject.uid",
-                                       "reason", "type", "source"),
+                 field_getters={**_fields("involvedObject.kind", "involvedObject.name",
+                                          "involvedObject.namespace", "involvedObject.uid",
+                                          "involvedObject.apiVersion",
+                                          "involvedObject.resourceVersion",
+                                          "involvedObject.fieldPath", "reason", "type",
+                                          "reportingComponent"),
+                                "source": _event_source},
                  short_names=("ev",)),
         KindInfo(core, "v1", "Endpoints", "endpoints", merge_keys=smp, short_names=("ep",)),
         KindInfo("apps", "v1", "Deployment", "deployments", has_status=True,

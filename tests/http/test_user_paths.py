@@ -237,3 +237,27 @@ async def test_kuberay_crds_of_emu_serve_serve_the_kinds_as_before(sim):
     with pytest.raises(ApiError) as err:
         await sim.client().create({**bad, "metadata": {"name": "bad", "namespace": "default"}})
     assert err.value.code == 422 and "spec.headGroupSpec" in err.value.message
+
+
+async def test_event_field_selectors_kubectl_events_for_uses(sim):
+    ev = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "rc.1"},
+          "involvedObject": {"kind": "RayCluster", "name": "rc", "namespace": "default",
+                             "apiVersion": "ray.io/v1", "fieldPath": "spec"},
+          "reason": "Created", "type": "Normal", "source": {"component": "raycluster-ctl"},
+          "message": "m"}
+    other = {**ev, "metadata": {"name": "rc.2"}, "source": {},
+             "reportingComponent": "kubelet",
+             "involvedObject": {**ev["involvedObject"], "apiVersion": "v1"}}
+    events = "/api/v1/namespaces/default/events"
+    async with client(sim) as c:
+        for body in (ev, other):
+            assert (await c.post(events, json=body)).status_code == 201
+        for selector, names in (
+                ("involvedObject.kind=RayCluster,involvedObject.apiVersion=ray.io/v1,"
+                 "involvedObject.name=rc", ["rc.1"]),
+                ("involvedObject.fieldPath=spec", ["rc.1", "rc.2"]),
+                ("source=raycluster-ctl", ["rc.1"]), ("source=kubelet", ["rc.2"]),
+                ("reportingComponent=kubelet", ["rc.2"])):
+            r = await c.get(events, params={"fieldSelector": selector})
+            assert r.status_code == 200, (selector, r.text)
+            assert [i["metadata"]["name"] for i in r.json()["items"]] == names, selector
