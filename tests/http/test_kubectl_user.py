@@ -36,12 +36,15 @@ def test_wide_columns_events_explain_and_auth(served: Served):
     assert deploy.splitlines()[1].split()[-3:] == ["c", "busybox", "app=web"]
     served.kubectl("create", "-n", ns, "-f", "-", stdin=json.dumps({
         "apiVersion": "v1", "kind": "Event", "metadata": {"name": "web.1"},
-        "involvedObject": {"kind": "Deployment", "name": "web", "namespace": ns},
+        "involvedObject": {"kind": "Deployment", "name": "web", "namespace": ns,
+                           "apiVersion": "apps/v1"},
         "reason": "Checked", "message": "looked at it", "type": "Normal",
         "source": {"component": "me"}}))
     events = served.kubectl("get", "events", "-n", ns).stdout.splitlines()
     assert events[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert "deployment/web" in events[1] and "looked at it" in events[1]
+    assert "looked at it" in served.kubectl("events", "-n", ns, "--for",
+                                            "deployment/web").stdout
     wide = served.kubectl("get", "events", "-n", ns, "-o", "wide").stdout.splitlines()
     assert wide[0].split()[-4:] == ["FIRST", "SEEN", "COUNT", "NAME"]
     crds = served.kubectl("get", "crd", "-o", "name").stdout.split()
