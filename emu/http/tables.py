@@ -60,7 +60,22 @@ KUBERAY_COLUMNS: dict[str, list[tuple[str, str, str, int]]] = {
 
 
 def wants_table(req: HttpRequest) -> bool:
-    return "as=table" in req.header("accept").lower().replace(" ", "")
+    """Whether the answer is a transformed view: a Table, or the metadata-only
+    ``PartialObjectMetadata(List)`` client-go's metadata client and controller-runtime's
+    metadata-only watches ask for (`to_table` makes either)."""
+    accept = req.header("accept").lower().replace(" ", "")
+    return "as=table" in accept or "as=partialobjectmetadata" in accept
+
+
+def _metadata_only(obj: Obj) -> Obj:
+    """``PartialObjectMetadata`` of an object, ``PartialObjectMetadataList`` of a List."""
+    if "items" in obj and str(obj.get("kind", "")).endswith("List"):
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+                if k in ("resourceVersion", "continue", "remainingItemCount")}
+        return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                "metadata": meta, "items": [_metadata_only(i) for i in obj.get("items") or []]}
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": _meta(obj)}
 
 
 def human_duration(seconds: float) -> str:
@@ -651,7 +666,11 @@ def _columns(sim: Simulation, info: KindInfo) -> tuple[list[Column], Cells]:
 
 def to_table(sim: Simulation, info: KindInfo, obj: Obj, req: HttpRequest) -> Obj:
     """The Table for one object or a List; ``includeObject`` (None | Metadata | Object, default
-    Metadata) says what each row carries."""
+    Metadata) says what each row carries. A request for ``as=PartialObjectMetadata`` (and no
+    Table) gets the metadata-only view instead."""
+    accept = req.header("accept").lower().replace(" ", "")
+    if "as=partialobjectmetadata" in accept and "as=table" not in accept:
+        return _metadata_only(obj)
     cols, cells = _columns(sim, info)
     named = (info.group, info.kind) in _NAME_IN_CELLS
     include = req.param("includeObject", "Metadata")

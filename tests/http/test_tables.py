@@ -6,6 +6,7 @@ explain`` reads for KubeRay's kinds."""
 from __future__ import annotations
 
 import httpx
+import orjson
 
 from emu.apiserver.kinds import KindInfo
 from emu.http import tables
@@ -162,3 +163,31 @@ async def test_scale_subresource_as_a_table(sim):
         assert [d["name"] for d in table["columnDefinitions"]] == ["Name", "Desired",
                                                                    "Available"]
         assert table["rows"][0]["cells"] == ["d", 2, 0]
+
+
+async def test_metadata_only_lists_gets_and_watches(sim):
+    """client-go's metadata client (controller-runtime's metadata-only watches) asks for
+    ``PartialObjectMetadata(List)``, protobuf first."""
+    meta_list = ("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;"
+                 "g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;"
+                 "g=meta.k8s.io;v=v1,application/json")
+    meta_one = meta_list.replace("PartialObjectMetadataList", "PartialObjectMetadata")
+    cms = "/api/v1/namespaces/default/configmaps"
+    async with httpx.AsyncClient(base_url=BASE_URL, transport=httpx_transport(sim)) as c:
+        for name in ("a", "b"):
+            cm = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": name, "labels": {"x": name}}, "data": {"k": "v"}}
+            assert (await c.post(cms, json=cm)).status_code == 201
+        listed = (await c.get(cms, params={"limit": "1"}, headers={"accept": meta_list})).json()
+        assert listed["kind"] == "PartialObjectMetadataList" and listed["metadata"]["continue"]
+        assert listed["items"] == [{"kind": "PartialObjectMetadata",
+                                    "apiVersion": "meta.k8s.io/v1",
+                                    "metadata": listed["items"][0]["metadata"]}]
+        assert listed["items"][0]["metadata"]["labels"] == {"x": "a"}
+        one = (await c.get(f"{cms}/b", headers={"accept": meta_one})).json()
+        assert one["kind"] == "PartialObjectMetadata" and "data" not in one
+        async with c.stream("GET", cms, params={"watch": "1", "resourceVersion": "0",
+                                                "timeoutSeconds": "1"},
+                            headers={"accept": meta_one}) as resp:
+            events = [orjson.loads(line) async for line in resp.aiter_lines() if line]
+        assert [e["object"]["kind"] for e in events] == ["PartialObjectMetadata"] * 2
