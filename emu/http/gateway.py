@@ -39,7 +39,7 @@ from ..client.client import APISERVER
 from ..kernel.clock import parse_time
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
 from . import discovery, openapi, reviews, tables
-from .logs import LogFollowers, pod_log
+from .logs import LogFollowers, check_started, container_process, pod_log
 from .scale import ScalePaths, replicas_patch, scalable, scale_of, scale_paths
 from .wire import DEFAULT_MAX_BODY, JSON, Dropped, HttpRequest, HttpResponse, WatchResponse
 
@@ -714,6 +714,9 @@ class _Call:
                 tail = None  # kubectl's --tail=-1: everything
             since = self._log_since()
             previous = _bool(self.req.param("previous"))
+            container_process(pod, container)  # 400 for a container the Pod does not have
+            if not previous:
+                check_started(pod, container)
             if _bool(self.req.param("follow")) and not previous:
                 chunks, close = self.gw.log_followers().follow(pod, container, tail, since)
                 return WatchResponse(chunks, close, "text/plain")

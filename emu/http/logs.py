@@ -43,6 +43,28 @@ def container_process(pod: dict[str, Any], container: str | None) -> str:
     return f"{meta.get('namespace', 'default')}/{meta['name']}/{name}"
 
 
+def check_started(pod: dict[str, Any], container: str | None) -> None:
+    """400 as kube answers a log request for a container with nothing to show yet: a Pod not
+    scheduled (``does not have a host assigned``) or a container that has not started (``is
+    waiting to start: ContainerCreating``); a container waiting to restart shows its last run."""
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    status = pod.get("status") or {}
+    name = container or default_container(pod)
+    if not spec.get("nodeName"):
+        raise BadRequest(f"pod {meta['name']} does not have a host assigned")
+    statuses = [*(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or [])]
+    found = next((cs for cs in statuses if cs.get("name") == name), None)
+    reason = "ContainerCreating"
+    if found is not None:
+        state = found.get("state") or {}
+        if "waiting" not in state or (found.get("lastState") or {}).get("terminated"):
+            return
+        reason = (state.get("waiting") or {}).get("reason") or reason
+    raise BadRequest(f'container "{name}" in pod "{meta["name"]}" is waiting to start: '
+                     f"{reason}")
+
+
 def log_line(ev: TraceEvent) -> str:
     fields = " ".join(f"{k}={v}" for k, v in ev.fields.items())
     return f"{rfc3339(ev.t)} {ev.event}" + (f" {fields}" if fields else "") + "\n"

@@ -261,3 +261,25 @@ async def test_event_field_selectors_kubectl_events_for_uses(sim):
             r = await c.get(events, params={"fieldSelector": selector})
             assert r.status_code == 200, (selector, r.text)
             assert [i["metadata"]["name"] for i in r.json()["items"]] == names, selector
+
+
+@pytest.mark.emu(cluster=True)
+async def test_logs_of_a_pod_not_yet_running_say_why_as_kube_does(sim):
+    async with client(sim) as c:
+        stuck = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stuck"},
+                 "spec": {"nodeSelector": {"no-such": "node"},
+                          "containers": [{"name": "main", "image": "busybox"}]}}
+        assert (await c.post(PODS, json=stuck)).status_code == 201
+        r = await c.get(f"{PODS}/stuck/log")
+        assert r.status_code == 400 and r.json()["message"] == \
+            "pod stuck does not have a host assigned"
+        pod = {**stuck, "metadata": {"name": "young"},
+               "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+        assert (await c.post(PODS, json=pod)).status_code == 201
+        await sim.wait_for("Pod", "young", lambda p: bool((p.get("spec") or {}).get("nodeName")))
+        r = await c.get(f"{PODS}/young/log")
+        assert r.status_code == 400 and r.json()["message"] == \
+            'container "main" in pod "young" is waiting to start: ContainerCreating'
+        await sim.wait_for("Pod", "young", lambda p: (p.get("status") or {}).get("phase")
+                           == "Running")
+        assert (await c.get(f"{PODS}/young/log")).status_code == 200
