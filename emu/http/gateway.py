@@ -40,6 +40,7 @@ from ..kernel.clock import parse_time
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
 from . import discovery, openapi, reviews, tables
 from .logs import LogFollowers, check_started, container_process, pod_log
+from .proxy import proxy, service_proxy_path
 from .scale import ScalePaths, replicas_patch, scalable, scale_of, scale_paths
 from .wire import DEFAULT_MAX_BODY, JSON, Dropped, HttpRequest, HttpResponse, WatchResponse
 
@@ -187,10 +188,26 @@ class Gateway:
         try:
             return await self._route(req)
         except ApiError as err:
-            if err.code == 404 and req.method == "POST":  # not a stored kind: a review?
-                review = reviews.at_path(req.path)
-                if review is not None:
-                    return await self.handle_review(req, review)
+            if err.code == 404:  # a path no kind serves: a review, or a Service proxy?
+                if req.method == "POST":
+                    review = reviews.at_path(req.path)
+                    if review is not None:
+                        return await self.handle_review(req, review)
+                proxied = service_proxy_path(req.path)
+                if proxied is not None:
+                    return await self.handle_proxy(req, proxied)
+            return _status_response(err)
+        except Timeout as err:
+            raise Dropped(str(err), timeout=True) from err
+        except NetworkError as err:
+            raise Dropped(str(err), timeout=False) from err
+
+    async def handle_proxy(self, req: HttpRequest, proxied: tuple[str, str, str]
+                           ) -> HttpResponse:
+        """``/api/v1/namespaces/NS/services/NAME[:PORT]/proxy/...`` (`emu.http.proxy`)."""
+        try:
+            return await proxy(self, req, *proxied)
+        except ApiError as err:
             return _status_response(err)
         except Timeout as err:
             raise Dropped(str(err), timeout=True) from err
@@ -337,8 +354,9 @@ _NO_PROCESSES = ("kuberay-emu runs emulated programs, not container processes: t
 _PORT_FORWARD = ("kuberay-emu does not forward ports through the API server; start emu serve "
                  "with --expose svc/[NAMESPACE/]NAME:PORT[:LOCAL] to reach an emulated Service "
                  "over HTTP")
-_PROXY = ("kuberay-emu does not proxy through the API server; start emu serve with --expose "
-          "svc/[NAMESPACE/]NAME:PORT[:LOCAL] to reach an emulated Service over HTTP")
+_PROXY = ("kuberay-emu proxies only to Services (/api/v1/namespaces/NS/services/NAME:PORT/proxy/)"
+          "; start emu serve with --expose svc/[NAMESPACE/]NAME:PORT[:LOCAL] or use the "
+          "Service proxy to reach an emulated server over HTTP")
 
 #: Subresources kube serves that this emulator does not, by kind: the clear 400 their callers
 #: get (kubectl exec, attach, cp, port-forward, proxy) instead of a bare 404.
@@ -346,7 +364,7 @@ _NOT_EMULATED: dict[str, dict[str, str]] = {
     "exec": {"Pod": _NO_PROCESSES.format("exec into (kubectl exec and kubectl cp)")},
     "attach": {"Pod": _NO_PROCESSES.format("attach to")},
     "portforward": {"Pod": _PORT_FORWARD},
-    "proxy": {"Pod": _PROXY, "Service": _PROXY, "Node": _PROXY},
+    "proxy": {"Pod": _PROXY, "Node": _PROXY},
     "ephemeralcontainers": {"Pod": "kuberay-emu does not run ephemeral containers "
                                    "(kubectl debug); read the Pod with kubectl describe and "
                                    "kubectl logs"},
@@ -725,6 +743,9 @@ class _Call:
             return HttpResponse(200, text.encode(), "text/plain")
         elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
             return self._reply(await self.send("update", self._json_body()))
+        elif sub == "proxy" and self.info.kind == "Service" and not self.info.group and \
+                self.namespace is not None and self.name is not None:
+            return await proxy(self.gw, self.req, self.namespace, self.name, "/")
         elif sub in _NOT_EMULATED and not self.info.group and \
                 self.info.kind in _NOT_EMULATED[sub]:
             await self.send("get")  # a missing object is still a 404, as kube answers

@@ -90,3 +90,21 @@ def test_unserved_commands_fail_at_once_with_a_reason(served: Served):
     assert "ephemeral containers" in failure(served, "debug", "-n", ns, pod,
                                              "--image=busybox", "--profile=general")
     assert "Metrics API not available" in failure(served, "top", "pods", "-n", ns)
+
+
+def test_the_ray_dashboard_through_the_service_proxy(served: Served):
+    """What ``kubectl proxy`` users (and ``ray job submit --address
+    http://127.0.0.1:8001/api/v1/namespaces/NS/services/HEAD-SVC:dashboard/proxy``) reach."""
+    from serving import MANIFESTS
+
+    ns = namespace(served, "kc-proxy")
+    served.kubectl("apply", "-n", ns, "-f", str(MANIFESTS / "raycluster.yaml"))
+    served.kubectl("wait", "-n", ns, "raycluster/sample-cluster",
+                   "--for=jsonpath={.status.state}=ready", "--timeout=60s")
+    base = f"/api/v1/namespaces/{ns}/services/sample-cluster-head-svc"
+    version = json.loads(served.kubectl("get", "--raw",
+                                        f"{base}:dashboard/proxy/api/version").stdout)
+    assert version["ray_version"]
+    assert json.loads(served.kubectl("get", "--raw", f"{base}:8265/proxy/api/jobs/").stdout) \
+        == []
+    assert "no service port 9999" in failure(served, "get", "--raw", f"{base}:9999/proxy/")

@@ -283,3 +283,65 @@ async def test_logs_of_a_pod_not_yet_running_say_why_as_kube_does(sim):
         await sim.wait_for("Pod", "young", lambda p: (p.get("status") or {}).get("phase")
                            == "Running")
         assert (await c.get(f"{PODS}/young/log")).status_code == 200
+
+
+def _echo_server(port: int):
+    async def program(ctx):
+        async def handle(payload, info):
+            return {"status": 201, "headers": {"content-type": "application/json; charset=utf-8",
+                                               "x-served-by": ctx.pod_name},
+                    "body": {"method": payload["method"], "path": payload["path"],
+                             "body": payload["body"],
+                             "auth": "authorization" in payload["headers"]}}
+
+        ctx.listen(port, handle)
+        ctx.set_ready(True)
+        await asyncio.Event().wait()
+        return 0
+
+    return program
+
+
+@pytest.mark.emu(cluster=True)
+async def test_service_proxy_reaches_the_service_by_port_name_or_number(sim):
+    sim.programs.register("emu-test/echo", _echo_server(8080))
+    await sim.apply("""
+apiVersion: v1
+kind: Pod
+metadata: {name: echo, labels: {app: echo}}
+spec: {containers: [{name: main, image: emu-test/echo:1}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo}
+spec:
+  selector: {app: echo}
+  ports: [{name: web, port: 80, targetPort: 8080}]
+""")
+    await sim.wait_for("Pod", "echo", lambda p: any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (p.get("status") or {}).get("conditions") or []))
+    await sim.sleep(2)  # the EndpointSlice and kube-proxy catch up
+    base = "/api/v1/namespaces/default/services"
+    async with client(sim) as c:
+        r = await c.post(f"{base}/echo:web/proxy/api/jobs/", params={"x": "1"}, content=b"hi",
+                         headers={"authorization": "Bearer secret"})
+        assert r.status_code == 201, r.text
+        assert r.headers["content-type"].startswith("application/json")
+        assert r.headers["x-served-by"] == "echo"
+        assert r.json() == {"method": "POST", "path": "/api/jobs/?x=1", "body": "hi",
+                            "auth": False}
+        r = await c.get(f"{base}/http:echo:80/proxy")
+        assert r.status_code == 201 and r.json()["path"] == "/"
+        r = await c.get(f"{base}/echo:81/proxy/")
+        assert r.status_code == 503
+        assert r.json()["message"] == 'no service port 81 found for service "echo"'
+        r = await c.get(f"{base}/echo:other/proxy/x")
+        assert r.status_code == 503 and "no endpoints available" in r.json()["message"]
+        r = await c.get(f"{base}/nope:80/proxy/x")
+        assert r.status_code == 404 and r.json()["message"] == 'services "nope" not found'
+    await sim.client().delete("Pod", "echo")
+    await sim.sleep(40)
+    async with client(sim) as c:
+        r = await c.get(f"{base}/echo:web/proxy/x")
+        assert r.status_code == 503 and "no endpoints available" in r.json()["message"]
