@@ -1,6 +1,7 @@
 """A kube-apiserver user's everyday kubectl against ``emu serve --kuberay``, beyond apply and
 get: ``-o wide`` columns, Events' layout, ``explain --recursive`` of KubeRay's kinds, ``auth
-can-i``/``whoami``, ``logs --previous``/``--since``, and the commands this emulator does not
+can-i``/``whoami``, ``logs --previous``/``--since``, the Ray dashboard through the Service
+proxy, and the commands this emulator does not
 serve (exec, cp, port-forward, debug, top, ``--as``) failing at once with a message that says
 why, never hanging."""
 
