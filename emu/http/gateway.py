@@ -6,9 +6,8 @@ time), the ``status`` and ``scale`` subresources, Pod ``log``, list and watch wi
 ``resourceVersion``, bookmarks and 410 Gone, the three patch types plus server-side apply, and
 ``Table`` responses for ``kubectl get``; paths no kind serves fall through to the Service proxy
 (`emu.http.proxy`) and the ``kubectl auth`` reviews (`emu.http.reviews`). It keeps no semantics of
-its own: each resource request
-becomes the same `ApiRequest` the in-process client sends, and travels over the emulated network
-from the caller's identity (the product name of its ``User-Agent``: ``kubectl``, ``kopf``,
+its own: each resource request becomes the same `ApiRequest` the in-process client sends, and
+travels over the emulated network from the caller's identity (the product name of its ``User-Agent``: ``kubectl``, ``kopf``,
 ``OpenAPI-Generator``...), so network faults reach HTTP clients exactly as they reach processes.
 
 This module is longer than 500 lines because routing, the subresources and the body decoding
