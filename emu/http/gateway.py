@@ -7,8 +7,9 @@ time), the ``status`` and ``scale`` subresources, Pod ``log``, list and watch wi
 ``Table`` responses for ``kubectl get``; paths no kind serves fall through to the Service proxy
 (`emu.http.proxy`) and the ``kubectl auth`` reviews (`emu.http.reviews`). It keeps no semantics of
 its own: each resource request becomes the same `ApiRequest` the in-process client sends, and
-travels over the emulated network from the caller's identity (the product name of its ``User-Agent``: ``kubectl``, ``kopf``,
-``OpenAPI-Generator``...), so network faults reach HTTP clients exactly as they reach processes.
+travels over the emulated network from the caller's identity (the product name of its
+``User-Agent``: ``kubectl``, ``kopf``, ``OpenAPI-Generator``...), so network faults reach HTTP
+clients exactly as they reach processes.
 
 This module is longer than 500 lines because routing, the subresources and the body decoding
 share the request-scoped helpers kept on `_Call`; splitting them would spread one request's path
@@ -203,9 +204,9 @@ class Gateway:
         except NetworkError as err:
             raise Dropped(str(err), timeout=False) from err
 
-    async def handle_proxy(self, req: HttpRequest, proxied: tuple[str, str, str]
+    async def handle_proxy(self, req: HttpRequest, proxied: tuple[str, str, str, str]
                            ) -> HttpResponse:
-        """``/api/v1/namespaces/NS/services/NAME[:PORT]/proxy/...`` (`emu.http.proxy`)."""
+        """``/api/v1/namespaces/NS/services|pods/NAME[:PORT]/proxy/...`` (`emu.http.proxy`)."""
         try:
             return await proxy(self, req, *proxied)
         except ApiError as err:
@@ -355,9 +356,10 @@ _NO_PROCESSES = ("kuberay-emu runs emulated programs, not container processes: t
 _PORT_FORWARD = ("kuberay-emu does not forward ports through the API server; start emu serve "
                  "with --expose svc/[NAMESPACE/]NAME:PORT[:LOCAL] to reach an emulated Service "
                  "over HTTP")
-_PROXY = ("kuberay-emu proxies only to Services (/api/v1/namespaces/NS/services/NAME:PORT/proxy/)"
-          "; start emu serve with --expose svc/[NAMESPACE/]NAME:PORT[:LOCAL] or use the "
-          "Service proxy to reach an emulated server over HTTP")
+_PROXY = ("kuberay-emu proxies only to Services and Pods "
+          "(/api/v1/namespaces/NS/services/NAME:PORT/proxy/); start emu serve with --expose "
+          "svc/[NAMESPACE/]NAME:PORT[:LOCAL] or use the Service proxy to reach an emulated "
+          "server over HTTP")
 
 #: Subresources kube serves that this emulator does not, by kind: the clear 400 their callers
 #: get (kubectl exec, attach, cp, port-forward, proxy) instead of a bare 404.
@@ -365,7 +367,7 @@ _NOT_EMULATED: dict[str, dict[str, str]] = {
     "exec": {"Pod": _NO_PROCESSES.format("exec into (kubectl exec and kubectl cp)")},
     "attach": {"Pod": _NO_PROCESSES.format("attach to")},
     "portforward": {"Pod": _PORT_FORWARD},
-    "proxy": {"Pod": _PROXY, "Node": _PROXY},
+    "proxy": {"Node": _PROXY},
     "ephemeralcontainers": {"Pod": "kuberay-emu does not run ephemeral containers "
                                    "(kubectl debug); read the Pod with kubectl describe and "
                                    "kubectl logs"},
@@ -744,9 +746,10 @@ class _Call:
             return HttpResponse(200, text.encode(), "text/plain")
         elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
             return self._reply(await self.send("update", self._json_body()))
-        elif sub == "proxy" and self.info.kind == "Service" and not self.info.group and \
-                self.namespace is not None and self.name is not None:
-            return await proxy(self.gw, self.req, self.namespace, self.name, "/")
+        elif sub == "proxy" and self.info.kind in ("Service", "Pod") and not self.info.group \
+                and self.namespace is not None and self.name is not None:
+            return await proxy(self.gw, self.req, self.namespace, self.info.plural, self.name,
+                               "/")
         elif sub in _NOT_EMULATED and not self.info.group and \
                 self.info.kind in _NOT_EMULATED[sub]:
             await self.send("get")  # a missing object is still a 404, as kube answers

@@ -72,7 +72,6 @@ async def test_unserved_subresources_say_what_to_use_instead(sim):
         for sub, method, words in (("exec", "POST", "kubectl logs"),
                                    ("attach", "POST", "kubectl logs"),
                                    ("portforward", "GET", "--expose"),
-                                   ("proxy", "GET", "--expose"),
                                    ("ephemeralcontainers", "PATCH", "kubectl describe")):
             r = await c.request(method, f"{PODS}/p/{sub}")
             assert r.status_code == 400, (sub, r.text)
@@ -340,6 +339,13 @@ spec:
         assert r.status_code == 503 and "no endpoints available" in r.json()["message"]
         r = await c.get(f"{base}/nope:80/proxy/x")
         assert r.status_code == 404 and r.json()["message"] == 'services "nope" not found'
+        # the Pod proxy: its IP on the port given, or on its first container port
+        r = await c.get(f"{PODS}/echo:8080/proxy/p")
+        assert r.status_code == 201 and r.json()["path"] == "/p"
+        r = await c.get(f"{PODS}/echo:9/proxy/p")
+        assert r.status_code == 503 and "connection refused" in r.json()["message"]
+        r = await c.get(f"{PODS}/echo/proxy")
+        assert r.status_code == 503 and "no IP or port" in r.json()["message"]
     await sim.client().delete("Pod", "echo")
     await sim.sleep(40)
     async with client(sim) as c:
