@@ -159,12 +159,22 @@ class Kubelet:
                 "addresses": [{"type": "InternalIP", "address": self.ip},
                               {"type": "Hostname", "address": self.node}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": {"kubeletVersion": cfg.kubernetes_version, "containerRuntimeVersion":
-                             "containerd://1.7.0", "operatingSystem": "linux",
-                             "architecture": "amd64"},
+                "nodeInfo": self.node_info(),
                 "phase": "Running",
             },
         }
+
+    def node_info(self) -> Obj:
+        """``NodeSystemInfo`` with every field kube's schema requires (typed clients such as
+        lightkube refuse a Node without them); the ids are derived from the Node's name, so
+        they are stable and draw nothing from the world's random stream."""
+        digest = hashlib.sha256(f"emu-node:{self.node}".encode()).hexdigest()
+        uuid = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+        return {"machineID": digest[32:64], "systemUUID": uuid, "bootID": uuid[::-1],
+                "kernelVersion": "6.1.0-emu", "osImage": "kuberay-emu",
+                "containerRuntimeVersion": "containerd://1.7.0",
+                "kubeletVersion": self.config.kubernetes_version,
+                "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}
 
     def node_conditions(self) -> list[Obj]:
         now = rfc3339(clock.now())
