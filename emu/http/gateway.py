@@ -191,10 +191,12 @@ class Gateway:
             return await self._route(req)
         except ApiError as err:
             if err.code == 404:  # a path no kind serves: a review, or a Service proxy?
-                if req.method == "POST":
-                    review = reviews.at_path(req.path)
-                    if review is not None:
-                        return await self.handle_review(req, review)
+                review = reviews.at_path(req.path)
+                if review is not None:
+                    if req.method != "POST":  # create-only, as kube serves them
+                        return _status_response(MethodNotAllowed(
+                            "the server does not allow this method on the requested resource"))
+                    return await self.handle_review(req, review)
                 proxied = service_proxy_path(req.path)
                 if proxied is not None:
                     return await self.handle_proxy(req, proxied)

@@ -149,6 +149,8 @@ subjects: [{kind: ServiceAccount, name: robot, namespace: x}]
                                    "spec": {"namespace": "x"}})
         assert {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]} in \
             rules.json()["status"]["resourceRules"]
+        listed = await c.get(SSAR)
+        assert listed.status_code == 405 and listed.json()["reason"] == "MethodNotAllowed"
         bad = await c.post(SSAR, json={"apiVersion": "authorization.k8s.io/v1",
                                        "kind": "SelfSubjectAccessReview", "spec": {}})
         assert bad.status_code == 422
