@@ -148,12 +148,13 @@ def aggregated(kinds: KindRegistry, core: bool,
                 by_group.setdefault(name, {}).setdefault(version, [])
     items = []
     for name in sorted(by_group):
-        versions: list[Obj] = [{"version": version,
-                     "resources": [_resource_discovery(i, scalable)
-                                   for i in sorted(infos, key=lambda i: i.plural)]
-                     + reviews.aggregated_resources(name, version),
-                     "freshness": "Current"}
-                    for version, infos in by_group[name].items()]
+        versions: list[Obj] = []
+        for version, infos in by_group[name].items():
+            resources = [_resource_discovery(i, scalable)
+                         for i in sorted(infos, key=lambda i: i.plural)]
+            resources += reviews.aggregated_resources(name, version)
+            versions.append({"version": version, "resources": resources,
+                             "freshness": "Current"})
         items.append({"metadata": {"name": name} if name else {}, "versions": versions})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
             "metadata": {}, "items": items}
