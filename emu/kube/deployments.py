@@ -16,8 +16,12 @@ up within ``maxSurge`` and old ones down within ``maxUnavailable`` (unhealthy ol
 Status: replicas, updatedReplicas, readyReplicas, availableReplicas, unavailableReplicas,
 observedGeneration and the Available / Progressing conditions.
 
-Not emulated: adoption of orphaned Pods or ReplicaSets, revision history cleanup, rollback,
-``paused``, ``progressDeadlineSeconds``.
+The Deployment carries its newest ReplicaSet's ``deployment.kubernetes.io/revision`` (written
+with its status, as kube does), and a ReplicaSet whose template is current again gets the newest
+revision, so ``kubectl rollout history`` and ``kubectl rollout undo`` work.
+
+Not emulated: adoption of orphaned Pods or ReplicaSets, revision history cleanup, the rollback
+``spec.rollbackTo`` of old API versions, ``paused``, ``progressDeadlineSeconds``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,13 @@ if TYPE_CHECKING:
 
 HASH_LABEL = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
+
+
+def _revision(rs: Obj) -> int:
+    try:
+        return int((rs["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION, "0"))
+    except ValueError:
+        return 0
 
 
 def _active(pod: Obj) -> bool:
@@ -289,6 +300,8 @@ class DeploymentController:
                     == hash_), None)
         old = sorted((rs for rs in rsets if rs is not new),
                      key=lambda rs: rs["metadata"].get("creationTimestamp", ""))
+        if new is not None and old and _revision(new) <= max(_revision(rs) for rs in old):
+            new = await self.bump_revision(new, old)  # an old template again (rollout undo)
         strategy = (spec.get("strategy") or {}).get("type", "RollingUpdate")
         if strategy == "Recreate":
             new = await self.rollout_recreate(d, new, old, hash_)
@@ -327,6 +340,17 @@ class DeploymentController:
         self.process.log("deployment_new_replicaset", deployment=meta["name"],
                          replicaset=created["metadata"]["name"])
         return created
+
+    async def bump_revision(self, rs: Obj, old: list[Obj]) -> Obj:
+        """``getNewReplicaSet`` for a ReplicaSet whose template is current again: its revision
+        becomes the newest (``kubectl rollout undo`` relies on it)."""
+        assert self.client is not None
+        revision = 1 + max(_revision(r) for r in old)
+        return await self.client.patch(
+            "ReplicaSet", rs["metadata"]["name"],
+            {"metadata": {"resourceVersion": rs["metadata"]["resourceVersion"],
+                          "annotations": {REVISION_ANNOTATION: str(revision)}}},
+            rs["metadata"]["namespace"])
 
     async def scale(self, rs: Obj, replicas: int) -> Obj:
         assert self.client is not None
@@ -483,8 +507,17 @@ class DeploymentController:
                 del status[k]
         if status == old_status:
             return
+        meta = d["metadata"]
+        if new is not None:
+            # SetDeploymentRevision: the Deployment carries its newest ReplicaSet's revision
+            # (kubectl rollout history/undo read it); a Deployment's /status may change its
+            # annotations, and kube writes it with the status too
+            revision = (new["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION)
+            annotations = meta.get("annotations") or {}
+            if revision and annotations.get(REVISION_ANNOTATION) != revision:
+                meta = {**meta, "annotations": {**annotations, REVISION_ANNOTATION: revision}}
         try:
-            await self.client.update_status({**d, "status": status})
+            await self.client.update_status({**d, "metadata": meta, "status": status})
         except ApiError as err:
             if not is_not_found(err):
                 raise

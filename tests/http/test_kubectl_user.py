@@ -109,3 +109,18 @@ def test_the_ray_dashboard_through_the_service_proxy(served: Served):
     assert json.loads(served.kubectl("get", "--raw", f"{base}:8265/proxy/api/jobs/").stdout) \
         == []
     assert "no service port 9999" in failure(served, "get", "--raw", f"{base}:9999/proxy/")
+
+
+def test_rollout_history_and_undo(served: Served):
+    ns = namespace(served, "kc-rollout")
+    served.kubectl("apply", "-n", ns, "-f", "-", stdin=deployment("roll"))
+    served.kubectl("rollout", "status", "-n", ns, "deployment/roll", "--timeout=60s")
+    served.kubectl("set", "image", "-n", ns, "deployment/roll", "c=busybox:2")
+    served.kubectl("rollout", "status", "-n", ns, "deployment/roll", "--timeout=60s")
+    history = served.kubectl("rollout", "history", "-n", ns, "deployment/roll").stdout
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    served.kubectl("rollout", "undo", "-n", ns, "deployment/roll")
+    served.kubectl("rollout", "status", "-n", ns, "deployment/roll", "--timeout=60s")
+    image = served.kubectl("get", "-n", ns, "deployment/roll", "-o",
+                           "jsonpath={.spec.template.spec.containers[0].image}").stdout
+    assert image == "busybox"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import orjson
 import pytest
 
 from emu.http.transport import BASE_URL, httpx_transport
@@ -353,3 +354,42 @@ spec:
     async with client(sim) as c:
         r = await c.get(f"{base}/echo:web/proxy/x")
         assert r.status_code == 503 and "no endpoints available" in r.json()["message"]
+
+
+@pytest.mark.emu(cluster=True)
+async def test_deployment_revisions_for_rollout_history_and_undo(sim):
+    """The Deployment carries its newest ReplicaSet's revision (kubectl rollout undo patches
+    ``/metadata/annotations``, which must exist), and going back to an old template makes that
+    ReplicaSet the newest revision again."""
+    def template(image: str) -> dict:
+        return {"metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": image}]}}
+
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                    "template": template("busybox:1")}}
+    path = "/apis/apps/v1/namespaces/default/deployments/d"
+    merge = {"content-type": "application/merge-patch+json"}
+
+    def revision(obj: dict) -> str | None:
+        return (obj["metadata"].get("annotations") or {}).get(
+            "deployment.kubernetes.io/revision")
+
+    async with client(sim) as c:
+        assert (await c.post("/apis/apps/v1/namespaces/default/deployments",
+                             json=dep)).status_code == 201
+        await sim.wait_for("Deployment", "d", lambda d: revision(d) == "1")
+        first = {rs["metadata"]["name"] for rs in sim.api.list("ReplicaSet")["items"]
+                 if rs["metadata"]["name"].startswith("d-")}
+        r = await c.patch(path, content=orjson.dumps({"spec": {"template": template("b:2")}}),
+                          headers=merge)
+        assert r.status_code == 200
+        await sim.wait_for("Deployment", "d", lambda d: revision(d) == "2")
+        r = await c.patch(path, content=orjson.dumps({"spec": {"template": template(
+            "busybox:1")}}), headers=merge)
+        assert r.status_code == 200
+        await sim.wait_for("Deployment", "d", lambda d: revision(d) == "3")
+        rsets = {rs["metadata"]["name"]: revision(rs)
+                 for rs in sim.api.list("ReplicaSet")["items"]
+                 if rs["metadata"]["name"].startswith("d-")}
+        assert len(rsets) == 2 and rsets[first.pop()] == "3"  # the first one, reused
