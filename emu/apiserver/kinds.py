@@ -574,6 +574,15 @@ def _stored_kinds() -> list[KindInfo]:
                  short_names=("gtw",)),
         KindInfo(gw, "v1", "HTTPRoute", "httproutes", has_status=True, has_generation=True,
                  allow_unconditional_update=False),
+        # served so kubectl apply --prune's default allowlist and kubectl cluster-info dump
+        # find every kind they ask for; no controller runs them
+        KindInfo("", "v1", "ReplicationController", "replicationcontrollers", has_status=True,
+                 has_generation=True, merge_keys=smp, int_fields=_REPLICAS,
+                 short_names=("rc",)),
+        KindInfo("apps", "v1", "DaemonSet", "daemonsets", has_status=True, has_generation=True,
+                 merge_keys=smp, short_names=("ds",)),
+        KindInfo("batch", "v1", "CronJob", "cronjobs", has_status=True, has_generation=True,
+                 merge_keys=smp, short_names=("cj",)),
     ]
 
 

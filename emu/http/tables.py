@@ -608,6 +608,33 @@ BUILTIN: dict[tuple[str, str], tuple[list[Column], Cells]] = {
         _meta(o).get("creationTimestamp")]),
 }
 BUILTIN[("events.k8s.io", "Event")] = BUILTIN[("", "Event")]
+# stored-only kinds (no controller runs them): kube's columns all the same
+BUILTIN[("", "ReplicationController")] = (
+    [("Desired", _I, 0), ("Current", _I, 0), ("Ready", _I, 0), ("Age", _S, 0),
+     *_WIDE_TEMPLATE, *_SELECTOR],
+    lambda o, now: [_sp(o).get("replicas", 1), _st(o).get("replicas", 0),
+                    _st(o).get("readyReplicas", 0), _age_only(o, now), *_containers(_sp(o)),
+                    format_labels(_sp(o).get("selector"))])
+BUILTIN[("apps", "DaemonSet")] = (
+    [("Desired", _I, 0), ("Current", _I, 0), ("Ready", _I, 0), ("Up-to-date", _I, 0),
+     ("Available", _I, 0), ("Node Selector", _S, 0), ("Age", _S, 0), *_WIDE_TEMPLATE,
+     *_SELECTOR],
+    lambda o, now: [_st(o).get("desiredNumberScheduled", 0),
+                    _st(o).get("currentNumberScheduled", 0), _st(o).get("numberReady", 0),
+                    _st(o).get("updatedNumberScheduled", 0), _st(o).get("numberAvailable", 0),
+                    format_labels(((_sp(o).get("template") or {}).get("spec") or {}).get(
+                        "nodeSelector")), _age_only(o, now), *_containers(_sp(o)),
+                    format_selector(_sp(o).get("selector"))])
+BUILTIN[("batch", "CronJob")] = (
+    [("Schedule", _S, 0), ("Timezone", _S, 0), ("Suspend", "boolean", 0), ("Active", _I, 0),
+     ("Last Schedule", _S, 0), ("Age", _S, 0), *_WIDE_TEMPLATE, *_SELECTOR],
+    lambda o, now: [_sp(o).get("schedule", ""), _sp(o).get("timeZone") or "<none>",
+                    bool(_sp(o).get("suspend")), len(_st(o).get("active") or []),
+                    _age(_st(o)["lastScheduleTime"], now) if _st(o).get("lastScheduleTime")
+                    else "<none>", _age_only(o, now),
+                    *_containers((_sp(o).get("jobTemplate") or {}).get("spec") or {}),
+                    format_selector(((_sp(o).get("jobTemplate") or {}).get("spec") or {}).get(
+                        "selector"))])
 #: ``kubectl get --subresource=scale``: an ``autoscaling/v1`` Scale.
 BUILTIN[("autoscaling", "Scale")] = ([("Desired", _I, 0), ("Available", _I, 0)], lambda o, now: [
     _sp(o).get("replicas", 0), _st(o).get("replicas", 0)])

@@ -65,7 +65,8 @@ def test_builtin_kinds_have_status_subresources_where_kube_does():
                                   "Service", "PersistentVolumeClaim",
                                   "PersistentVolume", "Deployment", "ReplicaSet", "Job",
                                   "RayCluster", "RayJob", "RayService", "RayCronJob", "StatefulSet",
-                                  "Ingress", "GatewayClass", "Gateway", "HTTPRoute"])
+                                  "Ingress", "GatewayClass", "Gateway", "HTTPRoute",
+                                  "ReplicationController", "DaemonSet", "CronJob"])
 
 
 def test_registering_replaces_a_kind_of_the_same_group_and_kind():

@@ -124,3 +124,21 @@ def test_rollout_history_and_undo(served: Served):
     image = served.kubectl("get", "-n", ns, "deployment/roll", "-o",
                            "jsonpath={.spec.template.spec.containers[0].image}").stdout
     assert image == "busybox"
+
+
+def test_apply_prune_and_cluster_info_dump(served: Served, tmp_path):
+    """Both ask for every kind of a default list (ReplicationControllers, DaemonSets,
+    CronJobs among them) and stop at the first the server does not serve."""
+    ns = namespace(served, "kc-prune")
+    two = "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, labels: "
+                  f"{{set: a}}}}\n" for n in ("p1", "p2"))
+    served.kubectl("apply", "-n", ns, "--prune", "-l", "set=a", "-f", "-", stdin=two)
+    one = two.split("---\n")[1]
+    out = served.kubectl("apply", "-n", ns, "--prune", "-l", "set=a", "-f", "-",
+                         stdin=one).stdout
+    assert "configmap/p2 pruned" in out
+    assert served.kubectl("get", "-n", ns, "cm", "-l", "set=a", "-o",
+                          "name").stdout.split() == ["configmap/p1"]
+    served.kubectl("cluster-info", "dump", "--namespaces", ns, "--output-directory",
+                   str(tmp_path / "dump"))
+    assert (tmp_path / "dump" / ns / "replication-controllers.json").exists()

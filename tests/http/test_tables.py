@@ -191,3 +191,21 @@ async def test_metadata_only_lists_gets_and_watches(sim):
                             headers={"accept": meta_one}) as resp:
             events = [orjson.loads(line) async for line in resp.aiter_lines() if line]
         assert [e["object"]["kind"] for e in events] == ["PartialObjectMetadata"] * 2
+
+
+def test_stored_only_kinds_have_kubes_columns():
+    cj = {"metadata": {"name": "c"}, "spec": {"schedule": "*/5 * * * *", "jobTemplate": {
+        "spec": {"template": {"spec": {"containers": [{"name": "x", "image": "busybox"}]}}}}}}
+    names, row = cells("CronJob", cj, "batch")
+    assert names[:7] == ["Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule",
+                         "Age"]
+    assert row[1:5] == ["*/5 * * * *", "<none>", False, 0] and row[7:9] == ["x", "busybox"]
+    ds = {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+                                              "template": {"spec": {
+                                                  "nodeSelector": {"disk": "ssd"},
+                                                  "containers": [{"name": "x", "image": "i"}]}}},
+          "status": {"desiredNumberScheduled": 3, "numberReady": 2}}
+    names, row = cells("DaemonSet", ds, "apps")
+    assert row[1:7] == [3, 0, 2, 0, 0, "disk=ssd"] and row[-1] == "a=b"
+    rc = {"metadata": {"name": "r"}, "spec": {"replicas": 2, "selector": {"a": "b"}}}
+    assert cells("ReplicationController", rc)[1][1:4] == [2, 0, 0]
