@@ -271,6 +271,11 @@ JobSpec parallelism:1:i? completions:2:i? activeDeadlineSeconds:3:i? selector:4:
   manualSelector:5:b? template:6:PodTemplateSpec backoffLimit:7:i? ttlSecondsAfterFinished:8:i?
   completionMode:9? suspend:10:b? backoffLimitPerIndex:12:i? maxFailedIndexes:13:i?
   podReplacementPolicy:14? managedBy:15?
+CronJob metadata:1:ObjectMeta spec:2:CronJobSpec status:3:-
+CronJobSpec schedule:1 startingDeadlineSeconds:2:i? concurrencyPolicy:3 suspend:4:b?
+  jobTemplate:5:JobTemplateSpec successfulJobsHistoryLimit:6:i? failedJobsHistoryLimit:7:i?
+  timeZone:8?
+JobTemplateSpec metadata:1:ObjectMeta spec:2:JobSpec
 Deployment metadata:1:ObjectMeta spec:2:DeploymentSpec status:3:-
 DeploymentSpec replicas:1:i? selector:2:LabelSelector? template:3:PodTemplateSpec
   strategy:4:DeploymentStrategy minReadySeconds:5:i revisionHistoryLimit:6:i? paused:7:b
@@ -354,6 +359,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "Event"): "Event", ("events.k8s.io/v1", "Event"): "EventsV1Event",
     ("v1", "Node"): "Node", ("coordination.k8s.io/v1", "Lease"): "Lease",
     ("discovery.k8s.io/v1", "EndpointSlice"): "EndpointSlice", ("batch/v1", "Job"): "Job",
+    ("batch/v1", "CronJob"): "CronJob",
     ("apps/v1", "Deployment"): "Deployment", ("networking.k8s.io/v1", "Ingress"): "Ingress",
     ("rbac.authorization.k8s.io/v1", "Role"): "Role",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",

@@ -139,6 +139,11 @@ def test_apply_prune_and_cluster_info_dump(served: Served, tmp_path):
     assert "configmap/p2 pruned" in out
     assert served.kubectl("get", "-n", ns, "cm", "-l", "set=a", "-o",
                           "name").stdout.split() == ["configmap/p1"]
+    # kubectl's typed generator sends a CronJob in protobuf
+    served.kubectl("create", "cronjob", "tick", "-n", ns, "--image=busybox",
+                   "--schedule=*/5 * * * *", "--", "echo", "hi")
+    row = served.kubectl("get", "cronjob", "tick", "-n", ns, "-o", "wide").stdout.splitlines()
+    assert row[1].split()[:4] == ["tick", "*/5", "*", "*"]
     served.kubectl("cluster-info", "dump", "--namespaces", ns, "--output-directory",
                    str(tmp_path / "dump"))
     assert (tmp_path / "dump" / ns / "replication-controllers.json").exists()
