@@ -79,6 +79,10 @@ _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGraceP
 _MISSING: Any = object()
 _loads = orjson.loads
 _dumps = orjson.dumps
+#: The alphabet of base64.RawURLEncoding (continue tokens).
+_URL_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
 #: The fields of a ``write`` trace event, in the order `APIServer._record` gives their values.
 _WRITE_FIELDS = ("verb", "kind", "ns", "name", "rv", "caller")
 
@@ -501,15 +505,24 @@ class APIServer:
     def _decode_continue(token: Any, info: KindInfo, ns: str | None
                          ) -> tuple[int, tuple[str, str]]:
         """``storage.DecodeContinue``: the revision of the first page and the last key read."""
+        def invalid(why: str) -> BadRequest:
+            return BadRequest(f"invalid continue token: continue key is not valid: {why}")
+
+        if not isinstance(token, str):
+            raise invalid("the token is not a string")
+        # base64.RawURLEncoding, as kube issues them: Go's CorruptInputError names the offset
+        bad = next((i for i, c in enumerate(token) if c not in _URL_BASE64), None)
+        if bad is None and len(token) % 4 == 1:
+            bad = len(token) - 1
+        if bad is not None:
+            raise invalid(f"illegal base64 data at input byte {bad}")
         try:
-            if not isinstance(token, str):
-                raise ValueError("not a string")
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-            data = _loads(raw)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-        except (ValueError, TypeError, orjson.JSONDecodeError, binascii.Error) as e:
-            raise BadRequest(f"invalid continue token: continue key is not valid: {e}") from None
+            data = _loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        except (ValueError, binascii.Error):
+            raise invalid("invalid character looking for beginning of value") from None
+        if not isinstance(data, dict):
+            raise invalid(f"json: cannot unmarshal {v.go_kind(data)} into Go value of type "
+                          "storage.continueToken")
         if data.get("v") != "meta.k8s.io/v1":
             raise BadRequest("invalid continue token: continue key is not valid: server does not "
                              "recognize this encoded version")

@@ -234,7 +234,8 @@ _GO_KIND = {str: "string", bool: "bool", int: "number", float: "number", list: "
             dict: "object", type(None): "null"}
 
 
-def _go_kind(value: Any) -> str:
+def go_kind(value: Any) -> str:
+    """What Go's JSON decoder calls a decoded value's kind in an unmarshal error."""
     return _GO_KIND.get(type(value), "value")
 
 
@@ -255,18 +256,18 @@ def check_metadata_types(kind: str, api_version: str, meta: Mapping[str, Any],
             continue
         if not isinstance(value, dict):
             raise decode_error(kind, api_version, (
-                f"json: cannot unmarshal {_go_kind(value)} into Go struct field "
+                f"json: cannot unmarshal {go_kind(value)} into Go struct field "
                 f"ObjectMeta.metadata.{fname} of type map[string]string"))
         for v in value.values():
             if not isinstance(v, str):
                 raise decode_error(kind, api_version, (
-                    f"json: cannot unmarshal {_go_kind(v)} into Go struct field "
+                    f"json: cannot unmarshal {go_kind(v)} into Go struct field "
                     f"ObjectMeta.metadata.{fname} of type string"))
     for fname in ("name", "generateName", "namespace", "resourceVersion", "uid"):
         value = meta.get(fname)
         if value is not None and not isinstance(value, str):
             raise decode_error(kind, api_version, (
-                f"json: cannot unmarshal {_go_kind(value)} into Go struct field "
+                f"json: cannot unmarshal {go_kind(value)} into Go struct field "
                 f"ObjectMeta.metadata.{fname} of type string"))
     fin = meta.get("finalizers")
     if fin is not None and (not isinstance(fin, list) or not all(isinstance(f, str) for f in fin)):
@@ -318,7 +319,7 @@ def check_int_fields(kind: str, api_version: str, obj: Mapping[str, Any],
             continue
         if isinstance(cur, bool) or not isinstance(cur, int):
             raise decode_error(kind, api_version, (
-                f"json: cannot unmarshal {_go_kind(cur)} into Go struct field {go_field} of type "
+                f"json: cannot unmarshal {go_kind(cur)} into Go struct field {go_field} of type "
                 "int32"))
 
 
@@ -722,7 +723,7 @@ def _map_types(kind: str, api_version: str, obj: Mapping[str, Any], field: str,
         return
     if not isinstance(value, dict):
         raise decode_error(kind, api_version, (
-            f"json: cannot unmarshal {_go_kind(value)} into Go struct field {kind}.{field} of "
+            f"json: cannot unmarshal {go_kind(value)} into Go struct field {kind}.{field} of "
             f"type map[string]{value_type}"))
     before = old.get(field) if old is not None else None
     if before == value:
@@ -733,7 +734,7 @@ def _map_types(kind: str, api_version: str, obj: Mapping[str, Any], field: str,
     for item in items:
         if not isinstance(item, str):
             raise decode_error(kind, api_version, (
-                f"json: cannot unmarshal {_go_kind(item)} into Go struct field {kind}.{field} "
+                f"json: cannot unmarshal {go_kind(item)} into Go struct field {kind}.{field} "
                 f"of type {value_type}"))
         if value_type == "[]uint8":
             at = base64_error(item)
@@ -763,7 +764,7 @@ def check_data_types(kind: str, api_version: str, obj: dict[str, Any],
         kind_of_type = obj.get("type")
         if kind_of_type is not None and not isinstance(kind_of_type, str):
             raise decode_error(kind, api_version, (
-                f"json: cannot unmarshal {_go_kind(kind_of_type)} into Go struct field "
+                f"json: cannot unmarshal {go_kind(kind_of_type)} into Go struct field "
                 "Secret.type of type v1.SecretType"))
         string_data = obj.pop("stringData", None)
         if string_data:
@@ -774,7 +775,7 @@ def check_data_types(kind: str, api_version: str, obj: dict[str, Any],
     imm = obj.get("immutable")
     if imm is not None and not isinstance(imm, bool):
         raise decode_error(kind, api_version, (
-            f"json: cannot unmarshal {_go_kind(imm)} into Go struct field {kind}.immutable of "
+            f"json: cannot unmarshal {go_kind(imm)} into Go struct field {kind}.immutable of "
             "type bool"))
     for field in ("data", "binaryData"):
         if field in obj and not obj[field]:
@@ -967,7 +968,7 @@ _NOT_TEXT = frozenset((*_INT_BOUNDS, _BOOL))
 
 
 def _shape_error(value: Any, owner: str, path: str, go_type: str) -> str:
-    what = _go_kind(value)
+    what = go_kind(value)
     if what == "number" and go_type in _INT_BOUNDS:  # Go names the literal it could not fit
         what = f"number {value}"
     return f"json: cannot unmarshal {what} into Go struct field {owner}.{path} of type {go_type}"

@@ -108,6 +108,19 @@ def test_a_bad_token_is_400(seven, token):
     assert seven.resource_version == rev
 
 
+@pytest.mark.parametrize(("token", "why"), [
+    ("!!!", "illegal base64 data at input byte 0"),
+    ("abcde", "illegal base64 data at input byte 4"),  # a dangling sixth of a quantum
+    ("YQ==", "illegal base64 data at input byte 2"),  # kube's tokens are unpadded
+    (base64.urlsafe_b64encode(b"[1]").decode(),
+     "json: cannot unmarshal array into Go value of type storage.continueToken"),
+])
+def test_a_bad_token_says_what_go_would_say(seven, token, why):
+    with pytest.raises(BadRequest) as err:
+        seven.list("ConfigMap", "default", continue_=token)
+    assert str(err.value) == f"invalid continue token: continue key is not valid: {why}"
+
+
 def test_continue_with_a_resource_version_is_400(seven):
     token = seven.list("ConfigMap", limit=1)["metadata"]["continue"]
     with pytest.raises(BadRequest, match="specifying resource version is not allowed"):
