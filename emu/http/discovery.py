@@ -17,8 +17,6 @@ from . import reviews
 
 Obj = dict[str, Any]
 
-#: The Kubernetes version the emulator presents itself as.
-KUBE_MAJOR, KUBE_MINOR = "1", "32"
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 #: Kinds ``kubectl get all`` shows (the ``all`` category), by (group, kind).
 ALL_CATEGORY = frozenset({("", "Pod"), ("", "Service"), ("apps", "Deployment"),

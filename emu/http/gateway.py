@@ -289,7 +289,7 @@ class Gateway:
             return HttpResponse.json(discovery.group_list(api.kinds))
         if parts[:1] == ["openapi"]:
             crds = api.list("CustomResourceDefinition")["items"] if len(parts) > 1 else []
-            return openapi.serve(api.kinds, parts[1:], req, crds)
+            return openapi.serve(api.kinds, parts[1:], req, crds, api.version)
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 2:

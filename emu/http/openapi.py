@@ -120,7 +120,9 @@ def _operation(info: KindInfo, action: str, with_validation: bool) -> Obj:
 
 
 def group_version_doc(kinds: KindRegistry, group: str, version: str,
-                      crds: dict[tuple[str, str], Obj]) -> Obj:
+                      crds: dict[tuple[str, str], Obj], server_version: str = "") -> Obj:
+    """The OpenAPI v3 document of one group-version; ``server_version`` is the API server's
+    ``gitVersion`` (``info.version``, as kube-apiserver writes its own)."""
     paths: Obj = {}
     schemas: Obj = {}
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -143,7 +145,7 @@ def group_version_doc(kinds: KindRegistry, group: str, version: str,
                                                  "patch": _operation(info, "patch", True)}
     return {"openapi": "3.0.0",
             "info": {"title": "Kubernetes (kuberay-emu)",
-                     "version": f"v{discovery.KUBE_MAJOR}.{discovery.KUBE_MINOR}.0"},
+                     "version": server_version},
             "paths": paths, "components": {"schemas": schemas}}
 
 
@@ -158,8 +160,9 @@ def _crds(crd_list: list[Obj]) -> dict[tuple[str, str], Obj]:
 
 
 def serve(kinds: KindRegistry, parts: list[str], req: HttpRequest,
-          crd_list: list[Obj] | None = None) -> HttpResponse:
-    """Answer ``/openapi/...``: ``parts`` is the path after ``openapi``."""
+          crd_list: list[Obj] | None = None, server_version: str = "") -> HttpResponse:
+    """Answer ``/openapi/...``: ``parts`` is the path after ``openapi``; ``server_version`` as
+    `group_version_doc`'s."""
     if parts[:1] != ["v3"]:
         raise _not_found()
     crds = _crds(crd_list or [])
@@ -167,7 +170,8 @@ def serve(kinds: KindRegistry, parts: list[str], req: HttpRequest,
     if len(parts) == 1:
         index: Obj = {}
         for key, (group, version) in gvs.items():
-            body = orjson.dumps(group_version_doc(kinds, group, version, crds))
+            body = orjson.dumps(group_version_doc(kinds, group, version, crds,
+                                                   server_version))
             digest = hashlib.sha256(body).hexdigest()[:32].upper()
             index[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
         return HttpResponse.json({"paths": index})
@@ -175,4 +179,4 @@ def serve(kinds: KindRegistry, parts: list[str], req: HttpRequest,
     if key not in gvs:
         raise _not_found()
     group, version = gvs[key]
-    return HttpResponse.json(group_version_doc(kinds, group, version, crds))
+    return HttpResponse.json(group_version_doc(kinds, group, version, crds, server_version))

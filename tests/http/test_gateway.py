@@ -75,6 +75,8 @@ async def test_crd_applied_at_run_time_is_discovered_and_served(sim):
         schemas = doc["components"]["schemas"]
         assert schemas["com.example.v1.Greeting"]["x-kubernetes-group-version-kind"] == [
             {"group": "example.com", "version": "v1", "kind": "Greeting"}]
+        # the document names the version /version reports, as kube-apiserver's do
+        assert doc["info"]["version"] == (await c.get("/version")).json()["gitVersion"]
 
 
 async def test_every_verb_on_configmaps(sim):
