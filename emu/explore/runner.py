@@ -107,7 +107,8 @@ class RunSpec:
 @attrs.frozen
 class RunResult:
     """What one run found: violations (as dicts: invariant, message, at, objects), the trace
-    digest, the faults it actually performed, an error when the run itself raised, and costs."""
+    digest, the faults it actually performed and those that never took effect (each with
+    why), an error when the run itself raised, and costs."""
 
     spec: RunSpec
     violations: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
@@ -117,22 +118,32 @@ class RunResult:
     virtual: float = 0.0
     wall: float = 0.0
     actions: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple, repr=False)
+    #: ``{"fault": repr, "why": text}`` for each fault of the run that never took effect.
+    unperformed: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
 
     @property
     def failed(self) -> bool:
         return bool(self.violations)
 
+    @property
+    def idle(self) -> bool:
+        """A plan none of whose faults took effect: the run tested nothing the reference run
+        did not (its fault found nothing to act on)."""
+        return bool(self.spec.plan.faults) and not self.performed and not self.error
+
     def to_dict(self) -> Obj:
         return {"spec": self.spec.to_dict(), "violations": list(self.violations),
                 "digest": self.digest, "performed": list(self.performed), "error": self.error,
-                "virtual": self.virtual, "wall": self.wall, "actions": list(self.actions)}
+                "virtual": self.virtual, "wall": self.wall, "actions": list(self.actions),
+                "unperformed": list(self.unperformed)}
 
     @classmethod
     def from_dict(cls, item: Obj) -> RunResult:
         return cls(spec=RunSpec.from_dict(item["spec"]), violations=item.get("violations") or (),
                    digest=item.get("digest", ""), performed=item.get("performed") or (),
                    error=item.get("error", ""), virtual=item.get("virtual", 0.0),
-                   wall=item.get("wall", 0.0), actions=item.get("actions") or ())
+                   wall=item.get("wall", 0.0), actions=item.get("actions") or (),
+                   unperformed=item.get("unperformed") or ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -730,6 +741,11 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
                 os.waitpid(pid, 0)
 
 
+def _unperformed(sim: Simulation) -> list[Obj]:
+    """Each fault that never took effect in the run, with why (`Faults.unperformed`)."""
+    return [{"fault": repr(f), "why": str(why)} for f, why in sim.faults.unperformed()]
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -768,6 +784,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         box["found"], box["actions"] = await play(sim, workload, spec, invariants, record=record)
         box["digest"], box["now"] = sim.trace.digest(), sim.now
         box["performed"] = [repr(f) for f in sim.faults.performed()]
+        box["unperformed"] = _unperformed(sim)
 
     from ..faults import UnperformedFaults
 
@@ -785,7 +802,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
-                    box.get("actions") or ())
+                    box.get("actions") or (), box.get("unperformed") or ())
 
 
 def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
@@ -888,7 +905,8 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
         # a run that raised reports what a fresh one does: no digest, faults or end time
         result = RunResult(spec, found, "" if error else sim.trace.digest(),
                            [] if error else [repr(f) for f in sim.faults.performed()], error,
-                           0.0 if error else round(sim.now, 6), 0.0, actions)
+                           0.0 if error else round(sim.now, 6), 0.0, actions,
+                           [] if error else _unperformed(sim))
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:

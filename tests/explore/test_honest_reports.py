@@ -1,0 +1,182 @@
+"""What a search reports must let a user act on it: a failure that needs no fault is not blamed
+on one, a run whose plan did nothing is not counted as a tested plan, a run that raised names
+its plan and knobs and fails the command, an option that would be ignored is refused, and an
+exported test says whether it replayed the explorer's run exactly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from explore_worlds import UNREACHABLE_YAML, reachable, unreachable
+
+import emu.explore.runner as runner
+import emu.explore.search as search
+from emu import cli
+from emu.explore.runner import RunSpec, run_one
+from emu.explore.search import explore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _json(out: str) -> dict[str, Any]:
+    return orjson.loads(out.strip().splitlines()[-1])
+
+
+def test_a_violation_without_any_fault_is_one_finding_with_an_empty_plan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The goal is never reached, faults or not. The finding used to be shrunk from the first
+    # failing plan and printed with that plan's fault, as if the fault caused it.
+    shrunk: list[Any] = []
+    real_shrink = search.shrink
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        shrunk.append(args[1])
+        return real_shrink(*args, **kwargs)
+
+    monkeypatch.setattr(search, "shrink", spy)
+    result = explore(unreachable(), budget=6, seed=1, shrink_budget=4, export=False)
+    [finding] = result.findings
+    assert finding.invariant == "workload-goal" and finding.without_faults
+    assert not finding.plan.faults and finding.knobs == {}
+    assert "never reached data.k in ['2']" in finding.message
+    assert not shrunk  # nothing to shrink: every failing run is explained by it
+    failing = [u for u in result.unshrunk if u.invariant == "workload-goal"]
+    assert failing and all(u.explained == 1 for u in failing)
+
+
+def test_the_command_line_says_a_finding_needs_no_fault(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "unreachable.yaml"
+    wl.write_text(UNREACHABLE_YAML)
+    assert cli.main(["explore", "-f", str(wl), "--budget", "2", "--seed", "1",
+                     "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert ("plan:   [] (no fault: the reference run, at the default knobs, already breaks it"
+            in out)
+    assert "  seed:   1  (trace digest " in out
+    assert "2 runs of seed 1 (0 from " in out
+
+
+def test_runs_whose_plan_did_nothing_are_counted_apart_with_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # No controller holds a Lease in this world, so every PauseLeader or CrashLeader plan
+    # finds nobody to act on: those runs tested nothing, and the user is told so.
+    result = explore(reachable(), budget=12, seed=1, shrink_budget=0, export=False,
+                     invariants=[])
+    assert result.idle and not result.findings
+    for _, r in result.idle:
+        assert r.spec.plan.faults and not r.performed and r.unperformed
+        assert all(u["why"] for u in r.unperformed)
+    reasons = dict(result.idle_reasons())
+    assert reasons.get("CrashLeader: no live process held the Lease", 0) >= 1
+    performed = [r for r in (run_one(reachable(), RunSpec({}, [f]), seed=1, invariants=[])
+                             for f in (result.idle[0][1].spec.plan.faults))]
+    assert all(not r.performed for r in performed)
+
+
+def test_the_command_line_prints_the_idle_runs_and_lists_them_in_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "fine.yaml"
+    wl.write_text(UNREACHABLE_YAML.replace('states: ["2"]', 'states: ["1", "3"]'))
+    argv = ["explore", "-f", str(wl), "--budget", "12", "--seed", "1",
+            "--out", str(tmp_path / "out")]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "runs performed no fault of their plan (it found nothing to act on)" in out
+    assert "x CrashLeader: no live process held the Lease" in out
+    assert cli.main([*argv, "--json"]) == 0
+    data = _json(capsys.readouterr().out)
+    assert data["seed"] == 1 and data["idle"]
+    item = data["idle"][0]
+    assert set(item) == {"run", "plan", "knobs", "unperformed"}
+    assert item["unperformed"][0]["why"]
+
+
+def _raising_play(real: Any) -> Any:
+    async def play(sim: Any, workload: Any, spec: RunSpec, *args: Any, **kwargs: Any) -> Any:
+        if any(type(f).__name__ == "Outage" for f in spec.plan.faults):
+            raise RuntimeError("the world broke")
+        return await real(sim, workload, spec, *args, **kwargs)
+    return play
+
+
+def test_a_run_that_raised_names_its_plan_and_knobs_and_fails_the_command(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(runner, "play", _raising_play(runner.play))
+    wl = tmp_path / "fine.yaml"
+    wl.write_text(UNREACHABLE_YAML.replace('states: ["2"]', 'states: ["1", "3"]'))
+    argv = ["explore", "-f", str(wl), "--budget", "8", "--seed", "1", "--no-fork"]
+    assert cli.main([*argv, "--out", str(tmp_path / "a"), "--json"]) == 1
+    data = _json(capsys.readouterr().out)
+    assert data["findings"] == [] and data["errors"]
+    for e in data["errors"]:
+        assert e["error"] == "RuntimeError: the world broke"
+        assert "Outage(" in e["plan"] and isinstance(e["knobs"], dict) and e["run"] >= 1
+    assert cli.main([*argv, "--out", str(tmp_path / "b")]) == 1
+    out = capsys.readouterr().out
+    first = data["errors"][0]
+    assert f"run error: run {first['run']}: RuntimeError: the world broke\n  plan:   " \
+           f"{first['plan']}" in out
+    assert f"0 distinct finding(s), {len(data['errors'])} run error(s)" in out
+
+
+def test_a_reference_run_that_raises_exits_2_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "broken.yaml"
+    wl.write_text(UNREACHABLE_YAML.replace("explore_worlds:no_controller",
+                                           "explore_worlds:no_such_function"))
+    assert cli.main(["explore", "-f", str(wl), "--budget", "2",
+                     "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("emu explore: the reference run of 'broken' (no fault, default "
+                          "knobs, seed 0) raised: AttributeError")
+    assert "no_such_function" in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["explore", "worker-loss", "--seeds", "2", "--json"],
+     "emu explore: --seeds (the legacy seed sweep of a scenario) does not take --json; "
+     "leave out --seeds to explore"),
+    (["explore", "worker-loss", "--seeds", "2", "--budget", "5", "--out", "x"],
+     "emu explore: --seeds (the legacy seed sweep of a scenario) does not take --budget, "
+     "--out;"),
+    (["explore", "rayjob", "--start", "3"],
+     "emu explore: --start is the first seed of --seeds; the explorer takes --seed"),
+    (["explore", "rayjob", "--ray-cpus", "2"],
+     "emu explore: --ray-cpus sets the CPUs of a local Ray started by --ray; add --ray"),
+])
+def test_an_option_the_mode_would_ignore_is_refused(
+        argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.startswith(message)
+
+
+def test_an_exported_test_replays_the_explorers_run_exactly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "unreachable.yaml"
+    wl.write_text(UNREACHABLE_YAML)
+    assert cli.main(["explore", "-f", str(wl), "--budget", "2", "--seed", "1",
+                     "--out", str(tmp_path / "out"), "--json"]) == 1
+    [finding] = _json(capsys.readouterr().out)["findings"]
+    source = Path(finding["test_file"]).read_text()
+    assert f"DIGEST = {finding['digest']!r}" in source
+    # the digest the search's runner gives the same run (the HTML showed another one: the
+    # digest after the world's teardown)
+    from emu.explore.workload import from_file
+
+    same = run_one(from_file(wl), RunSpec(finding["knobs"], []), seed=1)
+    assert same.digest == finding["digest"]
+    assert finding["digest"] in Path(finding["html"]).read_text()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(ROOT), str(Path(__file__).parent))))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           finding["test_file"]], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"the explorer's run exactly (trace digest {finding['digest'][:16]})" in proc.stdout
