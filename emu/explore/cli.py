@@ -250,8 +250,7 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
               f"(it found nothing to act on), so they tested nothing the reference run did "
               f"not: {reasons} (--json lists them)")
     if result.partial:
-        print(f"{result.partial} run(s) performed only part of their plan (--json lists the "
-              "runs with no fault performed)")
+        print(f"{result.partial} run(s) performed only some of their plan's faults")
     rate = result.runs / result.wall if result.wall > 0 else 0.0
     first = (f", first after {result.first_finding_wall:.1f}s"
              if result.first_finding_wall is not None else "")
