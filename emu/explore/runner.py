@@ -359,7 +359,8 @@ def _fault_end(fault: Any) -> float:
 class _Recorder:
     """The reference run's log of controller actions: every call an operator replica made
     (API writes with verb/kind/name, dashboard calls) and every state transition of the
-    workload's objects and of Ray Pods, from the network and the trace."""
+    workload's objects and of Ray Pods (with their ``node_type``), from the network and the
+    trace."""
 
     WRITES = ("create", "update", "update_status", "patch", "delete", "delete_collection")
 
@@ -372,6 +373,7 @@ class _Recorder:
         self.actions: list[Obj] = []
         self._states: dict[tuple[str, str], Any] = {}
         self._counts: dict[tuple[str, ...], int] = {}
+        self._node_types: dict[str, str] = {}  # a Ray Pod's, kept for its deletion
         self._operators: set[str] = set()
         for proc in sorted(sim.processes.all(), key=lambda p: p.name):
             if proc.alive and self.operator in proc.name:
@@ -403,7 +405,7 @@ class _Recorder:
         key = (info.verb, info.kind, info.name, info.dst)
         self.actions.append({"t": round(self.sim.now, 6), "type": "call", "verb": info.verb,
                              "kind": info.kind, "name": info.name, "dst": info.dst,
-                             "n": self._count(key)})
+                             "n": self._count(key), "src": info.src})
 
     def _on_event(self, ev: Any) -> None:
         if ev.event != "write":
@@ -415,11 +417,15 @@ class _Recorder:
             obj = self.sim.api.get(kind, name, str(ev.fields.get("ns") or "default"))
         except Exception:  # gone
             obj = None
+        extra: Obj = {}
         if kind == "Pod":
             labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
             node_type = labels.get("ray.io/node-type")
             if obj is not None and node_type not in ("head", "worker"):
                 return
+            if obj is not None:
+                self._node_types[name] = str(node_type)
+            extra["node_type"] = self._node_types.get(name)
             state: Any = None if obj is None else (
                 (obj.get("status") or {}).get("phase"),
                 bool((obj.get("metadata") or {}).get("deletionTimestamp")))
@@ -434,7 +440,7 @@ class _Recorder:
         self.actions.append({"t": round(self.sim.now, 6), "type": "transition", "kind": kind,
                              "name": name, "state": repr(state),
                              "verb": str(ev.fields.get("verb")),
-                             "caller": str(ev.fields.get("caller"))})
+                             "caller": str(ev.fields.get("caller")), **extra})
 
 
 async def play(sim: Simulation, workload: Workload, spec: RunSpec,

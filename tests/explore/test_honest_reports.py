@@ -180,3 +180,27 @@ def test_an_exported_test_replays_the_explorers_run_exactly(
                           cwd=tmp_path, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"the explorer's run exactly (trace digest {finding['digest'][:16]})" in proc.stdout
+
+
+def test_a_single_fault_the_reference_run_shows_would_do_nothing_is_not_run_alone() -> None:
+    # About one systematic plan in six used to be run alone to no effect: a Pod lost before
+    # there is one, the standby replica's (absent) informers perturbed.
+    from emu.explore import plans
+    from emu.explore.runner import ForkServer
+    from emu.explore.workload import builtin
+
+    wl = builtin("raycluster")
+    reference = run_one(wl, RunSpec(), seed=1, record=True)
+    pool = plans.systematic(wl, reference.actions)
+    idle = [p for p in pool if plans.idle_alone(p, reference.actions)]
+    kinds = {type(p.faults[0]).__name__ for p in idle}
+    assert {"LoseRayPod", "CoalesceEvents", "InformerLag"} <= kinds
+    results = list(ForkServer(wl, 1).run([RunSpec({}, p) for p in idle]))
+    assert all(r.spec.plan.faults and not r.performed and r.unperformed for r in results), [
+        repr(r.spec.plan) for r in results if r.performed]
+    specs = plans.candidates(wl, reference.actions, 1, 2 * len(pool))
+    # the systematic plans alternate with random combinations
+    run_alone = [s.plan for s in specs[0:2 * (len(pool) - len(idle)):2]]
+    assert [repr(p) for p in run_alone] == [repr(p) for p in pool if p not in idle]
+    # still in the random combinations' pool, where another fault can make them act
+    assert set(map(repr, idle)) <= set(map(repr, pool))
