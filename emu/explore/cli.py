@@ -210,7 +210,10 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
         print(f"finding {n}: [{f.invariant}] {f.message}")
         if f.also:
             print(f"  also:   the same run broke {', '.join(f.also)}")
-        if f.without_faults:
+        if f.without_faults and f.knobs:
+            print("  plan:   [] (no fault: these knobs alone break it; it explains every "
+                  "failing run of this invariant with them)")
+        elif f.without_faults:
             print("  plan:   [] (no fault: the reference run, at the default knobs, already "
                   "breaks it; it explains every failing run of this invariant)")
         else:

@@ -59,8 +59,8 @@ class Finding:
 
     @property
     def without_faults(self) -> bool:
-        """Whether the reference run (no fault, default knobs) already breaks the invariant
-        (the shrinker never drops a plan's last fault, so only that run has an empty plan)."""
+        """Whether no fault is needed: the reference run (no fault, default knobs) already
+        breaks the invariant, or with `knobs`, those knob settings alone do."""
         return not self.plan.faults
 
     def to_json(self) -> Obj:
@@ -350,7 +350,8 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         if export and out is not None:
             paths = export_finding(Path(out) / "findings", workload, RunSpec(knobs, spec.plan),
                                    seed, invariant, finding.message, finding.at,
-                                   replay_command=replay_command)
+                                   replay_command=replay_command,
+                                   invariants=executor.invariants)
             finding = attrs.evolve(finding, test_file=paths["test_file"], html=paths["html"],
                                    excerpt=paths["excerpt"], digest=paths["digest"])
         return finding

@@ -204,3 +204,42 @@ def test_a_single_fault_the_reference_run_shows_would_do_nothing_is_not_run_alon
     assert [repr(p) for p in run_alone] == [repr(p) for p in pool if p not in idle]
     # still in the random combinations' pool, where another fault can make them act
     assert set(map(repr, idle)) <= set(map(repr, pool))
+
+
+def test_knobs_that_break_the_invariant_alone_shrink_to_an_empty_plan() -> None:
+    # The goal wants data.k "1": the knob's other value breaks it whatever the plan. The
+    # shrinker never dropped a plan's last fault, so the finding blamed one that played no part.
+    import attrs
+
+    from emu.explore.workload import Goal
+
+    wl = attrs.evolve(reachable(), name="knobbed",
+                      goal=Goal("ConfigMap", "data.k", ("1",), horizon=5.0, delete=False))
+    result = explore(wl, budget=12, seed=1, shrink_budget=10, export=False)
+    assert result.findings
+    for finding in result.findings:
+        assert finding.without_faults and finding.knobs == {"value": "3"}, finding
+    assert all(u.explained for u in result.unshrunk)
+
+
+def test_a_finding_of_your_own_invariants_exports_a_test_that_checks_them(
+        tmp_path: Path) -> None:
+    # The exported file replayed with kuberay_invariants(): a finding of your own invariant
+    # gave a test that passed (and a digest of another run).
+    from explore_worlds import Untouched
+
+    result = explore(reachable(), budget=4, seed=1, shrink_budget=4, out=tmp_path,
+                     invariants=[Untouched()])
+    [finding, *_] = result.findings
+    assert finding.invariant == "untouched"
+    source = Path(finding.test_file).read_text()
+    assert "from explore_worlds import Untouched" in source
+    assert "INVARIANTS = [Untouched()]" in source
+    assert "await replay(sim, WORKLOAD, KNOBS, PLAN, INVARIANTS)" in source
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(ROOT), str(Path(__file__).parent))))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           finding.test_file], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "a fault fired: " in proc.stdout
+    assert f"the explorer's run exactly (trace digest {finding.digest[:16]})" in proc.stdout
