@@ -60,6 +60,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR",
                    help="the result store and findings (default emu-explore/WORKLOAD-seedS); "
                         "a later run with the same DIR resumes")
+    p.add_argument("--families", metavar="A,B",
+                   help="only these plan families (crash-after-writes, pause-before-writes, "
+                        "lose-responses, pod-loss, outages, perturbations, serve-failures); "
+                        "default: the workload's, else all but serve-failures")
     p.add_argument("--json", action="store_true", help="end with one JSON object")
     p.add_argument("--shrink-budget", type=int, default=None,
                    help="runs spent shrinking each finding (default 60)")
@@ -78,6 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: The explorer's options a legacy ``--seeds`` sweep has no use for, by their flag.
 SEARCH_ONLY = {"file": "-f", "budget": "--budget", "seed": "--seed", "ray": "--ray",
                "ray_cpus": "--ray-cpus", "out": "--out", "json": "--json",
+               "families": "--families",
                "shrink_budget": "--shrink-budget", "per_invariant": "--per-invariant",
                "no_fork": "--no-fork"}
 #: What an option left out means (the parser keeps None, so a given option can be told apart).
@@ -140,9 +145,23 @@ def run_explore(args: argparse.Namespace) -> int:
                     else wl_mod.resolve(args.workload))
     except (KeyError, ValueError) as err:
         return _fail(str(err.args[0]) if err.args else str(err))
+    if args.families is not None:
+        import attrs
+
+        from .plans import check_families
+
+        families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+        try:
+            check_families(families)
+        except ValueError as err:
+            return _fail(f"--families: {err}")
+        if not families:
+            return _fail("--families names no family")
+        workload = attrs.evolve(workload, families=families)
     out = Path(args.out) if args.out else Path("emu-explore") / f"{workload.name}-seed{args.seed}"
     source = f"-f {args.file}" if args.file else workload.name
-    command = f"emu explore {source} --seed {args.seed} --budget {args.budget}"
+    command = f"emu explore {source} --seed {args.seed} --budget {args.budget}" + (
+        f" --families {','.join(workload.families)}" if args.families is not None else "")
     return _explore(args, workload, budget, duration, out, command)
 
 
@@ -153,7 +172,14 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .search import Executor, ProcessExecutor, RayExecutor, ReferenceRunError, explore
+    from .search import (
+        Executor,
+        NoPlans,
+        ProcessExecutor,
+        RayExecutor,
+        ReferenceRunError,
+        explore,
+    )
     from .store import StoreMismatch
 
     fork = False if args.no_fork else None
@@ -182,7 +208,7 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
                              executor=executor, out=out, shrink_budget=args.shrink_budget,
                              progress=progress, replay_command=command,
                              per_invariant=args.per_invariant)
-    except (StoreMismatch, ReferenceRunError) as err:
+    except (StoreMismatch, ReferenceRunError, NoPlans) as err:
         return _fail(str(err))
     finally:
         executor.close()
@@ -254,11 +280,13 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
               f"not: {reasons} (--json lists them)")
     if result.partial:
         print(f"{result.partial} run(s) performed only some of their plan's faults")
-    rate = result.runs / result.wall if result.wall > 0 else 0.0
+    played = result.runs - result.reused
+    rate = (f", {played / result.wall:.1f} runs/s played" if played and result.wall > 0
+            else "")
     first = (f", first after {result.first_finding_wall:.1f}s"
              if result.first_finding_wall is not None else "")
     print(f"{result.runs} runs of seed {args.seed} ({result.reused} from {out}) in "
-          f"{result.wall:.1f}s wall ({rate:.1f} runs/s, {executor.jobs} worker(s)); "
+          f"{result.wall:.1f}s wall ({executor.jobs} worker(s){rate}); "
           f"{len(result.findings)} distinct finding(s){first}, {len(errors)} run error(s)")
     return failed
 

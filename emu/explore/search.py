@@ -72,6 +72,11 @@ class Finding:
                 "also": list(self.also)}
 
 
+class NoPlans(RuntimeError):
+    """The plan families generate nothing for this workload (no operator call, no transition
+    they key on): a search would run nothing and report nothing found."""
+
+
 class ReferenceRunError(RuntimeError):
     """The reference run (no fault, default knobs) itself raised: nothing can be explored
     until the workload runs (a controller that does not start, a manifest refused...)."""
@@ -277,6 +282,14 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         raise ReferenceRunError(f"the reference run of {workload.name!r} (no fault, default "
                                 f"knobs, seed {seed}) raised: {reference.error}")
     specs = plans.candidates(workload, reference.actions, seed, total)
+    if not specs:
+        calls = sum(1 for a in reference.actions if a["type"] == "call")
+        moves = sum(1 for a in reference.actions if a["type"] == "transition")
+        named = ", ".join(workload.families) or "all but the opt-in ones"
+        raise NoPlans(f"no plan to run: the plan families ({named}) generate none for "
+                      f"{workload.name!r}, whose reference run had {calls} call(s) by a process "
+                      f"named like {workload.setup.operator!r} and {moves} state "
+                      "transition(s); check Setup.operator and the families")
     # 2. run them (the store's results are reused), in order
     results: list[RunResult | None] = [None] * len(specs)
     reused = 0

@@ -243,3 +243,49 @@ def test_a_finding_of_your_own_invariants_exports_a_test_that_checks_them(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "a fault fired: " in proc.stdout
     assert f"the explorer's run exactly (trace digest {finding.digest[:16]})" in proc.stdout
+
+
+def test_families_narrow_a_built_in_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from emu.explore.store import Store
+
+    argv = ["explore", "raycluster", "--families", "pod-loss", "--budget", "4", "--seed", "1",
+            "--out", str(tmp_path)]
+    assert cli.main(argv) == 0
+    store = Store(tmp_path, workload="raycluster", seed=1)
+    assert len(store.results) == 4
+    assert all(f.__class__.__name__ == "LoseRayPod"
+               for r in store.results.values() for f in r.spec.plan.faults)
+    capsys.readouterr()
+    assert cli.main(argv) == 0  # all four from the store: no rate made of reused runs
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"4 runs of seed 1 (4 from {tmp_path}) in ") and "runs/s" not in last
+
+
+@pytest.mark.parametrize(("families", "message"), [
+    ("pod-los", "emu explore: --families: no plan family 'pod-los'; families: "
+                "crash-after-writes, pause-before-writes,"),
+    ("pod-loss", "emu explore: no plan to run: the plan families (pod-loss) generate none for "
+                 "'unreachable', whose reference run had 0 call(s) by a process named like "
+                 "'kuberay-operator' and 1 state transition(s)"),
+])
+def test_families_that_give_nothing_to_run_exit_2(
+        families: str, message: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a search of no run used to report "0 runs ... 0 distinct finding(s)" and exit 0
+    wl = tmp_path / "unreachable.yaml"
+    wl.write_text(UNREACHABLE_YAML)
+    assert cli.main(["explore", "-f", str(wl), "--families", families, "--budget", "3",
+                     "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().startswith(message)
+
+
+def test_a_workload_whose_families_generate_no_plan_exits_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "unreachable.yaml"
+    wl.write_text(UNREACHABLE_YAML.replace("kind: KnobSpace\n",
+                                           "kind: KnobSpace\nfamilies: [pod-loss]\n"))
+    assert cli.main(["explore", "-f", str(wl), "--budget", "3",
+                     "--out", str(tmp_path / "out")]) == 2
+    assert "no plan to run: the plan families (pod-loss) generate none for 'unreachable'" \
+        in capsys.readouterr().err
