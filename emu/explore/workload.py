@@ -107,6 +107,20 @@ class Workload:
     def __attrs_post_init__(self) -> None:
         for k in self.knobs:
             _check_reach(self.name, k, self.manifests)
+        goal = self.goal
+        if goal is None or self.scenario is not None:
+            return
+        # a goal of a kind no manifest has would be reached at once (no object to wait for):
+        # every run would delete the workload straight away and test nothing
+        if not any(m.get("kind") == goal.kind for m in self.manifests):
+            kinds = ", ".join(sorted({str(m.get("kind")) for m in self.manifests})) or "none"
+            raise ValueError(f"the goal of workload {self.name!r} waits for {goal.kind}, which "
+                             f"no manifest is (kinds: {kinds})")
+        for k in self.knobs:
+            if k.at is not None and not 0 <= k.at < goal.horizon:
+                raise ValueError(f"knob {k.name!r} of workload {self.name!r} changes at "
+                                 f"t={k.at:g}s, outside the goal's horizon (0 to "
+                                 f"{goal.horizon:g}s): a run may end before the change")
 
     def knob(self, name: str) -> Knob:
         for k in self.knobs:

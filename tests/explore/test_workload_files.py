@@ -70,3 +70,23 @@ def test_a_knob_that_could_change_nothing_is_refused_when_the_workload_is_made()
         Workload("w", [CONFIGMAP], [Knob("r", "ConfigMap", "data.k", ())])
     # a field created on the way, or removed, is a change
     Workload("w", [cluster], [Knob("s", "RayCluster", "spec.x.y", (None, 1), at=5.0)])
+
+
+def test_a_goal_no_manifest_can_reach_and_a_change_past_the_horizon_are_refused(
+        tmp_path: Path) -> None:
+    # A goal of a kind no manifest has was reached at once (nothing to wait for), so every
+    # run deleted the workload straight away; a change past the horizon could come after the
+    # run ended, or after the deletion, and do nothing.
+    from emu.explore.workload import Goal
+
+    with pytest.raises(ValueError, match="the goal of workload 'w' waits for Configmap, which "
+                                         r"no manifest is \(kinds: ConfigMap\)"):
+        Workload("w", [CONFIGMAP], goal=Goal("Configmap", "data.k", ("1",)))
+    with pytest.raises(ValueError, match="knob 'late' of workload 'w' changes at t=130s, "
+                                         r"outside the goal's horizon \(0 to 120s\)"):
+        Workload("w", [CONFIGMAP], [Knob("late", "ConfigMap", "data.k", (None, "2"), at=130.0)],
+                 goal=Goal("ConfigMap", "data.k", ("1", "2"), horizon=120.0))
+    path = tmp_path / "w.yaml"
+    path.write_text(FINE_YAML.replace("goal: {kind: ConfigMap,", "goal: {kind: Configmap,"))
+    with pytest.raises(ValueError, match="waits for Configmap"):
+        from_file(path)
