@@ -277,7 +277,7 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
         reasons = "; ".join(f"{n} x {why}" for why, n in result.idle_reasons()[:3])
         print(f"{len(result.idle)} of the {result.runs} runs performed no fault of their plan "
               f"(it found nothing to act on), so they tested nothing the reference run did "
-              f"not: {reasons} (--json lists them)")
+              f"not" + (f": {reasons}" if reasons else "") + " (--json lists them)")
     if result.partial:
         print(f"{result.partial} run(s) performed only some of their plan's faults")
     played = result.runs - result.reused
