@@ -735,8 +735,7 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
                     _, status = os.waitpid(pid, 0)
                     stopped = True
                     emit(RunResult(todo.pop(0), wall=time.perf_counter() - wall, error=(
-                        f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s (virtual "
-                        "time stopped advancing: a livelock in the world)" if why == "timeout"
+                        _wall_limit_error() if why == "timeout"
                         else f"the run's worker died (wait status {status})")))
                     break
                 emit(RunResult.from_dict(orjson.loads(frame)))
@@ -750,6 +749,16 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
 def _unperformed(sim: Simulation) -> list[Obj]:
     """Each fault that never took effect in the run, with why (`Faults.unperformed`)."""
     return [{"fault": repr(f), "why": str(why)} for f, why in sim.faults.unperformed()]
+
+
+def _wall_limit_error() -> str:
+    """Why a run was stopped at `WALL_LIMIT`: not a livelock at one virtual instant (the
+    `Watchdog` reports those itself), so code that never yields to the loop, or a machine far
+    slower than the limit assumes."""
+    return (f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s and was stopped: code in "
+            "the world that never yields (a busy loop, a blocking call), or a machine far slower "
+            "than expected (raise EMU_EXPLORE_RUN_WALL_LIMIT); a livelock at one virtual "
+            "instant would have been reported as one")
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -893,8 +902,7 @@ def _fork_loop(specs: Sequence[RunSpec], emit: Callable[[RunResult], None]
                 item["wall"] = time.perf_counter() - wall
                 emit(RunResult.from_dict(item))
             else:
-                why = (f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s (virtual time "
-                       "stopped advancing: a livelock in the world)" if timed_out
+                why = (_wall_limit_error() if timed_out
                        else f"the forked run died (wait status {status})")
                 emit(RunResult(spec, error=why, wall=time.perf_counter() - wall))
     finally:

@@ -180,3 +180,25 @@ def test_a_kuberay_hot_loop_on_a_stale_cache_is_not_mistaken_for_a_livelock() ->
     result = run_one(wl, spec, seed=1)
     assert result.error == ""
     assert any("InformerLag(" in p for p in result.performed)
+
+
+def never_yields(sim: object) -> None:
+    """An install function stuck in a busy loop: the world never gets the loop back."""
+    while True:
+        pass
+
+
+def test_a_run_stopped_at_the_wall_clock_limit_is_not_called_a_livelock(monkeypatch) -> None:
+    # The message said "virtual time stopped advancing: a livelock in the world", which the
+    # watchdog reports itself; a run stopped by the wall clock is stuck in code that never
+    # yields (or on a far slower machine), and the user is told how to tell.
+    import emu.explore.runner as runner
+    from emu.explore.workload import Setup
+
+    monkeypatch.setattr(runner, "WALL_LIMIT", 0.3)
+    wl = attrs.evolve(unreachable(), setup=Setup(nodes=1, lease="",
+                                                 install="test_explore_runner:never_yields"))
+    [result] = list(ForkServer(wl, 0).run([RunSpec()]))
+    assert result.error.startswith("the run exceeded its wall-clock limit of 0.3s and was "
+                                   "stopped: code in the world that never yields")
+    assert "livelock at one virtual instant would have been reported as one" in result.error
