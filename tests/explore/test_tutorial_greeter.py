@@ -3,6 +3,7 @@ bugs in 40 runs and nothing in the fixed one (examples/my_controller/explore_gre
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -17,7 +18,8 @@ def test_the_tutorials_explorer_finds_the_naive_greeters_bugs_and_none_in_the_fi
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLE))
     monkeypatch.chdir(tmp_path)
-    import explore_greeter
+    # the example's module, from its folder (as `python explore_greeter.py` finds it)
+    explore_greeter = importlib.import_module("explore_greeter")
 
     try:
         naive = explore(explore_greeter.workload("naive"), budget=40,
