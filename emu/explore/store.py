@@ -15,7 +15,8 @@ from .runner import RunResult
 
 
 class StoreMismatch(ValueError):
-    """The store under ``--out`` was made for another workload or seed."""
+    """The store under ``--out`` was made for another workload or seed, is not a store, or
+    cannot be made there."""
 
 
 class Store:
@@ -28,12 +29,23 @@ class Store:
         if directory is None:
             return
         folder = Path(directory)
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreMismatch(f"cannot keep the result store in {folder}: {err.strerror}; "
+                                "use another --out directory") from None
         self.path = folder / "runs.jsonl"
         if self.path.exists():
             lines = self.path.read_bytes().splitlines()
             if lines:
-                head = orjson.loads(lines[0])
+                try:
+                    head = orjson.loads(lines[0])
+                except orjson.JSONDecodeError:
+                    head = None
+                if not isinstance(head, dict) or "header" not in head:
+                    raise StoreMismatch(
+                        f"{self.path} is not a result store of emu explore (its first line is "
+                        "not a header); use another --out directory")
                 if head.get("header") != self.header:
                     raise StoreMismatch(
                         f"{self.path} holds runs of {head.get('header')}, not {self.header}; "
