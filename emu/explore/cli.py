@@ -229,9 +229,12 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
                                                  "unperformed": list(r.unperformed)}
                                                 for n, r in result.idle],
                                        "partial": result.partial,
+                                       "notes": list(result.notes),
                                        "wall_seconds": round(result.wall, 3)},
                                       default=str).decode() + "\n")
         return failed
+    for note in result.notes:
+        print(f"note: {note}")
     for n, f in enumerate(result.findings, 1):
         print(f"finding {n}: [{f.invariant}] {f.message}")
         if f.also:

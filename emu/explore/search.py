@@ -118,6 +118,8 @@ class ExploreResult:
     partial: int = 0
     #: Each of `errors`' run numbers (1-based, in plan order), to name it.
     error_runs: tuple[int, ...] = ()
+    #: What the user should know about the search itself (a family with nothing to act on).
+    notes: tuple[str, ...] = ()
 
     def idle_reasons(self) -> list[tuple[str, int]]:
         """Why the idle runs' faults never took effect: (fault type: why, runs), most
@@ -254,6 +256,25 @@ def _contains(big: tuple[Any, ...], small: tuple[Any, ...]) -> bool:
     return not Counter(small) - Counter(big)
 
 
+#: The families built on the operator's own calls (the rest key on transitions and times).
+CALL_FAMILIES = ("crash-after-writes", "pause-before-writes", "lose-responses", "perturbations")
+
+
+def _notes(workload: Workload, actions: Sequence[Obj]) -> tuple[str, ...]:
+    """What the reference run says the search cannot do: with no call by a process named like
+    ``Setup.operator``, the families built on the operator's calls have no plan (a misnamed
+    operator would weaken the search silently)."""
+    if workload.scenario is not None or any(a["type"] == "call" for a in actions):
+        return ()
+    wanted = [f for f in CALL_FAMILIES if not workload.families or f in workload.families]
+    if not wanted:
+        return ()
+    return (f"the reference run recorded no call by a process named like "
+            f"{workload.setup.operator!r}, so the {', '.join(wanted)} famil"
+            f"{'y has' if len(wanted) == 1 else 'ies have'} no plan: check Setup.operator "
+            "(a part of your controller's process names)",)
+
+
 def explore(workload: Workload, *, budget: int | None = 200, duration: float | None = None,
             seed: int = 0, executor: Executor | None = None, out: str | Path | None = None,
             shrink_budget: int = 60, export: bool = True,
@@ -282,6 +303,7 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         raise ReferenceRunError(f"the reference run of {workload.name!r} (no fault, default "
                                 f"knobs, seed {seed}) raised: {reference.error}")
     specs = plans.candidates(workload, reference.actions, seed, total)
+    notes = _notes(workload, reference.actions)
     if not specs:
         calls = sum(1 for a in reference.actions if a["type"] == "call")
         moves = sum(1 for a in reference.actions if a["type"] == "transition")
@@ -413,7 +435,7 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     return ExploreResult(runs=len(finished), findings=tuple(minimized.values()),
                          errors=tuple(r for _, r in errors), error_runs=tuple(n for n, _ in errors),
                          wall=time.perf_counter() - start, first_finding_wall=first_finding,
-                         reused=reused, unshrunk=tuple(unshrunk),
+                         reused=reused, unshrunk=tuple(unshrunk), notes=notes,
                          idle=tuple((i + 1, r) for i, r in enumerate(finished) if r.idle),
                          partial=sum(1 for r in finished
                                      if r.unperformed and r.performed and not r.error))

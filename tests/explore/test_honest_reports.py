@@ -289,3 +289,20 @@ def test_a_workload_whose_families_generate_no_plan_exits_2(
                      "--out", str(tmp_path / "out")]) == 2
     assert "no plan to run: the plan families (pod-loss) generate none for 'unreachable'" \
         in capsys.readouterr().err
+
+
+def test_a_controller_the_reference_run_never_saw_call_is_noted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Setup.operator names no process of this world: four plan families were empty, silently
+    wl = tmp_path / "fine.yaml"
+    wl.write_text(UNREACHABLE_YAML.replace('states: ["2"]', 'states: ["1", "3"]'))
+    assert cli.main(["explore", "-f", str(wl), "--budget", "2", "--seed", "1",
+                     "--out", str(tmp_path / "out")]) == 0
+    assert ("note: the reference run recorded no call by a process named like "
+            "'kuberay-operator', so the crash-after-writes, pause-before-writes, lose-responses, "
+            "perturbations families have no plan: check Setup.operator") \
+        in capsys.readouterr().out
+    from emu.explore.workload import builtin
+
+    assert not explore(builtin("raycluster"), budget=1, seed=1, shrink_budget=0,
+                       export=False).notes
