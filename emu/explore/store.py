@@ -29,12 +29,12 @@ class Store:
         if directory is None:
             return
         folder = Path(directory)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise StoreMismatch(f"cannot keep the result store in {folder}: {err.strerror}; "
-                                "use another --out directory") from None
+        if folder.exists() and not folder.is_dir():
+            raise StoreMismatch(f"cannot keep the result store in {folder}: it is not a "
+                                "directory; use another --out directory")
         self.path = folder / "runs.jsonl"
+        #: Made at the first result, so a search refused before any run leaves nothing behind.
+        self._new = True
         if self.path.exists():
             lines = self.path.read_bytes().splitlines()
             if lines:
@@ -50,6 +50,7 @@ class Store:
                     raise StoreMismatch(
                         f"{self.path} holds runs of {head.get('header')}, not {self.header}; "
                         "use another --out directory")
+                self._new = False
             for line in lines[1:]:
                 try:
                     item = orjson.loads(line)
@@ -57,8 +58,6 @@ class Store:
                     continue  # a line cut short by an interrupted run: run it again
                 result = RunResult.from_dict(item)
                 self.results[result.spec.key()] = result
-        else:
-            self.path.write_bytes(orjson.dumps({"header": self.header}) + b"\n")
 
     def get(self, key: str) -> RunResult | None:
         return self.results.get(key)
@@ -69,6 +68,10 @@ class Store:
             return
         self.results[key] = result
         if self.path is not None:
+            if self._new:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_bytes(orjson.dumps({"header": self.header}) + b"\n")
+                self._new = False
             data: dict[str, Any] = result.to_dict()
             data.pop("actions", None)
             with self.path.open("ab") as fh:

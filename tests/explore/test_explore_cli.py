@@ -96,7 +96,8 @@ def test_a_store_made_for_another_workload_is_refused(
 
 
 @pytest.mark.parametrize(("setup", "message"), [
-    ("file", "cannot keep the result store in {out}: File exists; use another --out directory"),
+    ("file", "cannot keep the result store in {out}: it is not a directory; use another --out "
+             "directory"),
     ("corrupt", "{out}/runs.jsonl is not a result store of emu explore (its first line is not "
                 "a header); use another --out directory"),
 ])

@@ -138,6 +138,7 @@ def test_a_reference_run_that_raises_exits_2_naming_it(
     assert err.startswith("emu explore: the reference run of 'broken' (no fault, default "
                           "knobs, seed 0) raised: AttributeError")
     assert "no_such_function" in err
+    assert not (tmp_path / "out").exists()  # refused before any run: nothing left behind
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -289,6 +290,7 @@ def test_a_workload_whose_families_generate_no_plan_exits_2(
                      "--out", str(tmp_path / "out")]) == 2
     assert "no plan to run: the plan families (pod-loss) generate none for 'unreachable'" \
         in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_controller_the_reference_run_never_saw_call_is_noted(
