@@ -202,7 +202,15 @@ async def _install_own(sim: Simulation, setup: Any) -> None:
     import inspect
 
     module, _, name = str(setup.install).partition(":")
-    fn = getattr(importlib.import_module(module), name)
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as err:
+        raise ModuleNotFoundError(
+            f"Setup.install {setup.install!r}: {err} (it is imported from sys.path: add the "
+            "folder that holds it to PYTHONPATH)") from None
+    except AttributeError:
+        raise AttributeError(f"Setup.install {setup.install!r}: module {module!r} has no "
+                             f"{name!r} (give module:function)") from None
     started = fn(sim)
     if inspect.isawaitable(started):
         await started

@@ -136,8 +136,9 @@ def test_a_reference_run_that_raises_exits_2_naming_it(
                      "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("emu explore: the reference run of 'broken' (no fault, default "
-                          "knobs, seed 0) raised: AttributeError")
-    assert "no_such_function" in err
+                          "knobs, seed 0) raised: AttributeError: Setup.install "
+                          "'explore_worlds:no_such_function': module 'explore_worlds' has no "
+                          "'no_such_function' (give module:function)")
     assert not (tmp_path / "out").exists()  # refused before any run: nothing left behind
 
 
@@ -308,3 +309,14 @@ def test_a_controller_the_reference_run_never_saw_call_is_noted(
 
     assert not explore(builtin("raycluster"), budget=1, seed=1, shrink_budget=0,
                        export=False).notes
+
+
+def test_a_controller_module_not_on_the_path_says_where_it_is_looked_for(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "mine.yaml"
+    wl.write_text(UNREACHABLE_YAML.replace("explore_worlds:no_controller", "mymod:install"))
+    assert cli.main(["explore", "-f", str(wl), "--budget", "2",
+                     "--out", str(tmp_path / "out")]) == 2
+    assert ("raised: ModuleNotFoundError: Setup.install 'mymod:install': No module named "
+            "'mymod' (it is imported from sys.path: add the folder that holds it to PYTHONPATH)"
+            ) in capsys.readouterr().err
