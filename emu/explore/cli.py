@@ -249,6 +249,9 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
             print(f"  plan:   {f.plan!r}")
         if f.knobs:
             print(f"  knobs:  {f.knobs}")
+        if f.shrink_cut:
+            print(f"  shrunk: {f.shrink_runs} runs, all of --shrink-budget: a larger one may "
+                  "shrink it further")
         print(f"  seed:   {f.seed}" + (f"  (trace digest {f.digest[:16]})" if f.digest else ""))
         print(f"  test:   {f.test_file}")
         print(f"  html:   {f.html}")

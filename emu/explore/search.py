@@ -56,6 +56,8 @@ class Finding:
     also: tuple[str, ...] = ()
     #: The trace digest of the exported run (its pytest file replays that very run).
     digest: str = ""
+    #: The shrinker spent its whole budget: the plan may shrink further with a larger one.
+    shrink_cut: bool = False
 
     @property
     def without_faults(self) -> bool:
@@ -69,6 +71,7 @@ class Finding:
                 "without_faults": self.without_faults, "replay": self.replay,
                 "test_file": self.test_file, "html": self.html, "digest": self.digest,
                 "runs_to_find": self.runs_to_find, "shrink_runs": self.shrink_runs,
+                "shrink_cut": self.shrink_cut,
                 "also": list(self.also)}
 
 
@@ -380,6 +383,7 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         finding = Finding(invariant=invariant, message=str(v["message"]), at=float(v["at"]),
                           knobs=knobs, plan=spec.plan, seed=seed, workload=workload.name,
                           replay=replay_command, runs_to_find=runs_to_find, shrink_runs=spent,
+                          shrink_cut=0 < shrink_budget <= spent,
                           also=tuple(sorted({str(x["invariant"]) for x in violations}
                                             - {invariant})))
         if export and out is not None:

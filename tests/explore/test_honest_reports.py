@@ -320,3 +320,16 @@ def test_a_controller_module_not_on_the_path_says_where_it_is_looked_for(
     assert ("raised: ModuleNotFoundError: Setup.install 'mymod:install': No module named "
             "'mymod' (it is imported from sys.path: add the folder that holds it to PYTHONPATH)"
             ) in capsys.readouterr().err
+
+
+def test_a_finding_whose_shrink_ran_out_of_budget_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wl = tmp_path / "unreachable.yaml"
+    wl.write_text(UNREACHABLE_YAML.replace('states: ["2"]', 'states: ["1"]'))
+    argv = ["explore", "-f", str(wl), "--budget", "12", "--seed", "1", "--shrink-budget", "1",
+            "--out", str(tmp_path / "out")]
+    assert cli.main(argv) == 1  # knob value "3" breaks the goal
+    out = capsys.readouterr().out
+    assert "  shrunk: 1 runs, all of --shrink-budget: a larger one may shrink it further" in out
+    assert cli.main([*argv[:-4], "--shrink-budget", "30", "--out", str(tmp_path / "o2")]) == 1
+    assert "shrunk:" not in capsys.readouterr().out
