@@ -19,7 +19,7 @@ Every way plays the same run — same trace, same digest (tests/explore checks i
 keep runs short: `Watchdog` stops a run whose virtual clock stands still (a livelock), and
 `Quiet` ends a run's final settle once nothing can change what it finds.
 
-About 850 lines, one module: the run's two halves, its two guards and the three ways of
+About 950 lines, one module: the run's two halves, its two guards and the three ways of
 playing many runs share `RunSpec`/`RunResult`, the result framing and the fault-time helpers, and
 each way must play exactly the run the others play; split, that sameness would span files.
 """
