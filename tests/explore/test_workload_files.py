@@ -90,3 +90,24 @@ def test_a_goal_no_manifest_can_reach_and_a_change_past_the_horizon_are_refused(
     path.write_text(FINE_YAML.replace("goal: {kind: ConfigMap,", "goal: {kind: Configmap,"))
     with pytest.raises(ValueError, match="waits for Configmap"):
         from_file(path)
+
+
+def test_the_knobspace_example_of_docs_explore_md_runs(tmp_path: Path) -> None:
+    # it used to name a Greeting kind, which an `emu explore -f` world (KubeRay) does not serve
+    import re
+
+    import yaml
+
+    from emu.explore.search import explore
+    from emu.explore.workload import builtin
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "explore.md").read_text()
+    [block] = [b for b in re.findall(r"```yaml\n(.*?)```", doc, re.S) if "KnobSpace" in b]
+    cluster = dict(builtin("raycluster").manifests[0])
+    cluster["metadata"] = {"name": "my-cluster", "namespace": "default"}
+    path = tmp_path / "my-manifests.yaml"
+    path.write_text(yaml.safe_dump(cluster) + block)
+    wl = from_file(path)
+    assert [k.name for k in wl.knobs] == ["workers", "suspend"]
+    result = explore(wl, budget=2, seed=1, shrink_budget=0, export=False)
+    assert result.runs == 2 and not result.errors and not result.findings
