@@ -103,6 +103,9 @@ def mode_error(args: argparse.Namespace) -> str | None:
         return "--start is the first seed of --seeds; the explorer takes --seed"
     if args.ray_cpus is not None and args.ray is None:
         return "--ray-cpus sets the CPUs of a local Ray started by --ray; add --ray"
+    if args.ray_cpus is not None and args.ray:
+        return (f"--ray-cpus sets the CPUs of a local Ray; the cluster at {args.ray} has its "
+                "own")
     for name, value in DEFAULTS.items():
         if getattr(args, name) is None and (name != "start" or args.seeds is not None):
             setattr(args, name, value)

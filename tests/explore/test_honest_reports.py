@@ -153,6 +153,9 @@ def test_a_reference_run_that_raises_exits_2_naming_it(
      "emu explore: --start is the first seed of --seeds; the explorer takes --seed"),
     (["explore", "rayjob", "--ray-cpus", "2"],
      "emu explore: --ray-cpus sets the CPUs of a local Ray started by --ray; add --ray"),
+    (["explore", "rayjob", "--ray", "ray://head:10001", "--ray-cpus", "2"],
+     "emu explore: --ray-cpus sets the CPUs of a local Ray; the cluster at ray://head:10001 "
+     "has its own"),
 ])
 def test_an_option_the_mode_would_ignore_is_refused(
         argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
