@@ -100,7 +100,7 @@ def pytest_source(workload: Workload, spec: RunSpec, seed: int, invariant: str, 
     """The text of the pytest file for a finding."""
     name = _slug(f"{workload.name} {invariant}")
     header = ("# Written by emu explore (emu.explore.export): the long lines are data.\n"
-              "# ruff: noqa: E501, I001\n"
+              "# ruff: noqa: E501, I001, RUF100\n"
               f'"""Found by the explorer: {invariant} on workload {workload.name!r}, seed {seed}.\n\n'
               f"{_wrap(message)}\n\n"
               f"Fails while the port keeps the behaviour (KubeRay's, see docs/findings.md).\n")

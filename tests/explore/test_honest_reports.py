@@ -336,3 +336,19 @@ def test_a_finding_whose_shrink_ran_out_of_budget_says_so(
     assert "  shrunk: 1 runs, all of --shrink-budget: a larger one may shrink it further" in out
     assert cli.main([*argv[:-4], "--shrink-budget", "30", "--out", str(tmp_path / "o2")]) == 1
     assert "shrunk:" not in capsys.readouterr().out
+
+
+def test_an_exported_test_is_ruff_clean_whatever_its_imports(tmp_path: Path) -> None:
+    # A plan importing only from emu.faults leaves the imports sorted: the header's I001
+    # exemption was then unused, and ruff (RUF100) failed the file once it was committed.
+    import shutil
+
+    from emu.explore.export import export_finding
+    from emu.faults import Outage
+
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    spec = RunSpec({}, [Outage(at=1.0, endpoint="apiserver", duration=10.0)])
+    paths = export_finding(tmp_path, unreachable(), spec, 1, "workload-goal", "never", 6.0)
+    proc = subprocess.run([ruff, "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
+                           paths["test_file"]], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
