@@ -354,10 +354,9 @@ class Quiet:
 
 
 def _fault_end(fault: Any) -> float:
-    end = float(fault.at)
-    duration = getattr(fault, "duration", None)
-    if isinstance(duration, (int, float)):
-        end += float(duration)
+    from ..invariants.liveness import heals_at
+
+    end = heals_at(fault)
     then = getattr(fault, "then", None)
     if then is not None:
         end = max(end, _fault_end(attrs.evolve(then, at=fault.at)))
