@@ -112,6 +112,12 @@ def _explore_one(job: tuple[str, int]) -> dict[str, object]:
 def _cmd_explore(args: argparse.Namespace) -> int:
     """``emu explore WORKLOAD``: the explorer (emu.explore); with ``--seeds``, the old seed
     sweep of a scenario."""
+    from .explore.cli import mode_error
+
+    error = mode_error(args)
+    if error is not None:
+        print(f"emu explore: {error}", file=sys.stderr)
+        return 2
     if args.seeds is not None:
         return _cmd_explore_seeds(args)
     from .explore.cli import run_explore

@@ -1,12 +1,14 @@
 """``emu explore WORKLOAD [--budget N|DURATION] [--seed S] [-j N | --ray [ADDR]] [--out DIR]
 [--json]``: the command line of the explorer.
 
-Exit status: 1 when there are findings, 0 when none, 2 on bad input (an unknown workload, a
-budget that is neither a count nor a duration, a store made for another workload). With
-``--json`` the last line of output is ``{"runs": N, "findings": [{"invariant", "message", "plan",
-"knobs", "replay", "test_file"}, ...], "errors": [...], "unshrunk": [...]}`` (``unshrunk``: failing
-plan shapes not shrunk, each with the finding that explains it, or 0 when its invariant had its
-``--per-invariant`` shrinks).
+Exit status: 1 when there are findings or runs that raised, 0 when neither, 2 on bad input (an
+unknown workload, a budget that is neither a count nor a duration, a store made for another
+workload, a workload whose reference run raises). With ``--json`` the last line of output is
+``{"runs": N, "seed": S, "findings": [{"invariant", "message", "plan", "knobs", "seed",
+"replay", "test_file", "digest", ...}, ...], "errors": [{"run", "error", "plan", "knobs"}, ...],
+"unshrunk": [...], "idle": [...], "partial": K}`` (``unshrunk``: failing plan shapes not shrunk,
+each with the finding that explains it, or 0 when its invariant had its ``--per-invariant``
+shrinks; ``idle``: runs none of whose faults took effect, with why).
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(see `emu list`)")
     p.add_argument("-f", "--file", metavar="FILE.yaml",
                    help="explore your own manifests (a kind: KnobSpace document declares knobs)")
-    p.add_argument("--budget", default="200",
+    p.add_argument("--budget", default=None,
                    help="runs (e.g. 2000) or a wall-clock duration (90s, 5m); default 200")
-    p.add_argument("--seed", type=int, default=0, help="the seed of every run (default 0)")
+    p.add_argument("--seed", type=int, default=None, help="the seed of every run (default 0)")
     p.add_argument("--jobs", "-j", type=int, default=1, help="local worker processes (default 1)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run on a Ray cluster (ray.init() locally when no ADDRESS)")
@@ -58,10 +60,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR",
                    help="the result store and findings (default emu-explore/WORKLOAD-seedS); "
                         "a later run with the same DIR resumes")
+    p.add_argument("--families", metavar="A,B",
+                   help="only these plan families (crash-after-writes, pause-before-writes, "
+                        "lose-responses, pod-loss, outages, perturbations, serve-failures); "
+                        "default: the workload's, else all but serve-failures")
     p.add_argument("--json", action="store_true", help="end with one JSON object")
-    p.add_argument("--shrink-budget", type=int, default=60,
+    p.add_argument("--shrink-budget", type=int, default=None,
                    help="runs spent shrinking each finding (default 60)")
-    p.add_argument("--per-invariant", type=int, default=3, metavar="N",
+    p.add_argument("--per-invariant", type=int, default=None, metavar="N",
                    help="shrink at most N failing runs of each invariant, new fault families "
                         "first; the rest are listed, not dropped (default 3)")
     p.add_argument("--no-fork", action="store_true",
@@ -69,7 +75,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "wall-clock limit per run; for debugging)")
     p.add_argument("--seeds", type=int, default=None,
                    help="legacy: run the scenario WORKLOAD under N seeds, its own checks only")
-    p.add_argument("--start", type=int, default=0, help="legacy: the first seed of --seeds")
+    p.add_argument("--start", type=int, default=None,
+                   help="legacy: the first seed of --seeds (default 0)")
+
+
+#: The explorer's options a legacy ``--seeds`` sweep has no use for, by their flag.
+SEARCH_ONLY = {"file": "-f", "budget": "--budget", "seed": "--seed", "ray": "--ray",
+               "ray_cpus": "--ray-cpus", "out": "--out", "json": "--json",
+               "families": "--families",
+               "shrink_budget": "--shrink-budget", "per_invariant": "--per-invariant",
+               "no_fork": "--no-fork"}
+#: What an option left out means (the parser keeps None, so a given option can be told apart).
+DEFAULTS = {"budget": "200", "seed": 0, "shrink_budget": 60, "per_invariant": 3, "start": 0}
+
+
+def mode_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with combining these options, or None: an option the chosen mode would
+    accept and silently ignore is refused instead (the legacy ``--seeds`` sweep takes only
+    WORKLOAD, --start and -j; --start needs --seeds, --ray-cpus needs --ray)."""
+    if args.seeds is not None:
+        given = [flag for name, flag in SEARCH_ONLY.items()
+                 if getattr(args, name) not in (None, False)]
+        if given:
+            return (f"--seeds (the legacy seed sweep of a scenario) does not take "
+                    f"{', '.join(given)}; leave out --seeds to explore")
+    elif args.start is not None:
+        return "--start is the first seed of --seeds; the explorer takes --seed"
+    if args.ray_cpus is not None and args.ray is None:
+        return "--ray-cpus sets the CPUs of a local Ray started by --ray; add --ray"
+    if args.ray_cpus is not None and args.ray:
+        return (f"--ray-cpus sets the CPUs of a local Ray; the cluster at {args.ray} has its "
+                "own")
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None and (name != "start" or args.seeds is not None):
+            setattr(args, name, value)
+    return None
 
 
 #: Failing runs past the shrink cap printed in full; the rest are counted (all are in --json).
@@ -86,6 +126,9 @@ def run_explore(args: argparse.Namespace) -> int:
 
     from . import workload as wl_mod
 
+    error = mode_error(args)
+    if error is not None:
+        return _fail(error)
     if (args.workload is None) == (args.file is None):
         return _fail("give a WORKLOAD (raycluster, rayjob, rayservice or a scenario) or -f FILE")
     try:
@@ -105,9 +148,23 @@ def run_explore(args: argparse.Namespace) -> int:
                     else wl_mod.resolve(args.workload))
     except (KeyError, ValueError) as err:
         return _fail(str(err.args[0]) if err.args else str(err))
+    if args.families is not None:
+        import attrs
+
+        from .plans import check_families
+
+        families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+        try:
+            check_families(families)
+        except ValueError as err:
+            return _fail(f"--families: {err}")
+        if not families:
+            return _fail("--families names no family")
+        workload = attrs.evolve(workload, families=families)
     out = Path(args.out) if args.out else Path("emu-explore") / f"{workload.name}-seed{args.seed}"
     source = f"-f {args.file}" if args.file else workload.name
-    command = f"emu explore {source} --seed {args.seed} --budget {args.budget}"
+    command = f"emu explore {source} --seed {args.seed} --budget {args.budget}" + (
+        f" --families {','.join(workload.families)}" if args.families is not None else "")
     return _explore(args, workload, budget, duration, out, command)
 
 
@@ -118,7 +175,14 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .search import Executor, ProcessExecutor, RayExecutor, explore
+    from .search import (
+        Executor,
+        NoPlans,
+        ProcessExecutor,
+        RayExecutor,
+        ReferenceRunError,
+        explore,
+    )
     from .store import StoreMismatch
 
     fork = False if args.no_fork else None
@@ -147,7 +211,7 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
                              executor=executor, out=out, shrink_budget=args.shrink_budget,
                              progress=progress, replay_command=command,
                              per_invariant=args.per_invariant)
-    except StoreMismatch as err:
+    except (StoreMismatch, ReferenceRunError, NoPlans) as err:
         return _fail(str(err))
     finally:
         executor.close()
@@ -156,20 +220,42 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
         item = f.to_json()
         item["replay"] = f"pytest {f.test_file}" if f.test_file else command
         findings.append(item)
+    errors = [{"run": n, "error": e.error, "plan": repr(e.spec.plan),
+               "knobs": workload.changed(e.spec.knob_map)} for n, e in _numbered(result)]
+    failed = 1 if findings or errors else 0
     if args.json:
-        sys.stdout.write(orjson.dumps({"runs": result.runs, "findings": findings,
-                                       "errors": [e.error for e in result.errors],
+        sys.stdout.write(orjson.dumps({"runs": result.runs, "seed": args.seed,
+                                       "findings": findings, "errors": errors,
                                        "unshrunk": [u.to_json() for u in result.unshrunk],
+                                       "idle": [{"run": n, "plan": repr(r.spec.plan),
+                                                 "knobs": workload.changed(r.spec.knob_map),
+                                                 "unperformed": list(r.unperformed)}
+                                                for n, r in result.idle],
+                                       "partial": result.partial,
+                                       "notes": list(result.notes),
                                        "wall_seconds": round(result.wall, 3)},
                                       default=str).decode() + "\n")
-        return 1 if findings else 0
+        return failed
+    for note in result.notes:
+        print(f"note: {note}")
     for n, f in enumerate(result.findings, 1):
         print(f"finding {n}: [{f.invariant}] {f.message}")
         if f.also:
             print(f"  also:   the same run broke {', '.join(f.also)}")
-        print(f"  plan:   {f.plan!r}")
+        if f.without_faults and f.knobs:
+            print("  plan:   [] (no fault: these knobs alone break it; it explains every "
+                  "failing run of this invariant with them)")
+        elif f.without_faults:
+            print("  plan:   [] (no fault: the reference run, at the default knobs, already "
+                  "breaks it; it explains every failing run of this invariant)")
+        else:
+            print(f"  plan:   {f.plan!r}")
         if f.knobs:
             print(f"  knobs:  {f.knobs}")
+        if f.shrink_cut:
+            print(f"  shrunk: {f.shrink_runs} runs, all of --shrink-budget: a larger one may "
+                  "shrink it further")
+        print(f"  seed:   {f.seed}" + (f"  (trace digest {f.digest[:16]})" if f.digest else ""))
         print(f"  test:   {f.test_file}")
         print(f"  html:   {f.html}")
         print(f"  replay: pytest {f.test_file}")
@@ -189,12 +275,35 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
         print(f"... and {len(capped) - SHOWN_UNSHRUNK} more not shrunk ("
               + ", ".join(f"{n} {inv}" for inv, n in sorted(counts.items()))
               + "): --json lists them; a larger --per-invariant shrinks them")
-    for e in result.errors[:5]:
-        print(f"run error: {e.error}  (plan {e.spec.plan!r})")
-    rate = result.runs / result.wall if result.wall > 0 else 0.0
+    for e in errors[:SHOWN_ERRORS]:
+        print(f"run error: run {e['run']}: {e['error']}")
+        print(f"  plan:   {e['plan']}")
+        if e["knobs"]:
+            print(f"  knobs:  {e['knobs']}")
+    if len(errors) > SHOWN_ERRORS:
+        print(f"... and {len(errors) - SHOWN_ERRORS} more run error(s): --json lists them")
+    if result.idle:
+        reasons = "; ".join(f"{n} x {why}" for why, n in result.idle_reasons()[:3])
+        print(f"{len(result.idle)} of the {result.runs} runs performed no fault of their plan "
+              f"(it found nothing to act on), so they tested nothing the reference run did "
+              f"not" + (f": {reasons}" if reasons else "") + " (--json lists them)")
+    if result.partial:
+        print(f"{result.partial} run(s) performed only some of their plan's faults")
+    played = result.runs - result.reused
+    rate = (f", {played / result.wall:.1f} runs/s played" if played and result.wall > 0
+            else "")
     first = (f", first after {result.first_finding_wall:.1f}s"
              if result.first_finding_wall is not None else "")
-    print(f"{result.runs} runs ({result.reused} from {out}) in {result.wall:.1f}s wall "
-          f"({rate:.1f} runs/s, {executor.jobs} worker(s)); {len(result.findings)} distinct "
-          f"finding(s){first}")
-    return 1 if result.findings else 0
+    print(f"{result.runs} runs of seed {args.seed} ({result.reused} from {out}) in "
+          f"{result.wall:.1f}s wall ({executor.jobs} worker(s){rate}); "
+          f"{len(result.findings)} distinct finding(s){first}, {len(errors)} run error(s)")
+    return failed
+
+
+#: Runs that raised printed in full; the rest are counted (all are in --json).
+SHOWN_ERRORS = 5
+
+
+def _numbered(result: Any) -> list[tuple[int, Any]]:
+    """The runs that raised, each with its 1-based number in plan order."""
+    return list(zip(result.error_runs, result.errors, strict=True))

@@ -27,7 +27,8 @@ async def replay(sim: Simulation, workload: Workload, knobs: dict[str, Any], pla
                  invariants: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     """Run ``workload`` with ``knobs`` under ``plan`` in ``sim`` (a fresh world from the ``sim``
     fixture or `emu.run`, with `runner.world_options`) and return the violations, as the
-    explorer found them."""
+    explorer found them. ``invariants`` are the ones the search checked (None:
+    `emu.invariants.kuberay_invariants()`)."""
     await prepare(sim, workload)
     found, _ = await play(sim, workload, RunSpec(knobs, plan), invariants)
     return found
@@ -37,18 +38,34 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:60] or "finding"
 
 
-def _imports(spec: RunSpec, workload: Workload) -> list[str]:
+def _module(obj: Any) -> str:
+    """Where the exported file imports ``obj``'s type from: a type defined in the script that
+    ran the search (``__main__``) is imported from that script's module name, so the test
+    fails loudly at import where it cannot see the script, never runs without it."""
+    import sys
+
+    module = type(obj).__module__
+    if module == "__main__":
+        path = getattr(sys.modules.get("__main__"), "__file__", None)
+        if path:
+            return Path(path).stem
+    return module
+
+
+def _imports(spec: RunSpec, workload: Workload,
+             invariants: Sequence[Any] | None = None) -> list[str]:
     types: dict[str, set[str]] = {}
 
     def add(obj: Any) -> None:
-        module = type(obj).__module__
-        types.setdefault(module, set()).add(type(obj).__name__)
+        types.setdefault(_module(obj), set()).add(type(obj).__name__)
         then = getattr(obj, "then", None)
         if then is not None:
             add(then)
 
     for f in spec.plan:
         add(f)
+    for inv in invariants or ():
+        add(inv)
     lines = [f"from {m} import {', '.join(sorted(n))}" for m, n in sorted(types.items())]
     return lines
 
@@ -62,12 +79,28 @@ def workload_code(workload: Workload) -> str:
             f"    goal={workload.goal!r},\n    scenario={workload.scenario!r})")
 
 
+def explain(broken: Sequence[dict[str, Any]], sim: Simulation, digest: str) -> str:
+    """An exported test's failure message: each violation, then whether this replay is the
+    explorer's run exactly (its trace digest, ``digest``) or the world has changed since."""
+    lines = [f"t={v['at']:.3f}s {v['message']}" for v in broken]
+    now = sim.trace.digest()
+    if not digest:
+        pass
+    elif now == digest:
+        lines.append(f"the explorer's run exactly (trace digest {now[:16]})")
+    else:
+        lines.append(f"trace digest {now[:16]}, not the explorer's {digest[:16]}: the same "
+                     "invariant breaks, but the emulator or the port changed since the finding")
+    return "\n".join(lines)
+
+
 def pytest_source(workload: Workload, spec: RunSpec, seed: int, invariant: str, message: str,
-                replay_command: str = "") -> str:
+                  replay_command: str = "", *, digest: str = "",
+                  invariants: Sequence[Any] | None = None) -> str:
     """The text of the pytest file for a finding."""
     name = _slug(f"{workload.name} {invariant}")
     header = ("# Written by emu explore (emu.explore.export): the long lines are data.\n"
-              "# ruff: noqa: E501, I001\n"
+              "# ruff: noqa: E501, I001, RUF100\n"
               f'"""Found by the explorer: {invariant} on workload {workload.name!r}, seed {seed}.\n\n'
               f"{_wrap(message)}\n\n"
               f"Fails while the port keeps the behaviour (KubeRay's, see docs/findings.md).\n")
@@ -75,20 +108,26 @@ def pytest_source(workload: Workload, spec: RunSpec, seed: int, invariant: str, 
         header += f"Found with: {replay_command}\n"
     header += '"""\n'
     lines = [header, "import pytest", ""]
-    lines += ["from emu.explore.export import replay",
+    lines += ["from emu.explore.export import explain, replay",
               "from emu.explore.runner import world_options",
               "from emu.explore.workload import Goal, Knob, Setup, Workload"]
-    lines += _imports(spec, workload)
+    lines += _imports(spec, workload, invariants)
     lines += ["", f"WORKLOAD = {workload_code(workload)}", "",
               f"KNOBS = {pprint.pformat(spec.knob_map, width=96)}", "",
               f"PLAN = {spec.plan!r}", "",
-              f"INVARIANT = {invariant!r}", "", "",
+              f"INVARIANT = {invariant!r}", "",
+              *([] if invariants is None else [
+                  "# the invariants the search checked (not kuberay_invariants())",
+                  f"INVARIANTS = {list(invariants)!r}", ""]),
+              "# the trace digest of the explorer's run: a replay with another one is not the",
+              "# same run (the emulator or the port changed since)",
+              f"DIGEST = {digest!r}", "", "",
               f"@pytest.mark.emu(seed={seed}, **world_options(WORKLOAD))",
               f"async def test_{name}(sim):",
-              "    found = await replay(sim, WORKLOAD, KNOBS, PLAN)",
+              "    found = await replay(sim, WORKLOAD, KNOBS, PLAN"
+              + (")" if invariants is None else ", INVARIANTS)"),
               "    broken = [v for v in found if v['invariant'] == INVARIANT]",
-              "    assert not broken, '\\n'.join(f\"t={v['at']:.3f}s {v['message']}\" "
-              "for v in broken)", ""]
+              "    assert not broken, explain(broken, sim, DIGEST)", ""]
     return "\n".join(lines)
 
 
@@ -130,10 +169,12 @@ def excerpt(events: list[TraceEvent], *, around: float | None = None,
 
 
 def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int,
-                   invariant: str, message: str, at: float, *, replay_command: str = ""
-                   ) -> dict[str, str]:
+                   invariant: str, message: str, at: float, *, replay_command: str = "",
+                   invariants: Sequence[Any] | None = None) -> dict[str, str]:
     """Write ``test_<slug>.py`` and its ``.html`` timeline into ``directory``; returns their
-    paths and the timeline excerpt."""
+    paths, the timeline excerpt and the run's digest. ``invariants``: the ones the search
+    checked (None: `emu.invariants.kuberay_invariants()`), replayed and written into the
+    test, so it checks what the search checked and replays the very same run."""
     import attrs
 
     from ..faults import FaultPlan, UnperformedFaults
@@ -146,29 +187,38 @@ def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int
 
     async def main(sim: Simulation) -> None:
         box["sim"] = sim
-        box["found"] = await replay(sim, workload, spec.knob_map, spec.plan)
+        box["found"] = await replay(sim, workload, spec.knob_map, spec.plan, invariants)
+        # taken where the explorer's runner and the exported test take it: the run's end,
+        # before the world is torn down
+        box["digest"] = sim.trace.digest()
 
     try:
         run(main, seed=seed, **world_options(workload))
     except UnperformedFaults as exc:
         # a fault of the plan that did not take effect in this run is marked optional, so the
-        # exported test fails only for the invariant
+        # exported test fails only for the invariant; the run is played again with that plan,
+        # so the digest written is the exported test's
         missed = [attrs.evolve(f, at=0.0, optional=False) for f, _ in exc.items]
         spec = attrs.evolve(spec, plan=FaultPlan(
             attrs.evolve(f, optional=True) if attrs.evolve(f, at=0.0) in missed else f
             for f in spec.plan))
+        try:
+            run(main, seed=seed, **world_options(workload))
+        except Exception as again:  # still write what was seen
+            box["error"] = str(again)
     except Exception as exc:  # still write what was seen
         box["error"] = str(exc)
-    test_path = directory / f"{base}.py"
-    test_path.write_text(pytest_source(workload, spec, seed, invariant, message, replay_command))
     sim = box["sim"]
+    digest = str(box.get("digest") or sim.trace.digest())
+    test_path = directory / f"{base}.py"
+    test_path.write_text(pytest_source(workload, spec, seed, invariant, message, replay_command,
+                                       digest=digest, invariants=invariants))
     html_path = directory / f"{base}.html"
     html_path.write_text(render_html(
         f"{workload.name}: {invariant} (seed {seed})", sim.trace.events,
-        [{"claim": f"{invariant}: {message}", "ok": False, "detail": ""}], {},
-        sim.trace.digest()))
+        [{"claim": f"{invariant}: {message}", "ok": False, "detail": ""}], {}, digest))
     return {"test_file": str(test_path), "html": str(html_path),
-            "excerpt": excerpt(sim.trace.events, around=at)}
+            "excerpt": excerpt(sim.trace.events, around=at), "digest": digest}
 
 
 def hash_spec(spec: RunSpec) -> int:

@@ -270,16 +270,51 @@ def random_combination(workload: Workload, actions: Sequence[Obj], pool: Sequenc
     return FaultPlan(sorted(faults, key=lambda f: f.at))
 
 
+def _live_ray_pods(actions: Sequence[Obj], before: float) -> set[str]:
+    """The node types of the Ray Pods the reference run had alive (not deleting) just before
+    ``before``: a fault timed at ``before`` acts ahead of the run's own events of that
+    instant."""
+    states: dict[str, tuple[str, str]] = {}
+    for a in actions:
+        if a["type"] == "transition" and a["kind"] == "Pod" and a["t"] < before \
+                and a.get("node_type") in ("head", "worker"):
+            states[str(a["name"])] = (str(a["node_type"]), str(a["state"]))
+    return {node_type for node_type, state in states.values()
+            if state != "None" and not state.endswith("True)")}
+
+
+def idle_alone(plan: FaultPlan, actions: Sequence[Obj]) -> str | None:
+    """Why ``plan``, run alone at the default knobs, would perform no fault, or None. Until
+    its fault fires such a run is the reference run itself, so what the reference shows
+    decides: no live Ray Pod of the type a `LoseRayPod` or `PartitionLeaderFromHead` needs
+    just before it fires; an informer perturbation of a replica that never made a call (a
+    standby has no informers to perturb). Such plans stay in the pool of random
+    combinations, where another fault can make them act."""
+    if len(plan.faults) != 1:
+        return None
+    [fault] = plan.faults
+    if isinstance(fault, (LoseRayPod, PartitionLeaderFromHead)):
+        need = fault.node_type if isinstance(fault, LoseRayPod) else "head"
+        if need not in _live_ray_pods(actions, fault.at):
+            return f"no live {need} Pod before t={fault.at:g}s in the reference run"
+    if isinstance(fault, (InformerLag, CoalesceEvents)):
+        callers = {str(a["src"]) for a in actions if a["type"] == "call" and a.get("src")}
+        if callers and fault.process not in callers:
+            return f"{fault.process} never led in the reference run (no informers)"
+    return None
+
+
 def candidates(workload: Workload, actions: Sequence[Obj], seed: int, count: int,
                knobs: dict[str, Any] | None = None) -> list[RunSpec]:
     """``count`` run specs: the systematic single-fault plans (on ``knobs``) alternating with
     seeded random combinations on random knobs; only combinations once the systematic ones are
-    used up."""
+    used up. At the default knobs, a systematic plan the reference run shows would do nothing
+    alone (`idle_alone`) is not run alone; it stays in the combinations' pool."""
     knobs = dict(knobs or {})
     pool = systematic(workload, actions)
     rng = random.Random(f"explore:{workload.name}:{seed}:{sorted(knobs.items())!r}")
     specs: list[RunSpec] = []
-    single = iter(pool)
+    single = iter([p for p in pool if knobs or idle_alone(p, actions) is None])
     while len(specs) < count and pool:
         # alternate: the next systematic single fault, then a random combination (single
         # faults rarely break recovery alone; combinations on other knobs do)

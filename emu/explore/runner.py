@@ -19,7 +19,7 @@ Every way plays the same run — same trace, same digest (tests/explore checks i
 keep runs short: `Watchdog` stops a run whose virtual clock stands still (a livelock), and
 `Quiet` ends a run's final settle once nothing can change what it finds.
 
-About 850 lines, one module: the run's two halves, its two guards and the three ways of
+About 950 lines, one module: the run's two halves, its two guards and the three ways of
 playing many runs share `RunSpec`/`RunResult`, the result framing and the fault-time helpers, and
 each way must play exactly the run the others play; split, that sameness would span files.
 """
@@ -107,7 +107,8 @@ class RunSpec:
 @attrs.frozen
 class RunResult:
     """What one run found: violations (as dicts: invariant, message, at, objects), the trace
-    digest, the faults it actually performed, an error when the run itself raised, and costs."""
+    digest, the faults it actually performed and those that never took effect (each with
+    why), an error when the run itself raised, and costs."""
 
     spec: RunSpec
     violations: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
@@ -117,22 +118,32 @@ class RunResult:
     virtual: float = 0.0
     wall: float = 0.0
     actions: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple, repr=False)
+    #: ``{"fault": repr, "why": text}`` for each fault of the run that never took effect.
+    unperformed: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
 
     @property
     def failed(self) -> bool:
         return bool(self.violations)
 
+    @property
+    def idle(self) -> bool:
+        """A plan none of whose faults took effect: the run tested nothing the reference run
+        did not (its fault found nothing to act on)."""
+        return bool(self.spec.plan.faults) and not self.performed and not self.error
+
     def to_dict(self) -> Obj:
         return {"spec": self.spec.to_dict(), "violations": list(self.violations),
                 "digest": self.digest, "performed": list(self.performed), "error": self.error,
-                "virtual": self.virtual, "wall": self.wall, "actions": list(self.actions)}
+                "virtual": self.virtual, "wall": self.wall, "actions": list(self.actions),
+                "unperformed": list(self.unperformed)}
 
     @classmethod
     def from_dict(cls, item: Obj) -> RunResult:
         return cls(spec=RunSpec.from_dict(item["spec"]), violations=item.get("violations") or (),
                    digest=item.get("digest", ""), performed=item.get("performed") or (),
                    error=item.get("error", ""), virtual=item.get("virtual", 0.0),
-                   wall=item.get("wall", 0.0), actions=item.get("actions") or ())
+                   wall=item.get("wall", 0.0), actions=item.get("actions") or (),
+                   unperformed=item.get("unperformed") or ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,7 +202,15 @@ async def _install_own(sim: Simulation, setup: Any) -> None:
     import inspect
 
     module, _, name = str(setup.install).partition(":")
-    fn = getattr(importlib.import_module(module), name)
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as err:
+        raise ModuleNotFoundError(
+            f"Setup.install {setup.install!r}: {err} (it is imported from sys.path: add the "
+            "folder that holds it to PYTHONPATH)") from None
+    except AttributeError:
+        raise AttributeError(f"Setup.install {setup.install!r}: module {module!r} has no "
+                             f"{name!r} (give module:function)") from None
     started = fn(sim)
     if inspect.isawaitable(started):
         await started
@@ -335,10 +354,9 @@ class Quiet:
 
 
 def _fault_end(fault: Any) -> float:
-    end = float(fault.at)
-    duration = getattr(fault, "duration", None)
-    if isinstance(duration, (int, float)):
-        end += float(duration)
+    from ..invariants.liveness import heals_at
+
+    end = heals_at(fault)
     then = getattr(fault, "then", None)
     if then is not None:
         end = max(end, _fault_end(attrs.evolve(then, at=fault.at)))
@@ -348,7 +366,8 @@ def _fault_end(fault: Any) -> float:
 class _Recorder:
     """The reference run's log of controller actions: every call an operator replica made
     (API writes with verb/kind/name, dashboard calls) and every state transition of the
-    workload's objects and of Ray Pods, from the network and the trace."""
+    workload's objects and of Ray Pods (with their ``node_type``), from the network and the
+    trace."""
 
     WRITES = ("create", "update", "update_status", "patch", "delete", "delete_collection")
 
@@ -361,6 +380,7 @@ class _Recorder:
         self.actions: list[Obj] = []
         self._states: dict[tuple[str, str], Any] = {}
         self._counts: dict[tuple[str, ...], int] = {}
+        self._node_types: dict[str, str] = {}  # a Ray Pod's, kept for its deletion
         self._operators: set[str] = set()
         for proc in sorted(sim.processes.all(), key=lambda p: p.name):
             if proc.alive and self.operator in proc.name:
@@ -392,7 +412,7 @@ class _Recorder:
         key = (info.verb, info.kind, info.name, info.dst)
         self.actions.append({"t": round(self.sim.now, 6), "type": "call", "verb": info.verb,
                              "kind": info.kind, "name": info.name, "dst": info.dst,
-                             "n": self._count(key)})
+                             "n": self._count(key), "src": info.src})
 
     def _on_event(self, ev: Any) -> None:
         if ev.event != "write":
@@ -404,11 +424,15 @@ class _Recorder:
             obj = self.sim.api.get(kind, name, str(ev.fields.get("ns") or "default"))
         except Exception:  # gone
             obj = None
+        extra: Obj = {}
         if kind == "Pod":
             labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
             node_type = labels.get("ray.io/node-type")
             if obj is not None and node_type not in ("head", "worker"):
                 return
+            if obj is not None:
+                self._node_types[name] = str(node_type)
+            extra["node_type"] = self._node_types.get(name)
             state: Any = None if obj is None else (
                 (obj.get("status") or {}).get("phase"),
                 bool((obj.get("metadata") or {}).get("deletionTimestamp")))
@@ -423,7 +447,7 @@ class _Recorder:
         self.actions.append({"t": round(self.sim.now, 6), "type": "transition", "kind": kind,
                              "name": name, "state": repr(state),
                              "verb": str(ev.fields.get("verb")),
-                             "caller": str(ev.fields.get("caller"))})
+                             "caller": str(ev.fields.get("caller")), **extra})
 
 
 async def play(sim: Simulation, workload: Workload, spec: RunSpec,
@@ -718,8 +742,7 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
                     _, status = os.waitpid(pid, 0)
                     stopped = True
                     emit(RunResult(todo.pop(0), wall=time.perf_counter() - wall, error=(
-                        f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s (virtual "
-                        "time stopped advancing: a livelock in the world)" if why == "timeout"
+                        _wall_limit_error() if why == "timeout"
                         else f"the run's worker died (wait status {status})")))
                     break
                 emit(RunResult.from_dict(orjson.loads(frame)))
@@ -728,6 +751,21 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
             os.close(r)
             if not stopped:
                 os.waitpid(pid, 0)
+
+
+def _unperformed(sim: Simulation) -> list[Obj]:
+    """Each fault that never took effect in the run, with why (`Faults.unperformed`)."""
+    return [{"fault": repr(f), "why": str(why)} for f, why in sim.faults.unperformed()]
+
+
+def _wall_limit_error() -> str:
+    """Why a run was stopped at `WALL_LIMIT`: not a livelock at one virtual instant (the
+    `Watchdog` reports those itself), so code that never yields to the loop, or a machine far
+    slower than the limit assumes."""
+    return (f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s and was stopped: code in "
+            "the world that never yields (a busy loop, a blocking call), or a machine far slower "
+            "than expected (raise EMU_EXPLORE_RUN_WALL_LIMIT); a livelock at one virtual "
+            "instant would have been reported as one")
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -768,6 +806,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         box["found"], box["actions"] = await play(sim, workload, spec, invariants, record=record)
         box["digest"], box["now"] = sim.trace.digest(), sim.now
         box["performed"] = [repr(f) for f in sim.faults.performed()]
+        box["unperformed"] = _unperformed(sim)
 
     from ..faults import UnperformedFaults
 
@@ -785,7 +824,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
-                    box.get("actions") or ())
+                    box.get("actions") or (), box.get("unperformed") or ())
 
 
 def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
@@ -870,8 +909,7 @@ def _fork_loop(specs: Sequence[RunSpec], emit: Callable[[RunResult], None]
                 item["wall"] = time.perf_counter() - wall
                 emit(RunResult.from_dict(item))
             else:
-                why = (f"the run exceeded its wall-clock limit of {WALL_LIMIT:g}s (virtual time "
-                       "stopped advancing: a livelock in the world)" if timed_out
+                why = (_wall_limit_error() if timed_out
                        else f"the forked run died (wait status {status})")
                 emit(RunResult(spec, error=why, wall=time.perf_counter() - wall))
     finally:
@@ -888,7 +926,8 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
         # a run that raised reports what a fresh one does: no digest, faults or end time
         result = RunResult(spec, found, "" if error else sim.trace.digest(),
                            [] if error else [repr(f) for f in sim.faults.performed()], error,
-                           0.0 if error else round(sim.now, 6), 0.0, actions)
+                           0.0 if error else round(sim.now, 6), 0.0, actions,
+                           [] if error else _unperformed(sim))
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:

@@ -54,13 +54,35 @@ class Finding:
     #: The other invariants the minimized run also broke (a steadiness finding whose run also
     #: had two live heads says so here, so its cause is not left to a replay).
     also: tuple[str, ...] = ()
+    #: The trace digest of the exported run (its pytest file replays that very run).
+    digest: str = ""
+    #: The shrinker spent its whole budget: the plan may shrink further with a larger one.
+    shrink_cut: bool = False
+
+    @property
+    def without_faults(self) -> bool:
+        """Whether no fault is needed: the reference run (no fault, default knobs) already
+        breaks the invariant, or with `knobs`, those knob settings alone do."""
+        return not self.plan.faults
 
     def to_json(self) -> Obj:
         return {"invariant": self.invariant, "message": self.message, "at": self.at,
-                "plan": repr(self.plan), "knobs": dict(self.knobs), "replay": self.replay,
-                "test_file": self.test_file, "html": self.html,
+                "seed": self.seed, "plan": repr(self.plan), "knobs": dict(self.knobs),
+                "without_faults": self.without_faults, "replay": self.replay,
+                "test_file": self.test_file, "html": self.html, "digest": self.digest,
                 "runs_to_find": self.runs_to_find, "shrink_runs": self.shrink_runs,
+                "shrink_cut": self.shrink_cut,
                 "also": list(self.also)}
+
+
+class NoPlans(RuntimeError):
+    """The plan families generate nothing for this workload (no operator call, no transition
+    they key on): a search would run nothing and report nothing found."""
+
+
+class ReferenceRunError(RuntimeError):
+    """The reference run (no fault, default knobs) itself raised: nothing can be explored
+    until the workload runs (a controller that does not start, a manifest refused...)."""
 
 
 @attrs.frozen
@@ -92,6 +114,24 @@ class ExploreResult:
     reused: int = 0
     #: Failing plan shapes not shrunk (explained by a finding, or past the shrink cap).
     unshrunk: tuple[Unshrunk, ...] = ()
+    #: The runs (1-based, in plan order) none of whose faults took effect: they tested
+    #: nothing the reference run did not, so they are counted apart, never as tested plans.
+    idle: tuple[tuple[int, RunResult], ...] = ()
+    #: How many runs performed some of their plan's faults but not all.
+    partial: int = 0
+    #: Each of `errors`' run numbers (1-based, in plan order), to name it.
+    error_runs: tuple[int, ...] = ()
+    #: What the user should know about the search itself (a family with nothing to act on).
+    notes: tuple[str, ...] = ()
+
+    def idle_reasons(self) -> list[tuple[str, int]]:
+        """Why the idle runs' faults never took effect: (fault type: why, runs), most
+        frequent first."""
+        counts: Counter[str] = Counter()
+        for _, r in self.idle:
+            counts.update({f"{str(u['fault']).split('(', 1)[0]}: {u['why']}"
+                           for u in r.unperformed})
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,6 +259,25 @@ def _contains(big: tuple[Any, ...], small: tuple[Any, ...]) -> bool:
     return not Counter(small) - Counter(big)
 
 
+#: The families built on the operator's own calls (the rest key on transitions and times).
+CALL_FAMILIES = ("crash-after-writes", "pause-before-writes", "lose-responses", "perturbations")
+
+
+def _notes(workload: Workload, actions: Sequence[Obj]) -> tuple[str, ...]:
+    """What the reference run says the search cannot do: with no call by a process named like
+    ``Setup.operator``, the families built on the operator's calls have no plan (a misnamed
+    operator would weaken the search silently)."""
+    if workload.scenario is not None or any(a["type"] == "call" for a in actions):
+        return ()
+    wanted = [f for f in CALL_FAMILIES if not workload.families or f in workload.families]
+    if not wanted:
+        return ()
+    return (f"the reference run recorded no call by a process named like "
+            f"{workload.setup.operator!r}, so the {', '.join(wanted)} famil"
+            f"{'y has' if len(wanted) == 1 else 'ies have'} no plan: check Setup.operator "
+            "(a part of your controller's process names)",)
+
+
 def explore(workload: Workload, *, budget: int | None = 200, duration: float | None = None,
             seed: int = 0, executor: Executor | None = None, out: str | Path | None = None,
             shrink_budget: int = 60, export: bool = True,
@@ -244,8 +303,18 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     [reference] = list(ForkServer(workload, seed, executor.invariants, fork=False)
                        .run([RunSpec()], record=True))
     if reference.error:
-        raise RuntimeError(f"the reference run of {workload.name!r} raised: {reference.error}")
+        raise ReferenceRunError(f"the reference run of {workload.name!r} (no fault, default "
+                                f"knobs, seed {seed}) raised: {reference.error}")
     specs = plans.candidates(workload, reference.actions, seed, total)
+    notes = _notes(workload, reference.actions)
+    if not specs:
+        calls = sum(1 for a in reference.actions if a["type"] == "call")
+        moves = sum(1 for a in reference.actions if a["type"] == "transition")
+        named = ", ".join(workload.families) or "all but the opt-in ones"
+        raise NoPlans(f"no plan to run: the plan families ({named}) generate none for "
+                      f"{workload.name!r}, whose reference run had {calls} call(s) by a process "
+                      f"named like {workload.setup.operator!r} and {moves} state "
+                      "transition(s); check Setup.operator and the families")
     # 2. run them (the store's results are reused), in order
     results: list[RunResult | None] = [None] * len(specs)
     reused = 0
@@ -307,6 +376,33 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         return sorted(out_results, key=lambda r: key_order[r.spec.key()])
 
     minimized: dict[tuple[Any, ...], Finding] = {}
+
+    def found(invariant: str, v: Obj, spec: RunSpec, violations: Sequence[Obj],
+              runs_to_find: int, spent: int) -> Finding:
+        knobs = workload.changed(spec.knob_map)
+        finding = Finding(invariant=invariant, message=str(v["message"]), at=float(v["at"]),
+                          knobs=knobs, plan=spec.plan, seed=seed, workload=workload.name,
+                          replay=replay_command, runs_to_find=runs_to_find, shrink_runs=spent,
+                          shrink_cut=0 < shrink_budget <= spent,
+                          also=tuple(sorted({str(x["invariant"]) for x in violations}
+                                            - {invariant})))
+        if export and out is not None:
+            paths = export_finding(Path(out) / "findings", workload, RunSpec(knobs, spec.plan),
+                                   seed, invariant, finding.message, finding.at,
+                                   replay_command=replay_command,
+                                   invariants=executor.invariants)
+            finding = attrs.evolve(finding, test_file=paths["test_file"], html=paths["html"],
+                                   excerpt=paths["excerpt"], digest=paths["digest"])
+        return finding
+
+    # An invariant the reference run (no fault, default knobs) already breaks is a finding
+    # with an empty plan, and it explains every failing run of that invariant: shrinking one
+    # of them would blame a fault that plays no part (a goal the workload never reaches, a
+    # bug that needs no fault).
+    for v in reference.violations:
+        key = (str(v["invariant"]), ())
+        if key not in minimized:
+            minimized[key] = found(key[0], v, RunSpec(), reference.violations, 0, 0)
     unshrunk: list[Unshrunk] = []
     shrunk_per_invariant: dict[str, int] = {}
     families: dict[str, set[tuple[str, ...]]] = {}
@@ -338,20 +434,12 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         key = (invariant, shape(small.spec))
         if key in minimized:
             continue
-        knobs = workload.changed(small.spec.knob_map)
-        finding = Finding(invariant=invariant, message=str(sv["message"]), at=float(sv["at"]),
-                          knobs=knobs, plan=small.spec.plan, seed=seed, workload=workload.name,
-                          replay=replay_command, runs_to_find=i + 1, shrink_runs=spent,
-                          also=tuple(sorted({str(x["invariant"]) for x in small.violations}
-                                            - {invariant})))
-        if export and out is not None:
-            paths = export_finding(Path(out) / "findings", workload,
-                                   RunSpec(knobs, small.spec.plan), seed, invariant,
-                                   finding.message, finding.at, replay_command=replay_command)
-            finding = attrs.evolve(finding, test_file=paths["test_file"], html=paths["html"],
-                                   excerpt=paths["excerpt"])
-        minimized[key] = finding
-    errors = tuple(r for r in finished if r.error)
-    return ExploreResult(runs=len(finished), findings=tuple(minimized.values()), errors=errors,
+        minimized[key] = found(invariant, sv, small.spec, small.violations, i + 1, spent)
+    errors = tuple((i + 1, r) for i, r in enumerate(finished) if r.error)
+    return ExploreResult(runs=len(finished), findings=tuple(minimized.values()),
+                         errors=tuple(r for _, r in errors), error_runs=tuple(n for n, _ in errors),
                          wall=time.perf_counter() - start, first_finding_wall=first_finding,
-                         reused=reused, unshrunk=tuple(unshrunk))
+                         reused=reused, unshrunk=tuple(unshrunk), notes=notes,
+                         idle=tuple((i + 1, r) for i, r in enumerate(finished) if r.idle),
+                         partial=sum(1 for r in finished
+                                     if r.unperformed and r.performed and not r.error))

@@ -4,7 +4,8 @@ replicas — by greedy delta debugging, each step kept only if the run still fai
 
 The passes, repeated until none makes progress or the run budget is spent:
 
-1. drop each fault (ddmin on a list of at most a few faults is one-at-a-time removal);
+1. drop each fault (ddmin on a list of at most a few faults is one-at-a-time removal), the
+   last one too: a run that still fails without any fault is a finding of its knobs alone;
 2. reset each knob to its default;
 3. move each clock-timed fault earlier (to 0, then to half its time) and shorten durations;
 4. for an `AtCall`, try an earlier occurrence (``n`` smaller).
@@ -40,10 +41,10 @@ def shape(spec: RunSpec) -> tuple[Any, ...]:
 
 def _candidates(workload: Workload, spec: RunSpec) -> Iterator[RunSpec]:
     faults = list(spec.plan)
-    # 1. fewer faults
-    if len(faults) > 1:
-        for i in range(len(faults)):
-            yield attrs.evolve(spec, plan=FaultPlan(faults[:i] + faults[i + 1:]))
+    # 1. fewer faults (the last one too: knobs that break the invariant alone need no fault,
+    # and a finding must not blame one that plays no part)
+    for i in range(len(faults)):
+        yield attrs.evolve(spec, plan=FaultPlan(faults[:i] + faults[i + 1:]))
     # 2. fewer knobs changed
     knobs = spec.knob_map
     for name in sorted(knobs):

@@ -12,6 +12,9 @@ manifest set with KubeRay installed with two replicas. `from_file` reads any YAM
 document of ``kind: KnobSpace`` in the file declares its knobs (see docs/explore.md). A scenario
 name is a workload too (`scenario_workload`): the scenario drives the world, the explorer adds
 faults and invariants on top.
+
+About 500 lines, one module: the knob space, the checks that refuse a knob or goal that could
+do nothing, the YAML reader and the built-ins share one vocabulary (`Knob`, `Goal`, `Setup`).
 """
 
 from __future__ import annotations
@@ -104,6 +107,24 @@ class Workload:
     #: search to it.
     families: tuple[str, ...] = attrs.field(converter=_tuple, default=())
 
+    def __attrs_post_init__(self) -> None:
+        for k in self.knobs:
+            _check_reach(self.name, k, self.manifests)
+        goal = self.goal
+        if goal is None or self.scenario is not None:
+            return
+        # a goal of a kind no manifest has would be reached at once (no object to wait for):
+        # every run would delete the workload straight away and test nothing
+        if not any(m.get("kind") == goal.kind for m in self.manifests):
+            kinds = ", ".join(sorted({str(m.get("kind")) for m in self.manifests})) or "none"
+            raise ValueError(f"the goal of workload {self.name!r} waits for {goal.kind}, which "
+                             f"no manifest is (kinds: {kinds})")
+        for k in self.knobs:
+            if k.at is not None and not 0 <= k.at < goal.horizon:
+                raise ValueError(f"knob {k.name!r} of workload {self.name!r} changes at "
+                                 f"t={k.at:g}s, outside the goal's horizon (0 to "
+                                 f"{goal.horizon:g}s): a run may end before the change")
+
     def knob(self, name: str) -> Knob:
         for k in self.knobs:
             if k.name == name:
@@ -153,6 +174,39 @@ class Workload:
 def _targets(knob: Knob, obj: Obj) -> bool:
     return obj.get("kind") == knob.kind and (
         knob.object_name is None or (obj.get("metadata") or {}).get("name") == knob.object_name)
+
+
+def _check_reach(workload: str, knob: Knob, manifests: Iterable[Obj]) -> None:
+    """A `ValueError` when ``knob`` could never change anything: no manifest of its kind (and
+    name), no values, or a value its path cannot be set to in a manifest it targets (a list
+    index past the end, a field on the way that is not a mapping). Such a knob would be
+    accepted and silently do nothing, while every run that sets it counts as tested."""
+    if not knob.values:
+        raise ValueError(f"knob {knob.name!r} of workload {workload!r} has no values "
+                         "(values[0] is the default)")
+    targets = [m for m in manifests if _targets(knob, m)]
+    if not targets:
+        what = knob.kind + (f" named {knob.object_name!r}" if knob.object_name else "")
+        kinds = ", ".join(sorted({f"{m.get('kind')}/{(m.get('metadata') or {}).get('name')}"
+                                  for m in manifests})) or "none"
+        raise ValueError(f"knob {knob.name!r} of workload {workload!r} targets {what}, which no "
+                         f"manifest is (manifests: {kinds})")
+    for obj in targets:
+        for value in knob.values:
+            if value is None:
+                continue
+            probe = copy.deepcopy(obj)
+            try:
+                set_path(probe, knob.path, value)
+                reached = get_path(probe, knob.path) == value
+            except (IndexError, ValueError, TypeError):
+                reached = False
+            if not reached:
+                name = (obj.get("metadata") or {}).get("name")
+                raise ValueError(
+                    f"knob {knob.name!r} of workload {workload!r}: path {knob.path!r} cannot "
+                    f"be set in {knob.kind} {name!r} (a list index past its end, or a field "
+                    "on the way that is not a mapping), so the knob would change nothing")
 
 
 def _parts(path: str) -> list[str]:
@@ -340,10 +394,77 @@ def resolve(name: str) -> Workload:
                        + ", ".join(sorted(BUILTINS)) + f") and {err.args[0]}") from None
 
 
+#: The keys of a ``kind: KnobSpace`` document, of each of its knobs and of its goal; anything
+#: else is refused by name (a misspelt key silently ignored would change what is explored).
+KNOBSPACE_KEYS = ("apiVersion", "kind", "metadata", "knobs", "goal", "setup", "families")
+KNOB_KEYS = ("name", "kind", "path", "values", "at", "objectName")
+GOAL_KEYS = ("kind", "path", "states", "horizon", "delete", "after_delete")
+
+
+def _unknown(where: str, item: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    extra = sorted(str(k) for k in item if k not in known)
+    if extra:
+        raise ValueError(f"{where} has unknown key(s) {', '.join(extra)}; its keys are "
+                         + ", ".join(known))
+
+
+def _mapping(where: str, item: Any) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where} must be a mapping, not {item!r}")
+    return item
+
+
+def _knob_from(where: str, item: Any) -> Knob:
+    item = _mapping(where, item)
+    _unknown(where, item, KNOB_KEYS)
+    missing = [k for k in ("name", "kind", "path", "values") if k not in item]
+    if missing:
+        raise ValueError(f"{where} needs name, kind, path and values (missing: "
+                         f"{', '.join(missing)})")
+    values = item["values"]
+    if not isinstance(values, list) or not values:
+        raise ValueError(f"{where}: values must be a non-empty list (the first the default), "
+                         f"not {values!r}")
+    at = item.get("at")
+    if at is not None and (isinstance(at, bool) or not isinstance(at, (int, float))):
+        raise ValueError(f"{where}: at must be a number of seconds, not {at!r}")
+    return Knob(name=str(item["name"]), kind=str(item["kind"]), path=str(item["path"]),
+                values=values, at=None if at is None else float(at),
+                object_name=item.get("objectName"))
+
+
+def _goal_from(where: str, item: Any) -> Goal:
+    g = _mapping(where, item)
+    _unknown(where, g, GOAL_KEYS)
+    missing = [k for k in ("kind", "path", "states") if k not in g]
+    if missing:
+        raise ValueError(f"{where} needs kind, path and states (missing: {', '.join(missing)})")
+    if not isinstance(g["states"], list) or not g["states"]:
+        raise ValueError(f"{where}: states must be a non-empty list, not {g['states']!r}")
+    try:
+        return Goal(kind=str(g["kind"]), path=str(g["path"]),
+                    states=[str(x) for x in g["states"]],
+                    horizon=float(g.get("horizon", 400.0)), delete=bool(g.get("delete", True)),
+                    after_delete=float(g.get("after_delete", 60.0)))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def _setup_from(where: str, item: Any) -> Setup:
+    item = _mapping(where, item)
+    _unknown(where, item, tuple(a.name for a in attrs.fields(Setup)))
+    try:
+        return Setup(**item)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
 def from_file(path: str | Path) -> Workload:
     """Manifests from a YAML file; a ``kind: KnobSpace`` document declares the knobs (``knobs:``
-    a list of {name, kind, path, values, at}) and optionally ``goal:`` and ``setup:``. Raises
-    `ValueError` naming what was wrong."""
+    a list of {name, kind, path, values, at, objectName}) and optionally ``goal:`` (kind, path,
+    states, horizon, delete, after_delete), ``setup:`` (`Setup`'s fields) and ``families:``.
+    Raises `ValueError` naming what was wrong: a missing or unknown key, a knob that could
+    change nothing."""
     p = Path(path)
     try:
         docs = [d for d in yaml.safe_load_all(p.read_text()) if d]
@@ -361,21 +482,16 @@ def from_file(path: str | Path) -> Workload:
             raise ValueError(f"workload file {p}: document {i + 1} is not a manifest "
                              "(a mapping with a kind)")
         if doc["kind"] == "KnobSpace":
-            for j, item in enumerate(doc.get("knobs") or []):
-                try:
-                    knobs.append(Knob(name=str(item["name"]), kind=str(item["kind"]),
-                                      path=str(item["path"]), values=list(item["values"]),
-                                      at=item.get("at"), object_name=item.get("objectName")))
-                except (KeyError, TypeError) as err:
-                    raise ValueError(f"workload file {p}: knob {j + 1} needs name, kind, path "
-                                     f"and values ({err})") from None
+            where = f"workload file {p}: the KnobSpace (document {i + 1})"
+            _unknown(where, doc, KNOBSPACE_KEYS)
+            raw = doc.get("knobs") or []
+            if not isinstance(raw, list):
+                raise ValueError(f"{where}: knobs must be a list, not {raw!r}")
+            knobs += [_knob_from(f"{where}: knob {j + 1}", item) for j, item in enumerate(raw)]
             if doc.get("goal"):
-                g = doc["goal"]
-                goal = Goal(kind=g["kind"], path=g["path"], states=list(g["states"]),
-                            horizon=float(g.get("horizon", 400.0)),
-                            delete=bool(g.get("delete", True)))
+                goal = _goal_from(f"{where}: goal", doc["goal"])
             if doc.get("setup"):
-                setup = Setup(**doc["setup"])
+                setup = _setup_from(f"{where}: setup", doc["setup"])
             families = [str(f) for f in doc.get("families") or []]
             continue
         manifests.append(doc)
@@ -385,6 +501,6 @@ def from_file(path: str | Path) -> Workload:
 
     try:
         check_families(families)
+        return Workload(p.stem, manifests, knobs, setup=setup, goal=goal, families=families)
     except ValueError as err:
         raise ValueError(f"workload file {p}: {err}") from None
-    return Workload(p.stem, manifests, knobs, setup=setup, goal=goal, families=families)

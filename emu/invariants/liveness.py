@@ -20,8 +20,9 @@ Objects being deleted are `Cleanup`'s business. The bound: each object must be s
 ``max(last fault healed, the object's creation or last spec change) + bound`` (default 300 s:
 long enough for a head to be recreated, GCS FT's 600 s worker reconnection aside, and the RayJob
 status-check timeout of 300 s). The last fault healed is read from ``sim.faults.applied`` (a
-fault's ``at`` plus its ``duration`` when it has one). ``finish`` waits, in virtual time, until
-every object is steady or its deadline has passed, so a test need not wait itself.
+fault's ``at`` plus its ``duration`` when it has one, plus an informer lag's ``seconds``).
+``finish`` waits, in virtual time, until every object is steady or its deadline has passed, so
+a test need not wait itself.
 """
 
 from __future__ import annotations
@@ -39,14 +40,23 @@ if TYPE_CHECKING:
 KINDS = ("RayCluster", "RayJob", "RayService")
 
 
+def heals_at(fault: object) -> float:
+    """When ``fault`` stops acting: its ``at`` plus its ``duration`` when it has one, plus the
+    lag of an `emu.faults.InformerLag` (``seconds``: events received while it is active still
+    reach the cache that much later, so its effect outlasts its duration)."""
+    from ..faults import InformerLag
+
+    at = float(getattr(fault, "at", 0.0))
+    duration = getattr(fault, "duration", None)
+    heal = at + (float(duration) if isinstance(duration, (int, float)) else 0.0)
+    if isinstance(fault, InformerLag):
+        heal += float(fault.seconds)
+    return heal
+
+
 def last_fault_healed(sim: Simulation) -> float:
-    """The latest ``at + duration`` of the faults performed so far (0 when none)."""
-    out = 0.0
-    for fault in sim.faults.applied:
-        duration = getattr(fault, "duration", None)
-        heal = fault.at + (duration if isinstance(duration, (int, float)) else 0.0)
-        out = max(out, heal)
-    return out
+    """The latest `heals_at` of the faults performed so far (0 when none)."""
+    return max([heals_at(fault) for fault in sim.faults.applied] or [0.0])
 
 
 def _desired_workers(cluster: Obj) -> int:

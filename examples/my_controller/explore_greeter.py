@@ -35,8 +35,9 @@ def workload(which: str = "fixed") -> Workload:
 
 
 if __name__ == "__main__":
-    result = explore(workload(sys.argv[1] if len(sys.argv) > 1 else "fixed"), budget=40,
-                     out="greeter-findings")
+    which = sys.argv[1] if len(sys.argv) > 1 else "fixed"
+    # one folder per variant: a result store holds the runs of one workload only
+    result = explore(workload(which), budget=40, out=f"greeter-{which}-findings")
     for f in result.findings:
         print(f"[{f.invariant}] {f.message}\n  plan: {f.plan!r}\n  test: {f.test_file}")
     print(f"{result.runs} runs, {len(result.findings)} finding(s)")

@@ -93,3 +93,26 @@ def test_a_store_made_for_another_workload_is_refused(
     assert cli.main(["explore", "-f", str(wl), "--budget", "1", "--out", str(tmp_path)]) == 2
     assert "holds runs of {'workload': 'rayjob', 'seed': 0}, not {'workload': 'fine', " \
            "'seed': 0}; use another --out directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("setup", "message"), [
+    ("file", "cannot keep the result store in {out}: it is not a directory; use another --out "
+             "directory"),
+    ("corrupt", "{out}/runs.jsonl is not a result store of emu explore (its first line is not "
+                "a header); use another --out directory"),
+])
+def test_an_out_that_cannot_hold_a_store_exits_2_naming_it(
+        setup: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # both used to end in a traceback (FileExistsError, orjson.JSONDecodeError)
+    out = tmp_path / "out"
+    if setup == "file":
+        out.write_text("")
+    else:
+        out.mkdir()
+        (out / "runs.jsonl").write_text("not json\n")
+    wl = tmp_path / "fine.yaml"
+    wl.write_text(FINE_YAML)
+    assert cli.main(["explore", "-f", str(wl), "--budget", "1", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == "emu explore: " + message.format(out=out)
+    if setup == "corrupt":
+        assert (out / "runs.jsonl").read_text() == "not json\n"  # left as it was

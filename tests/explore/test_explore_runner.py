@@ -180,3 +180,50 @@ def test_a_kuberay_hot_loop_on_a_stale_cache_is_not_mistaken_for_a_livelock() ->
     result = run_one(wl, spec, seed=1)
     assert result.error == ""
     assert any("InformerLag(" in p for p in result.performed)
+
+
+def never_yields(sim: object) -> None:
+    """An install function stuck in a busy loop: the world never gets the loop back."""
+    while True:
+        pass
+
+
+def test_a_run_stopped_at_the_wall_clock_limit_is_not_called_a_livelock(monkeypatch) -> None:
+    # The message said "virtual time stopped advancing: a livelock in the world", which the
+    # watchdog reports itself; a run stopped by the wall clock is stuck in code that never
+    # yields (or on a far slower machine), and the user is told how to tell.
+    import emu.explore.runner as runner
+    from emu.explore.workload import Setup
+
+    monkeypatch.setattr(runner, "WALL_LIMIT", 0.3)
+    wl = attrs.evolve(unreachable(), setup=Setup(nodes=1, lease="",
+                                                 install="test_explore_runner:never_yields"))
+    [result] = list(ForkServer(wl, 0).run([RunSpec()]))
+    assert result.error.startswith("the run exceeded its wall-clock limit of 0.3s and was "
+                                   "stopped: code in the world that never yields")
+    assert "livelock at one virtual instant would have been reported as one" in result.error
+
+
+def test_a_run_has_the_same_digest_under_any_hash_seed() -> None:
+    # A Ray worker or a -j process started afresh has its own PYTHONHASHSEED: a set or dict
+    # ordered by string hashes anywhere in the world would give it another run.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("from emu.explore.runner import RunSpec, run_one\n"
+            "from emu.explore.workload import builtin\n"
+            "from emu.explore.faults import CrashLeader, LoseRayPod\n"
+            "r = run_one(builtin('rayjob'), RunSpec({'submissionMode': 'HTTPMode'}, "
+            "[CrashLeader(at=20.0), LoseRayPod(at=30.0, owner='demo-job', how='kill')]), "
+            "seed=3)\n"
+            "print(r.digest, len(r.performed), r.error)\n")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, cwd=root, timeout=300,
+                           env=dict(os.environ, PYTHONHASHSEED=h, PYTHONPATH=str(root))
+                           ).stdout for h in ("0", "1", "4242")}
+    assert len(outs) == 1, outs
+    [out] = outs
+    digest, performed = out.split()[:2]
+    assert len(digest) >= 16 and int(performed) >= 2

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
-from explore_worlds import budget_to_reach, one_replica_raycluster, unreachable
+from explore_worlds import Untouched, budget_to_reach, one_replica_raycluster, reachable, unreachable
 
 import controllers.expectations as expectations
 from emu.explore.runner import RunSpec
@@ -76,7 +76,8 @@ def test_a_second_search_with_the_same_out_resumes_from_the_store(tmp_path) -> N
 
 
 def test_a_failing_shape_that_contains_a_finding_is_listed_as_explained_not_shrunk() -> None:
-    result = explore(unreachable(), budget=30, seed=3, shrink_budget=20, export=False)
+    result = explore(reachable(), budget=30, seed=3, shrink_budget=20, export=False,
+                     invariants=[Untouched()])
     found = [shape(RunSpec({}, f.plan)) for f in result.findings]
     assert len(found) == len(set(found)) >= 2
     explained = [u for u in result.unshrunk if u.explained]
@@ -102,16 +103,16 @@ def test_past_per_invariant_shrinks_the_rest_are_listed_not_dropped(
         return attrs.evolve(shrunk[0], violations=(*shrunk[0].violations, other)), 0
 
     monkeypatch.setattr(search, "shrink", same_every_time)
-    result = explore(unreachable(), budget=30, seed=3, shrink_budget=20, export=False,
-                     per_invariant=2, out=tmp_path)
+    result = explore(reachable(), budget=30, seed=3, shrink_budget=20, export=False,
+                     per_invariant=2, out=tmp_path, invariants=[Untouched()])
     assert len(result.findings) == 1 and len(shrunk) == 2
     # a new fault family first: the two shrunk runs use different kinds of fault
     assert _family(shrunk[0].spec) != _family(shrunk[1].spec)
     assert result.findings[0].also == ("one-live-head",)
     capped = [u for u in result.unshrunk if not u.explained]
-    assert capped and all(u.invariant == "workload-goal" for u in capped)
+    assert capped and all(u.invariant == "untouched" for u in capped)
     # every failing shape is accounted for: shrunk, or listed
-    store = Store(tmp_path, workload="unreachable", seed=3)
+    store = Store(tmp_path, workload="reachable", seed=3)
     failing = {shape(r.spec) for r in store.results.values() if r.violations}
     seen = [shape(r.spec) for r in shrunk] + [shape(RunSpec({}, u.plan))
                                              for u in result.unshrunk]

@@ -52,7 +52,8 @@ def test_a_finding_file_fails_for_its_invariant(path: Path) -> None:
     box: dict[str, Any] = {}
 
     async def main(sim: emu.Simulation) -> None:
-        box["found"] = await replay(sim, module.WORKLOAD, module.KNOBS, module.PLAN)
+        box["found"] = await replay(sim, module.WORKLOAD, module.KNOBS, module.PLAN,
+                                    getattr(module, "INVARIANTS", None))
 
     emu.run(main, seed=_seed(module), **world_options(module.WORKLOAD))
     broken = [v for v in box["found"] if v["invariant"] == module.INVARIANT]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 from invariant_worlds import create, pod, raycluster, rayjob, rayservice, set_status
 
 from emu.faults import Outage
@@ -66,3 +67,21 @@ async def test_terminal_suspended_and_no_restart_clusters_are_steady(sim):
     create(sim, no_restart)
     await sim.sleep(100)
     await monitors.assert_ok(sim)
+
+
+async def test_an_informer_lag_heals_once_its_last_late_event_can_arrive(sim):
+    # events a lagging watch received while the fault was on reach the cache `seconds` later:
+    # the fault healed then, not at the end of its duration (bounds counted from it were short)
+    from emu.faults import InformerLag
+    from emu.invariants.liveness import heals_at
+
+    lag = InformerLag(at=5.0, kind="RayJob", seconds=30.0, duration=1.0, optional=True)
+    assert heals_at(lag) == 36.0
+    assert heals_at(Outage(at=5.0, endpoint="apiserver", duration=1.0)) == 6.0
+    monitors = Monitors.attach(sim, [EventuallySteady(bound=60.0)])
+    create(sim, rayjob("rj", jobDeploymentStatus="Running"))
+    sim.faults.do(attrs.evolve(lag, at=0.0))
+    found = await monitors.finish(sim)
+    assert [(v.at, v.message) for v in found] == [
+        (91.0, "RayJob default/rj not steady at t=91.000s (jobDeploymentStatus Running, "
+               "jobStatus (none)); expected within 60s (last fault healed at t=31.000s)")]
