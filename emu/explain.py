@@ -119,36 +119,52 @@ def predicate_source(fn: Callable[..., Any]) -> str:
 
 def replay_line(main: Callable[..., Any], seed: int, plan: FaultPlan | None,
                 options: dict[str, Any] | None = None) -> str | None:
-    """The ``emu.run(...)`` call that replays a run, or None when no such line would work (``main``
-    is not importable by its name, does not take just the simulation, or an option has no
-    literal form)."""
+    """The ``emu.run(...)`` call that replays a run, or None when no such line would work
+    (`replay_obstacle` says why)."""
+    if replay_obstacle(main, options) is not None:
+        return None
+    shown = "".join(f", {key}={value!r}" for key, value in sorted((options or {}).items()))
+    faults = f", faults={plan!r}" if plan else ""
+    return f"emu.run({main.__module__}.{main.__qualname__}, seed={seed}{shown}{faults})"
+
+
+def replay_obstacle(main: Callable[..., Any], options: dict[str, Any] | None = None
+                    ) -> str | None:
+    """Why no ``emu.run(...)`` line can replay a run of ``main`` (what to change, said so a
+    user can act on it), or None when `replay_line` can write one. A ``main`` with an
+    ``_emu_replay_hint`` attribute (the pytest plugin's) adds that hint: how else to replay."""
+    why = _obstacle(main, options)
+    hint = getattr(main, "_emu_replay_hint", None)
+    return f"{why}; {hint}" if why is not None and hint else why
+
+
+def _obstacle(main: Callable[..., Any], options: dict[str, Any] | None) -> str | None:
     module = getattr(main, "__module__", None)
     qualname = getattr(main, "__qualname__", None)
+    name = qualname or repr(main)
     if not module or not qualname or "<" in qualname:
-        return None
+        return (f"{name} is a lambda or a function defined inside another; define it at a "
+                "module's top level to get one")
     try:
         found: Any = importlib.import_module(module)
         for part in qualname.split("."):
             found = getattr(found, part)
     except (ImportError, AttributeError):
-        return None
+        return f"{module}.{qualname} cannot be imported by that name"
     target = getattr(main, "__wrapped__", main)
     if found is not main and found is not target:
-        return None
+        return f"{module}.{qualname} names another object than the one that ran"
     try:
         params = list(inspect.signature(found).parameters.values())
     except (TypeError, ValueError):
-        return None
+        return f"{name}'s signature cannot be read"
     if len(params) != 1 or params[0].kind not in (params[0].POSITIONAL_ONLY,
                                                   params[0].POSITIONAL_OR_KEYWORD):
-        return None
-    shown = []
+        return f"{name} takes more than the simulation"
     for key, value in sorted((options or {}).items()):
         try:
             if ast.literal_eval(repr(value)) != value:
-                return None
+                return f"the option {key}={value!r} has no literal form"
         except (ValueError, SyntaxError, TypeError):
-            return None
-        shown.append(f", {key}={value!r}")
-    faults = f", faults={plan!r}" if plan else ""
-    return f"emu.run({module}.{qualname}, seed={seed}{''.join(shown)}{faults})"
+            return f"the option {key}={value!r} has no literal form"
+    return None

@@ -163,6 +163,7 @@ def _run_sim_test(pyfuncitem: pytest.Function, func: Any) -> None:
     main.__qualname__ = func.__qualname__
     main.__module__ = func.__module__
     main.__wrapped__ = func  # type: ignore[attr-defined]
+    main._emu_replay_hint = "the reproduce: line below reruns this test"  # type: ignore[attr-defined]
     try:
         emu.run(main, seed=seed, **options)
     except BaseException as exc:

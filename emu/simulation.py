@@ -25,7 +25,7 @@ from .apiserver.request import ApiRequest
 from .apiserver.server import APIServer
 from .client.apply import apply as apply_manifest
 from .client.client import APISERVER, Client
-from .explain import explain_wait, predicate_source, replay_line
+from .explain import explain_wait, predicate_source, replay_line, replay_obstacle
 from .faults import FaultPlan, Faults, UnperformedFaults
 from .kernel.loop import VirtualTimeLoop
 from .kernel.network import CallInfo
@@ -449,8 +449,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             if not in_restored_child():
                 exc.add_note("replay: " + line if line else
                              f"replay: seed={seed}" + (f", faults={plan!r}" if plan else "")
-                             + " (no emu.run line: main is not importable by name, takes more "
-                             "than the simulation, or an option has no literal form)")
+                             + f" (no one-line emu.run replay: {replay_obstacle(main, options)})")
             done = FaultPlan(sims[0].faults.performed()) if sims else None
             if done:
                 exc.add_note(f"faults performed during the run: {done!r}")

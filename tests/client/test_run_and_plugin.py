@@ -65,9 +65,34 @@ def test_a_run_whose_main_no_line_can_name_gets_its_seed_and_faults_but_no_emu_r
     with pytest.raises(AssertionError) as info:
         emu.run(main, seed=4, faults=[emu.Crash(at=2.0, process="kube-apiserver")])
     assert info.value.__notes__[0] == (
-        "replay: seed=4, faults=[Crash(at=2.0, process='kube-apiserver')] (no emu.run line: main "
-        "is not importable by name, takes more than the simulation, or an option has no literal "
-        "form)")
+        "replay: seed=4, faults=[Crash(at=2.0, process='kube-apiserver')] (no one-line emu.run "
+        "replay: test_a_run_whose_main_no_line_can_name_gets_its_seed_and_faults_but_no_emu_run_"
+        "line.<locals>.main is a lambda or a function defined inside another; define it at a "
+        "module's top level to get one)")
+
+
+async def _two_params(sim, extra):  # the signature is the point
+    return None
+
+
+async def _one_param(sim):
+    return None
+
+
+def test_the_replay_note_says_what_stops_a_one_line_replay():
+    from emu.explain import replay_line, replay_obstacle
+
+    async def local(sim):
+        return None
+
+    assert replay_obstacle(_one_param) is None
+    assert replay_line(_one_param, 3, None) == f"emu.run({__name__}._one_param, seed=3)"
+    assert replay_obstacle(_two_params) == "_two_params takes more than the simulation"
+    assert "defined inside another" in (replay_obstacle(local) or "")
+    assert "the option cluster=<object object at" in (
+        replay_obstacle(_one_param, {"cluster": object()}) or "")
+    local._emu_replay_hint = "rerun the test"  # type: ignore[attr-defined]
+    assert (replay_obstacle(local) or "").endswith("; rerun the test")
 
 
 def test_a_fault_plan_round_trips_through_json_and_prints_as_code():
@@ -286,7 +311,8 @@ def test_the_reproduce_line_carries_custom_options_and_parameters_and_drops_repo
         "reproduce: pytest 'test_demo.py::test_fails[2]' --size=3 --fast -p no:asyncio "
         "--emu-seed=1"])
     # a test that takes other fixtures has no emu.run line that would work
-    assert "replay: seed=0 (no emu.run line" in result.stdout.str()
+    assert "replay: seed=0 (no one-line emu.run replay: test_fails takes more than the " \
+        "simulation; the reproduce: line below reruns this test)" in result.stdout.str()
     assert "replay: emu.run(" not in result.stdout.str()
 
 
