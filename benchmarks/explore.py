@@ -172,9 +172,9 @@ def main() -> None:
         result = explore(builtin("rayjob"), budget=runs * 5, seed=1, shrink_budget=0,
                          export=False, duration=None)
         first = result.first_finding_wall
-        print(f"  rayjob first finding after {first if first is not None else float('nan'):.1f}s"
-              f" wall ({result.runs} runs in {time.perf_counter() - start:.1f}s, "
-              f"{len(result.findings)} finding(s))")
+        when = f"after {first:.1f}s wall" if first is not None else "none found"
+        print(f"  rayjob first finding: {when} ({result.runs} runs in "
+              f"{time.perf_counter() - start:.1f}s, {len(result.findings)} finding(s))")
         if first is not None:
             rows.append(row("explore", "rayjob time to first finding", first, "s"))
 
