@@ -15,11 +15,12 @@ keys, ``HEXISTS``. `delete_namespace` is ``cleanup_redis_storage``: ``SCAN MATCH
 Two ways to connect:
 - `RedisStoreClient(client, namespace)` over any ``redis.asyncio.Redis`` — typically
   ``fakeredis.FakeAsyncRedis``, the embedded default, which does no real I/O;
-- `RedisStoreClient.from_url(url, namespace)` for a real server. Every await on it runs under
-  `emu.kernel.clock.freeze_while`, so virtual time stands still while the server answers. It uses a
-  single connection, so commands reach the server in the order they were awaited, and no
-  retries: an unreachable server is reported at once as `StorageUnavailable`, which makes the GCS
-  exit as Ray's does when its Redis PING fails.
+- `RedisStoreClient.from_url(url, namespace)` for a real server. Every command runs under
+  `emu.kernel.outside.block_on`: on a loop of its own, with the world's loop blocked until the
+  server answers, so neither virtual time nor any other task moves meanwhile and a run's history
+  does not depend on the server's latency. It uses a single connection, so commands reach the
+  server in the order they were sent, and no retries: an unreachable server is reported at once as
+  `StorageUnavailable`, which makes the GCS exit as Ray's does when its Redis PING fails.
 
 Timeouts are Ray's and run on the wall clock (virtual time is stopped while a real server
 answers): until the first answer, `CONNECT_TIMEOUT` (``redis_db_connect_retries`` 120 times
@@ -30,8 +31,6 @@ answers something that is not RESP, is `StorageUnavailable` naming its address.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -43,7 +42,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from emu.kernel.clock import freeze_while
+from emu.kernel.outside import OnOutsideLoop, block_on
 
 from .base import BATCH_SIZE, StorageUnavailable, chunks, sorted_entries
 
@@ -97,8 +96,10 @@ class RedisStoreClient:
         """Bind ``client`` to ``namespace``.
 
         ``address`` names the server in error messages (defaults to the client's host:port/db).
-        ``external`` says the client talks to a real server, so awaits are frozen; by default it is
-        true for anything but fakeredis. ``owns_client``: `close` also closes ``client``.
+        ``external`` says the client talks to a real server, so its commands run under
+        `block_on` (the client then lives on the outside loop: send raw commands through the
+        `client` property); by default it is true for anything but fakeredis. ``owns_client``:
+        `close` also closes ``client``.
         ``connect_timeout`` / ``read_timeout``: wall-clock seconds before a real server that does
         not answer is `StorageUnavailable` (until its first answer / for each later command).
         """
@@ -161,10 +162,13 @@ class RedisStoreClient:
         return self._address
 
     @property
-    def client(self) -> aioredis.Redis:
-        """The underlying ``redis.asyncio`` client (for tests that inspect raw keys)."""
-        client: aioredis.Redis = self._client
-        return client
+    def client(self) -> Any:
+        """The underlying ``redis.asyncio`` client, for raw commands (tests that inspect keys);
+        for a real server, a proxy that runs each of its commands under `block_on`, as this
+        store runs its own."""
+        if self._external:
+            return OnOutsideLoop(self._client, self._read_timeout)
+        return self._client
 
     def _key(self, table: str) -> str:
         return table_key(self._namespace, table)
@@ -178,7 +182,7 @@ class RedisStoreClient:
             raise StorageUnavailable(f"GCS storage: Redis client for {self._address} is closed")
         try:
             if self._external:
-                result = await self._guarded(awaitable)
+                result = self._blocking(awaitable)
                 self._answered = True
                 return result
             return await awaitable
@@ -191,38 +195,23 @@ class RedisStoreClient:
                 f"GCS storage: the server at {self._address} is not a Redis server ({err})"
             ) from err
 
-    async def _guarded(self, awaitable: Awaitable[T]) -> T:
-        """Await a real server's answer frozen, for at most the connect or read timeout of the
-        wall clock: a thread timer cancels the wait (virtual timers cannot fire while frozen)."""
+    def _blocking(self, awaitable: Awaitable[T]) -> T:
+        """A real server's answer, with the world stopped until it comes (`block_on`), for at
+        most the connect or read timeout of the wall clock."""
         limit = self._read_timeout if self._answered else self._connect_timeout
-        loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(awaitable)
-        expired = threading.Event()
-
-        def expire() -> None:
-            expired.set()
-            loop.call_soon_threadsafe(task.cancel)
-
-        timer = threading.Timer(limit, expire)
-        timer.daemon = True
-        timer.start()
         try:
-            return await freeze_while(task)
-        except asyncio.CancelledError:
-            if not expired.is_set():
-                raise
-            await self._drop_connection()
+            return block_on(awaitable, limit)
+        except TimeoutError:
+            self._drop_connection()
             phase = "read" if self._answered else "connect"
             raise StorageUnavailable(
                 f"GCS storage: Redis at {self._address} did not answer within {limit:g} s "
                 f"({phase} timeout)") from None
-        finally:
-            timer.cancel()
 
-    async def _drop_connection(self) -> None:
+    def _drop_connection(self) -> None:
         """After a timeout the connection may hold a half-read answer: never reuse it."""
         try:
-            await freeze_while(self._client.aclose())
+            block_on(self._client.aclose(), self._read_timeout)
         except (RedisConnectionError, RedisTimeoutError, InvalidResponse, OSError):
             pass
 
@@ -321,7 +310,7 @@ class RedisStoreClient:
         if self._owns_client:
             try:
                 if self._external:
-                    await freeze_while(self._client.aclose())
+                    block_on(self._client.aclose(), self._read_timeout)
                 else:
                     await self._client.aclose()
             except (RedisConnectionError, RedisTimeoutError, OSError):

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import gc
 
+import orjson
 import pytest
+from raytestworld import HEAD_SVC, RayTestWorld
 from redis.exceptions import AuthenticationError
 
 from emu.ray.faults import flush_redis, redis_down
@@ -157,3 +159,136 @@ async def test_redis_address_mapped_to_a_real_server_puts_the_gcs_tables_there(r
         if keys:
             client.delete(*keys)
         client.close()
+
+
+class SlowProxy:
+    """A loopback TCP proxy to ``url``'s server that holds each answer ``delay`` wall seconds:
+    the same server, another latency. `close` ends its threads (a snapshot refuses to fork a
+    process that has others)."""
+
+    def __init__(self, url: str, delay: float) -> None:
+        import socket
+        import threading
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 6379)
+        self.delay = delay
+        self.stop = threading.Event()  # also what a held answer waits on, for ``delay``
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.05)
+        self.url = f"redis://127.0.0.1:{self.sock.getsockname()[1]}{parts.path}"
+        self.conns: list[socket.socket] = []
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self.stop.is_set():
+            try:
+                down, _ = self.sock.accept()
+            except OSError:
+                continue
+            up = socket.create_connection(self.upstream)
+            for conn in (down, up):
+                conn.settimeout(0.05)
+                self.conns.append(conn)
+            for src, dst, delay in ((down, up, 0.0), (up, down, self.delay)):
+                thread = threading.Thread(target=self._pump, args=(src, dst, delay), daemon=True)
+                self.threads.append(thread)
+                thread.start()
+
+    def _pump(self, src, dst, delay: float) -> None:
+        while not self.stop.is_set():
+            try:
+                data = src.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            if delay:
+                self.stop.wait(delay)
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in list(self.threads):
+            thread.join()
+        for conn in self.conns:
+            conn.close()
+        self.sock.close()
+
+
+def test_a_world_with_its_gcs_on_a_real_server_replays_byte_for_byte(tmp_path):
+    """With the GCS on a real redis-server, each command blocks the world until it is answered
+    (`emu.kernel.outside.block_on`), so the history does not depend on the server's latency:
+    four jobs submitted and polled together, once straight to the server and once through a
+    proxy that holds each answer 3 ms, see the same statuses at the same virtual times and end
+    with the same trace digest (under `freeze_while` alone the digests differed)."""
+    import os
+
+    import redis as sync_redis
+
+    from emu.kernel.loop import VirtualTimeLoop
+    from emu.kernel.world import World
+
+    url = os.environ.get("EMU_REDIS_URL")
+    if not url:
+        pytest.skip("EMU_REDIS_URL not set: start one with scripts/redis-server.sh")
+    namespace = f"emu-test-{os.getpid()}-replay"
+    dash = f"{HEAD_SVC}:8265"
+
+    def once(server: str) -> tuple[list[str], str]:
+        seen: list[str] = []
+
+        async def main() -> str:
+            world = World(seed=3)
+            rw = RayTestWorld(world, tmp_path)
+            try:
+                rw.config.redis_urls["redis:6379"] = server
+                head = rw.head(HEAD, env={"RAY_REDIS_ADDRESS": "redis:6379",
+                                          "RAY_external_storage_namespace": namespace})
+                await head.wait_ready()
+                async def follow(sid: str) -> None:
+                    answer = await rw.http(dash, "POST", "/api/jobs/",
+                                           {"entrypoint": "echo hi", "submission_id": sid})
+                    assert answer.status == 200, answer.body
+                    last = ""
+                    while last not in ("SUCCEEDED", "FAILED"):
+                        got = await rw.http(dash, "GET", f"/api/jobs/{sid}")
+                        status = orjson.loads(got.body)["status"]
+                        if status != last:
+                            seen.append(f"{sid} {status} {rw.world.now:.3f}")
+                            last = status
+
+                await asyncio.gather(*(follow(f"s{i}") for i in range(4)))
+                return world.trace.digest()
+            finally:
+                world.processes.crash_all()
+
+        try:
+            with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+                return seen, runner.run(main())
+        finally:
+            client = sync_redis.Redis.from_url(url)
+            keys = list(client.scan_iter(match=f"RAY{namespace}@*"))
+            if keys:
+                client.delete(*keys)
+            client.close()
+
+    slow = SlowProxy(url, 0.003)
+    try:
+        first, second = once(url), once(slow.url)
+    finally:
+        slow.close()
+    assert sum("SUCCEEDED" in line for line in first[0]) == 4
+    assert first == second

@@ -168,22 +168,13 @@ def fake(redis_url: str) -> dict[str, Any]:
     return result
 
 
-#: Listed differences the fake may also not show, answering as real Ray does. Its GCS writes to
-#: the suite's real redis-server here, and other tasks keep running while a command is in flight
-#: (docs/deviations.md, "A world with the GCS on a real redis-server"): how many depends on the
-#: server's latency, so on a loaded machine the first poll can land before the job's RUNNING
-#: write and see PENDING, as on real Ray.
-MAY_MATCH = frozenset({"jobs.s1_statuses", "jobs.s1_messages"})
-
-
 def _compare(real: dict[str, Any], fake: dict[str, Any], prefix: str) -> None:
     differ = {}
     for name in sorted(set(real) | set(fake)):
         key = f"{prefix}.{name}"
         r, f = real.get(name), fake.get(name)
         if key in KNOWN:
-            assert (r, f) == KNOWN[key] or (key in MAY_MATCH and r == f), \
-                f"{key}: the listed difference changed"
+            assert (r, f) == KNOWN[key], f"{key}: the listed difference changed"
         elif r != f:
             differ[key] = {"real": r, "fake": f}
     assert not differ, "\n" + pprint.pformat(differ, width=100)
