@@ -92,10 +92,7 @@ class _CleanupMonitor(BaseMonitor):
         self.storage_ns: dict[tuple[str, str], str] = {}
         #: (uid, ns, name, gone at) of deleted Redis-cleanup clusters.
         self.redis_gone: list[tuple[str, str, str, float]] = []
-        self.view.subscribe(self._on_change)
-        for kind in ROOTS:
-            for obj in self.view.all(kind):
-                self._on_change(kind, "ADDED", obj, None)
+        self.view.subscribe(self._on_change, replay=ROOTS)
         sim.trace.subscribe(self._on_event)
 
     def _on_event(self, ev: TraceEvent) -> None:

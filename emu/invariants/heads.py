@@ -56,9 +56,7 @@ class _HeadMonitor(BaseMonitor):
         super().__init__(inv.name)
         self.view = WorldView.of(sim)
         self.overlaps = Bounded(self, inv.bound)
-        self.view.subscribe(self._on_change)
-        for pod in self.view.all("Pod"):
-            self._on_change("Pod", "ADDED", pod, None)
+        self.view.subscribe(self._on_change, replay=("Pod",))
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         if kind != "Pod":

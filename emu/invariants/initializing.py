@@ -97,9 +97,7 @@ class _InitializingMonitor(BaseMonitor):
         self.view = WorldView.of(sim)
         #: (namespace, name) → the open initialization episode.
         self.open: dict[tuple[str, str], _Episode] = {}
-        self.view.subscribe(self._on_change)
-        for obj in self.view.all("RayService"):
-            self._on_change("RayService", "ADDED", obj, None)
+        self.view.subscribe(self._on_change, replay=("RayService",))
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         now = self.view.now

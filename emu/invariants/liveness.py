@@ -148,10 +148,7 @@ class _SteadyMonitor(BaseMonitor):
         self.view = WorldView.of(sim)
         #: (kind, ns, name) → virtual time of its creation or last spec (generation) change.
         self.since: dict[tuple[str, str, str], float] = {}
-        self.view.subscribe(self._on_change)
-        for kind in KINDS:
-            for obj in self.view.all(kind):
-                self._on_change(kind, "ADDED", obj, None)
+        self.view.subscribe(self._on_change, replay=KINDS)
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         if kind not in KINDS:

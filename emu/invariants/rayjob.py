@@ -105,9 +105,7 @@ class _RunsMonitor(BaseMonitor):
         self.retries: dict[tuple[str, str], int] = {}
         #: submission id → (ns, rayjob) that carried it in status.jobId or spec.jobId.
         self.owner: dict[str, tuple[str, str]] = {}
-        self.view.subscribe(self._on_change)
-        for job in self.view.all("RayJob"):
-            self._on_change("RayJob", "ADDED", job, None)
+        self.view.subscribe(self._on_change, replay=("RayJob",))
         sim.trace.subscribe(self._on_event)
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
@@ -196,9 +194,7 @@ class _StatusMonitor(BaseMonitor):
         self.view = WorldView.of(sim)
         self.terminal = Bounded(self, inv.bound)
         self.running = Bounded(self, inv.running_bound)
-        self.view.subscribe(self._on_change)
-        for job in self.view.all("RayJob"):
-            self._on_change("RayJob", "ADDED", job, None)
+        self.view.subscribe(self._on_change, replay=("RayJob",))
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         now = self.view.now
@@ -258,10 +254,7 @@ class _FenceMonitor(BaseMonitor):
         self.job_of: dict[tuple[str, str], tuple[str, str]] = {}
         #: (ns, cluster) → running Pods (names, in the order they started running).
         self.running: dict[tuple[str, str], dict[str, None]] = {}
-        self.view.subscribe(self._on_change)
-        for kind in ("RayCluster", "Pod"):
-            for obj in self.view.all(kind):
-                self._on_change(kind, "ADDED", obj, None)
+        self.view.subscribe(self._on_change, replay=("RayCluster", "Pod"))
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         if kind == "RayCluster" and type_ == "ADDED":

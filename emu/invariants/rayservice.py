@@ -119,9 +119,7 @@ class _ServesMonitor(BaseMonitor):
         self.deleted = Bounded(self, 0.0)
         #: (ns, service) → cluster it selects.
         self.targets: dict[tuple[str, str], str] = {}
-        self.view.subscribe(self._on_change)
-        for svc in self.view.all("Service"):
-            self._on_change("Service", "ADDED", svc, None)
+        self.view.subscribe(self._on_change, replay=("Service",))
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         now = self.view.now

@@ -82,9 +82,7 @@ class _SuspendMonitor(BaseMonitor):
         self.view = WorldView.of(sim)
         #: (namespace, cluster) → the open episode.
         self.open: dict[tuple[str, str], _Episode] = {}
-        self.view.subscribe(self._on_change)
-        for cluster in self.view.all("RayCluster"):
-            self._on_change("RayCluster", "ADDED", cluster, None)
+        self.view.subscribe(self._on_change, replay=("RayCluster",))
 
     def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
         ns = str(obj["metadata"].get("namespace", ""))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -101,9 +101,14 @@ class WorldView:
             view = _VIEWS[sim] = cls(sim)
         return view
 
-    def subscribe(self, listener: Listener) -> None:
-        """Call ``listener(kind, type, obj, old)`` after every committed write of `KINDS`."""
+    def subscribe(self, listener: Listener, *, replay: Iterable[str] = ()) -> None:
+        """Call ``listener(kind, type, obj, old)`` after every committed write of `KINDS`; and
+        at once with ``ADDED`` for each object of the ``replay`` kinds already there (a monitor
+        attached mid-run starts from what exists)."""
         self._listeners.append(listener)
+        for kind in replay:
+            for obj in self.all(kind):
+                listener(kind, "ADDED", obj, None)
 
     @property
     def now(self) -> float:
