@@ -209,33 +209,35 @@ class Gateway:
     async def handle_proxy(self, req: HttpRequest, proxied: tuple[str, str, str, str]
                            ) -> HttpResponse:
         """``/api/v1/namespaces/NS/services|pods/NAME[:PORT]/proxy/...`` (`emu.http.proxy`)."""
-        try:
-            return await proxy(self, req, *proxied)
-        except ApiError as err:
-            return _status_response(err)
-        except Timeout as err:
-            raise Dropped(str(err), timeout=True) from err
-        except NetworkError as err:
-            raise Dropped(str(err), timeout=False) from err
+        return await self._answered(proxy(self, req, *proxied))
 
     async def handle_review(self, req: HttpRequest, review: tuple[str, str, str]
                             ) -> HttpResponse:
         """``kubectl auth can-i`` / ``whoami``: a create-only review answered from the world's
         RBAC (`emu.http.reviews`), after a read over the emulated network so its faults apply."""
-        try:
-            await self._reachable(req)
-            ctype = self.media_type(req.headers.get("content-type", JSON))
-            if ctype == "application/vnd.kubernetes.protobuf":
-                from .protobuf import decode
+        return await self._answered(self._review(req, review))
 
-                body: Any = decode(req.body)
-            else:
-                try:
-                    body = orjson.loads(req.body) if req.body else None
-                except orjson.JSONDecodeError as exc:
-                    raise BadRequest(f"the request body is not valid JSON: {exc}") from None
-            out = reviews.answer(self.sim, self.caller(req), review, body)
-            return HttpResponse(201, orjson.dumps(out))
+    async def _review(self, req: HttpRequest, review: tuple[str, str, str]) -> HttpResponse:
+        await self._reachable(req)
+        ctype = self.media_type(req.headers.get("content-type", JSON))
+        if ctype == "application/vnd.kubernetes.protobuf":
+            from .protobuf import decode
+
+            body: Any = decode(req.body)
+        else:
+            try:
+                body = orjson.loads(req.body) if req.body else None
+            except orjson.JSONDecodeError as exc:
+                raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+        out = reviews.answer(self.sim, self.caller(req), review, body)
+        return HttpResponse(201, orjson.dumps(out))
+
+    @staticmethod
+    async def _answered(answer: Awaitable[HttpResponse]) -> HttpResponse:
+        """``answer``'s response; an API error as its `Status`, a call the emulated network
+        lost as `Dropped` (what `handle` does around a resource request)."""
+        try:
+            return await answer
         except ApiError as err:
             return _status_response(err)
         except Timeout as err:
