@@ -155,9 +155,20 @@ async def test_redis_address_mapped_to_a_real_server_puts_the_gcs_tables_there(r
         found = sorted(k.decode() for k in client.scan_iter(match=f"RAY{namespace}@*"))
         assert found == [f"RAY{namespace}@KV", f"RAY{namespace}@NODE"]
     finally:
+        client.close()
+        _drop_keys(url, namespace)
+
+
+def _drop_keys(url: str, namespace: str) -> None:
+    """Delete what a test's GCS wrote to the real server under ``namespace``."""
+    import redis as sync_redis
+
+    client = sync_redis.Redis.from_url(url)
+    try:
         keys = list(client.scan_iter(match=f"RAY{namespace}@*"))
         if keys:
             client.delete(*keys)
+    finally:
         client.close()
 
 
@@ -236,8 +247,6 @@ def test_a_world_with_its_gcs_on_a_real_server_replays_byte_for_byte(tmp_path):
     with the same trace digest (under `freeze_while` alone the digests differed)."""
     import os
 
-    import redis as sync_redis
-
     from emu.kernel.loop import VirtualTimeLoop
     from emu.kernel.world import World
 
@@ -258,6 +267,7 @@ def test_a_world_with_its_gcs_on_a_real_server_replays_byte_for_byte(tmp_path):
                 head = rw.head(HEAD, env={"RAY_REDIS_ADDRESS": "redis:6379",
                                           "RAY_external_storage_namespace": namespace})
                 await head.wait_ready()
+
                 async def follow(sid: str) -> None:
                     answer = await rw.http(dash, "POST", "/api/jobs/",
                                            {"entrypoint": "echo hi", "submission_id": sid})
@@ -269,6 +279,7 @@ def test_a_world_with_its_gcs_on_a_real_server_replays_byte_for_byte(tmp_path):
                         if status != last:
                             seen.append(f"{sid} {status} {rw.world.now:.3f}")
                             last = status
+                        await rw.sleep(0.05)
 
                 await asyncio.gather(*(follow(f"s{i}") for i in range(4)))
                 return world.trace.digest()
@@ -279,11 +290,7 @@ def test_a_world_with_its_gcs_on_a_real_server_replays_byte_for_byte(tmp_path):
             with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
                 return seen, runner.run(main())
         finally:
-            client = sync_redis.Redis.from_url(url)
-            keys = list(client.scan_iter(match=f"RAY{namespace}@*"))
-            if keys:
-                client.delete(*keys)
-            client.close()
+            _drop_keys(url, namespace)
 
     slow = SlowProxy(url, 0.003)
     try:
