@@ -11,11 +11,11 @@ import pytest
 from emu.kernel.outside import OnOutsideLoop, block_on, outside_loop
 
 
-async def _outside_work(after: float, value: int) -> int:
-    """Answers ``value`` once ``after`` real seconds passed (a timer thread, gone by then)."""
+async def _outside_work(value: int) -> int:
+    """Answers ``value`` once another thread (gone by then) says so."""
     loop = asyncio.get_running_loop()
     answered = asyncio.Event()
-    threading.Timer(after, loop.call_soon_threadsafe, (answered.set,)).start()
+    threading.Thread(target=loop.call_soon_threadsafe, args=(answered.set,)).start()
     await answered.wait()
     return value
 
@@ -30,7 +30,7 @@ def test_nothing_in_the_world_moves_while_outside_work_is_awaited(run):
 
         loop.create_task(other())  # ready, but the world is blocked
         timer = loop.create_task(asyncio.sleep(0))
-        got = block_on(_outside_work(0.02, 7), timeout=5)  # the outside answers in real time
+        got = block_on(_outside_work(7), timeout=5)  # answered from another thread
         stood = (loop.time(), list(ran), timer.done())
         await timer
         return got, stood, ran
