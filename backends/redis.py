@@ -142,6 +142,9 @@ class RedisStoreClient:
         """
         client = aioredis.Redis.from_url(
             url,
+            # RESP2, as Ray's GCS speaks it through hiredis. redis-py 8 opens with HELLO 3
+            # unless told otherwise, which a RESP2-only server (or a proxy) cannot answer.
+            protocol=2,
             decode_responses=False,
             single_connection_client=True,
             retry=Retry(NoBackoff(), 0),
