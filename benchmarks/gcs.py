@@ -39,7 +39,7 @@ from _rows import output, row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends import GcsStorage, MemoryStoreClient, RedisStoreClient, RocksDBStoreClient
+from emu.backends import GcsStorage, MemoryStoreClient, RedisStoreClient, RocksDBStoreClient
 from emu.kernel.loop import VirtualTimeLoop
 from emu.kernel.process import Process
 from emu.kernel.programs import ContainerContext

@@ -31,7 +31,7 @@ from rocksdict import Options, Rdict, WriteOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends import GcsStorage, MemoryStoreClient, RedisStoreClient, RocksDBStoreClient
+from emu.backends import GcsStorage, MemoryStoreClient, RedisStoreClient, RocksDBStoreClient
 from emu.kernel.clock import freeze_while
 from emu.kernel.loop import VirtualTimeLoop
 

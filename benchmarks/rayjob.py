@@ -22,7 +22,7 @@ from typing import Any
 
 from _rows import output, row
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "controllers"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "kuberay"))
 
 from test_rayjob_support import e2e_rayjob, world
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from _rows import output, row
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "controllers"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "kuberay"))
 
 from test_rayservice_support import (
     active_name,

@@ -32,7 +32,7 @@ from typing import Any
 from _rows import output, row
 
 import emu
-from controllers.operator import install_kuberay
+from emu.kuberay.operator import install_kuberay
 from emu.runtime.reconcile import Request
 
 
@@ -55,7 +55,7 @@ def cluster(i: int) -> dict[str, Any]:
 
 #: Layers a profile's self time is grouped by: (label, path fragments), first match wins.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("KubeRay port (controllers/)", ("/controllers/",)),
+    ("KubeRay port (emu/kuberay/)", ("/emu/kuberay/",)),
     ("client and cache (emu/client, runtime/cache)", ("/emu/client/", "/emu/runtime/cache.py")),
     ("API server (emu/apiserver)", ("/emu/apiserver/",)),
     ("tracing (trace, structlog)", ("/emu/kernel/trace", "structlog")),

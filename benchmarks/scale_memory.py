@@ -21,11 +21,11 @@ from typing import Any
 
 import emu
 from benchmarks.reconcile import cluster
-from controllers.operator import install_kuberay
+from emu.kuberay.operator import install_kuberay
 
 
 def _short(filename: str) -> str:
-    for marker in ("/emu/", "/controllers/", "/benchmarks/"):
+    for marker in ("/emu/", "/benchmarks/"):
         at = filename.rfind(marker)
         if at >= 0:
             return filename[at + 1:]

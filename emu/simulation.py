@@ -301,8 +301,8 @@ class Simulation(World):
         leader election on, the chart's defaults), or as plain processes when the world runs no
         Deployments. Returns a ``KubeRayInstall`` (``.leader()``, ``.replicas()``,
         ``.wait_for_leader()``); keyword arguments are the chart's values
-        (see `controllers.operator.install_kuberay`)."""
-        from controllers.operator import install_kuberay
+        (see `emu.kuberay.operator.install_kuberay`)."""
+        from emu.kuberay.operator import install_kuberay
 
         return await install_kuberay(self, replicas=replicas, leader_election=leader_election,
                                      **values)

@@ -75,7 +75,7 @@ async def _settle(loop: asyncio.AbstractEventLoop) -> None:
 def layer_blockers(sim: Simulation) -> list[str]:
     """What the layers above the kernel hold outside the process's memory."""
     reasons = []
-    rocks = sys.modules.get("backends.rocksdb")
+    rocks = sys.modules.get("emu.backends.rocksdb")
     holders = dict(getattr(rocks, "_HOLDERS", {}) or {})
     if holders:
         shown = ", ".join(f"{path} ({who})" for path, who in sorted(holders.items()))

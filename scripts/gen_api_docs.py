@@ -184,10 +184,10 @@ def methods(title: str, cls: type, prefix: str, intro: str) -> Iterator[str]:
 
 
 def section_methods() -> Iterator[str]:
-    from controllers.operator import KubeRayInstall
     from emu.client.client import Client
     from emu.client.informer import Informer
     from emu.faults import Faults
+    from emu.kuberay.operator import KubeRayInstall
     from emu.simulation import Simulation
 
     yield "## Methods"
@@ -209,7 +209,7 @@ def section_methods() -> Iterator[str]:
                        "A list+watch cache of one kind (what `emu.runtime.Cache` is made of).")
     yield from methods("`KubeRayInstall`", KubeRayInstall, "kuberay",
                        "What `await sim.install_kuberay(...)` returns "
-                       "(`controllers.operator.KubeRayInstall`).")
+                       "(`emu.kuberay.operator.KubeRayInstall`).")
 
 
 class _OptionRecorder:

@@ -43,19 +43,19 @@ MODULES: dict[str, list[str]] = {
         "tests/conformance", "tests/apiserver/test_unit_store.py",
         "tests/apiserver/test_unit_validation_kinds.py",
     ],
-    "controllers/rayjob.py": [
-        "tests/controllers/test_rayjob_pinned.py",
-        "tests/controllers/test_rayjob_controller_unit.py",
-        "tests/controllers/test_rayjob_controller.py",
-        "tests/controllers/test_rayjob_controller_suspended.py",
-        "tests/controllers/test_rayjob_support.py",
+    "emu/kuberay/rayjob.py": [
+        "tests/kuberay/test_rayjob_pinned.py",
+        "tests/kuberay/test_rayjob_controller_unit.py",
+        "tests/kuberay/test_rayjob_controller.py",
+        "tests/kuberay/test_rayjob_controller_suspended.py",
+        "tests/kuberay/test_rayjob_support.py",
     ],
-    "controllers/raycluster.py": [
-        "tests/controllers/test_raycluster_pinned.py",
-        "tests/controllers/test_raycluster_controller_unit.py",
-        "tests/controllers/test_raycluster_controller.py",
-        "tests/controllers/test_raycluster_gcs_ft.py",
-        "tests/controllers/test_raycluster_support.py",
+    "emu/kuberay/raycluster.py": [
+        "tests/kuberay/test_raycluster_pinned.py",
+        "tests/kuberay/test_raycluster_controller_unit.py",
+        "tests/kuberay/test_raycluster_controller.py",
+        "tests/kuberay/test_raycluster_gcs_ft.py",
+        "tests/kuberay/test_raycluster_support.py",
     ],
     "emu/runtime/leaderelection.py": [
         "tests/runtime/test_leaderelection_pinned.py",

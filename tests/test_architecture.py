@@ -35,7 +35,7 @@ def test_the_public_surface_lists_exactly_what_it_exports():
 
 def test_controllers_import_no_private_name_from_emu():
     offenders = []
-    for path in sorted((ROOT / "controllers").rglob("*.py")):
+    for path in sorted((ROOT / "emu" / "kuberay").rglob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("emu"):
@@ -47,7 +47,7 @@ def test_controllers_import_no_private_name_from_emu():
 def test_nothing_outside_the_kernel_reads_the_machine_clock_or_unseeded_randomness():
     banned = ("time.time(", "time.monotonic(", "uuid.uuid4(", "random.random(", "datetime.now(")
     offenders = []
-    for pkg in ("emu", "controllers", "backends"):
+    for pkg in ("emu",):
         for path in sorted((ROOT / pkg).rglob("*.py")):
             if "kernel" in path.parts:
                 continue
@@ -83,12 +83,12 @@ def test_every_third_party_import_is_declared_in_pyproject():
 
     owners = packages_distributions()
     declared = _declared_distributions()
-    local = {"emu", "controllers", "backends", "tests", "conftest", "docs", "scripts",
+    local = {"emu", "tests", "conftest", "docs", "scripts",
              "benchmarks"}
     # Imported under try/except ImportError with a message that says what to install.
     optional = {"cloudpickle"}
     undeclared = []
-    for folder in ("emu", "controllers", "backends", "tests", "benchmarks", "scripts", "docs"):
+    for folder in ("emu", "tests", "benchmarks", "scripts", "docs"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             tree = ast.parse(path.read_text(), filename=str(path))
             for node in ast.walk(tree):
@@ -112,6 +112,6 @@ def test_every_third_party_import_is_declared_in_pyproject():
 
 def _is_sibling_module(path: Path, top: str) -> bool:
     # Test helpers are imported by basename (pytest puts each test folder on sys.path; the
-    # benchmarks add tests/controllers themselves): a module of the tree is not a dependency.
+    # benchmarks add tests/kuberay themselves): a module of the tree is not a dependency.
     del path
     return any((ROOT / "tests").rglob(f"{top}.py"))

@@ -368,7 +368,7 @@ class RBAC:
 
     # -- identities ------------------------------------------------------------------------------
 
-    #: `UserInfo.service_account`, for callers that may not import this module (controllers/).
+    #: `UserInfo.service_account`, for callers that may not import this module (emu/kuberay/).
     service_account_user = staticmethod(UserInfo.service_account)
 
     def assign(self, caller: str, user: UserInfo) -> None:

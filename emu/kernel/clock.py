@@ -80,7 +80,7 @@ def parse_go_duration(text: str) -> float | None:
     """Go's ``time.ParseDuration`` in seconds ("1h30m", "+5m", "-5s", "0"), or None where Go
     would refuse it: the one parser of the emulated world (cert-manager's durations, the
     invariants' reading of KubeRay annotations). The KubeRay port keeps its own copy in
-    controllers/utils/validation.py, which the layer contracts keep away from emu.kernel."""
+    emu/kuberay/utils/validation.py, which the layer contracts keep away from emu.kernel."""
     s = text
     sign = 1.0
     if s[:1] in ("+", "-"):

@@ -238,9 +238,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 # -- where a task is stuck ----------------------------------------------------------------------
 
 _LIBRARY_DIRS = tuple(sorted({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}))
-#: The packages of this distribution: frames in them are the world's code, not the test's.
-_OWN_DIRS = tuple(str(Path(__file__).resolve().parents[2] / pkg) + os.sep
-                  for pkg in ("emu", "controllers", "backends"))
+#: The package of this distribution: frames in them are the world's code, not the test's.
+_OWN_DIRS = (str(Path(__file__).resolve().parents[1]) + os.sep,)
 
 
 def _await_chain(task: asyncio.Task[Any]) -> tuple[list[FrameType], object]:

@@ -6,7 +6,7 @@ tasks sees the other's write then depends on a real server's latency, and two ru
 differ. `block_on` runs the outside coroutine on a loop of its own, in a thread that lives as long
 as the call, and blocks the world's loop until it is done: no task moves and no timer fires, so
 the history is the same however long the outside took. The real-server Redis storage
-(`backends.redis`) runs every command this way.
+(`emu.backends.redis`) runs every command this way.
 
 A coroutine run here must not touch the world (it runs on another loop, in another thread): it is
 for a client's own I/O, such as a ``redis.asyncio`` client whose connections then belong to the

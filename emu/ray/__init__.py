@@ -3,7 +3,7 @@ dashboard's Jobs and Serve APIs and Serve proxies, run as container programs.
 
 Start with `register_ray_programs` (what a Pod running a Ray or Redis image does), `RayConfig`
 (behaviours a test decides and records it reads) and `RayClient` (a driver for tests).
-``emu.ray`` imports only ``emu.kernel`` and ``backends``; it meets ``emu.kube`` only through the
+``emu.ray`` imports only ``emu.kernel`` and ``emu.backends``; it meets ``emu.kube`` only through the
 network and the container program contract.
 """
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from backends import RedisStoreClient
+from emu.backends import RedisStoreClient
 from emu.kernel.process import Process
 
 from .config import JobBehaviour, RayConfig

@@ -1,6 +1,6 @@
 """The GCS server: Ray's control-plane store and its managers (nodes, jobs, actors, internal KV).
 
-Port of the behaviour of ``src/ray/gcs/gcs_server.cc`` and its managers, on a `backends` store:
+Port of the behaviour of ``src/ray/gcs/gcs_server.cc`` and its managers, on a `emu.backends` store:
 - tables ``JOB``, ``NODE``, ``ACTOR``, ``ACTOR_TASK_SPEC``, ``PLACEMENT_GROUP``, ``WORKERS``, ``KV``
   (records are JSON; an actor's creation spec is pickled bytes);
 - on start it loads what ``GcsInitData::AsyncLoad`` loads (JOB, NODE, ACTOR, ACTOR_TASK_SPEC,
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from backends import GcsStorage, StorageUnavailable
+from emu.backends import GcsStorage, StorageUnavailable
 from emu.kernel.jsonbytes import dumps_exact
 from emu.kernel.network import NetworkError
 from emu.kernel.process import ProcessGone

@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from backends import (
+from emu.backends import (
     GcsStorage,
     MemoryStoreClient,
     RedisStoreClient,

@@ -15,7 +15,7 @@ The server (`redis_program`):
 
 The client (`NetworkRedis`) is a ``redis.asyncio.Redis`` whose commands travel as
 ``{"args": [...], "password": ..., "username": ...}`` through `ContainerContext.call`; unreachable
-→ redis-py's ``ConnectionError``/``TimeoutError``, so `backends.RedisStoreClient` reports
+→ redis-py's ``ConnectionError``/``TimeoutError``, so `emu.backends.RedisStoreClient` reports
 `StorageUnavailable` exactly as with a real server. Credentials travel with every command: the
 network has no connections, and a real client authenticates each new connection anyway.
 """
@@ -245,7 +245,7 @@ async def redis_program(ctx: ContainerContext, records: Any = None) -> int:
 class NetworkRedis(aioredis.Redis):
     """A ``redis.asyncio.Redis`` whose commands go through the emulated network.
 
-    Supports single commands (everything `backends.RedisStoreClient` uses), not pipelines,
+    Supports single commands (everything `emu.backends.RedisStoreClient` uses), not pipelines,
     transactions or pub/sub. Build it with ``decode_responses=False`` semantics (always).
     """
 

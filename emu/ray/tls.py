@@ -4,7 +4,7 @@ Why: with ``RAY_USE_TLS=1`` every gRPC channel of Ray (GCS, raylets, workers, ``
 health-check``) is TLS with the certificate, key and CA named by ``RAY_TLS_SERVER_CERT``,
 ``RAY_TLS_SERVER_KEY`` and ``RAY_TLS_CA_CERT`` (Ray's "TLS authentication" page). A cluster
 whose Pods disagree, or whose certificates do not name the address a peer dials, does not come
-up — which is what KubeRay's mTLS (`controllers.raycluster_mtls`) and its ``wait-for-tls-ip-san``
+up — which is what KubeRay's mTLS (`emu.kuberay.raycluster_mtls`) and its ``wait-for-tls-ip-san``
 init container exist to prevent. HTTP servers (dashboard, agent, Serve) stay plaintext, as in Ray.
 
 `container_tls` reads a container's settings when its Ray program starts (a file in a mounted

@@ -21,8 +21,8 @@ import fakeredis
 import pytest
 import redis
 
-from backends import GcsStorage, MemoryStoreClient, RedisStoreClient, RocksDBStoreClient
-from backends.redis import redact_url
+from emu.backends import GcsStorage, MemoryStoreClient, RedisStoreClient, RocksDBStoreClient
+from emu.backends.redis import redact_url
 from emu.kernel.loop import VirtualTimeLoop
 
 T = TypeVar("T")

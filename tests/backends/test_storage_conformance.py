@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from backends import BATCH_SIZE, GcsStorage, StorageUnavailable
+from emu.backends import BATCH_SIZE, GcsStorage, StorageUnavailable
 
 
 def test_client_is_a_gcs_storage_bound_to_its_namespace(backend):

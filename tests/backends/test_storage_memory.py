@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backends import MemoryStoreClient
+from emu.backends import MemoryStoreClient
 
 
 def test_a_new_instance_in_the_same_namespace_starts_empty_with_job_ids_from_one(run):

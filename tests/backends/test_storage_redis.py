@@ -8,8 +8,8 @@ import socket
 import fakeredis
 import pytest
 
-from backends import RedisStoreClient, StorageUnavailable
-from backends.redis import escape_match, redact_url, table_key
+from emu.backends import RedisStoreClient, StorageUnavailable
+from emu.backends.redis import escape_match, redact_url, table_key
 from emu.kernel.clock import freeze_while
 
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from backends import RedisStoreClient, StorageUnavailable
-from backends.redis import CONNECT_TIMEOUT, READ_TIMEOUT
+from emu.backends import RedisStoreClient, StorageUnavailable
+from emu.backends.redis import CONNECT_TIMEOUT, READ_TIMEOUT
 
 
 class Server:

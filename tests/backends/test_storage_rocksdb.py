@@ -9,8 +9,8 @@ import textwrap
 import pytest
 from rocksdict import Options, Rdict
 
-from backends import EMBEDDED_STORAGE_FEATURE_GATE, RocksDBStoreClient, StorageLocked
-from backends.rocksdb import holder_of
+from emu.backends import EMBEDDED_STORAGE_FEATURE_GATE, RocksDBStoreClient, StorageLocked
+from emu.backends.rocksdb import holder_of
 
 
 def test_feature_gate_name_is_kuberays():

@@ -9,7 +9,7 @@ import attrs
 import pytest
 from explore_worlds import Untouched, budget_to_reach, one_replica_raycluster, reachable, unreachable
 
-import controllers.expectations as expectations
+import emu.kuberay.expectations as expectations
 from emu.explore.runner import RunSpec
 from emu.explore.search import Executor, ProcessExecutor, RayExecutor, _contains, _family, explore
 from emu.explore.shrink import shape

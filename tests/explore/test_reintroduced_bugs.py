@@ -1,5 +1,5 @@
 """KubeRay recovery bugs fixed upstream, put back into the port by monkeypatching the ported
-function (controllers/ itself is never changed): a small explore budget reports a finding the
+function (emu/kuberay/ itself is never changed): a small explore budget reports a finding the
 unmodified port, same seed and budget, does not have. (#715 is in test_explore_search.py.)
 
 Each search names the plan it needs by what it is (`budget_to_reach`), narrowed to the plan
@@ -18,9 +18,9 @@ import attrs
 import pytest
 from explore_worlds import budget_to_reach
 
-import controllers.raycluster as raycluster
-import controllers.rayjob as rayjob
-import controllers.rayservice as rayservice
+import emu.kuberay.raycluster as raycluster
+import emu.kuberay.rayjob as rayjob
+import emu.kuberay.rayservice as rayservice
 from emu.explore.faults import LoseRayPod
 from emu.explore.runner import RunResult, RunSpec
 from emu.explore.search import explore

@@ -12,10 +12,10 @@ costs `HOT_LOOP_COST`, and the loop ends when the deletion reaches the cache, as
 from __future__ import annotations
 
 import emu
-from controllers.operator import Configuration, operator_config
-from controllers.utils.features import parse_feature_gates
 from emu.faults import InformerLag
 from emu.kube.config import KubeConfig
+from emu.kuberay.operator import Configuration, operator_config
+from emu.kuberay.utils.features import parse_feature_gates
 from emu.runtime import start_operator
 from emu.runtime.controller import HOT_LOOP_COST, HOT_LOOP_RECONCILES
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-import controllers.raycluster as raycluster_module
 import emu
-from controllers.operator import Configuration, operator_config
-from controllers.raycluster import RayClusterReconciler
-from controllers.utils.features import parse_feature_gates
+import emu.kuberay.raycluster as raycluster_module
 from emu.faults import ShuffleLists
+from emu.kuberay.operator import Configuration, operator_config
+from emu.kuberay.raycluster import RayClusterReconciler
+from emu.kuberay.utils.features import parse_feature_gates
 from emu.runtime import start_operator
 
 NS = "default"

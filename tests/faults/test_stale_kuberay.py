@@ -12,9 +12,9 @@ is harmless. (A finding, not a fix: the port stays faithful.)
 from __future__ import annotations
 
 import emu
-from controllers.operator import Configuration, operator_config
-from controllers.utils.features import parse_feature_gates
 from emu.faults import StaleList
+from emu.kuberay.operator import Configuration, operator_config
+from emu.kuberay.utils.features import parse_feature_gates
 from emu.runtime import start_operator
 
 NS = "default"

@@ -32,7 +32,7 @@ def test_the_annotation_reads_as_kuberay_reads_it():
     assert timeout_seconds("0") is None
     assert timeout_seconds("soon") is None
     # whatever KubeRay's own reading (controllers.rayservice.get_initializing_timeout) accepts
-    from controllers.rayservice import get_initializing_timeout
+    from emu.kuberay.rayservice import get_initializing_timeout
 
     for text in ("+5m", "1.5h", "300ms", "2m30s", "+90", "45"):
         ray_service = {"metadata": {"annotations": {"ray.io/initializing-timeout": text}}}

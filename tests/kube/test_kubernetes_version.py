@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.operator import FlagError, install_kuberay, k8s_version_at_least
 from emu import Simulation
 from emu.kube.config import KubeConfig
+from emu.kuberay.operator import FlagError, install_kuberay, k8s_version_at_least
 
 GATE = {"SidecarSubmitterRestart": True}
 

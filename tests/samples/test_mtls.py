@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from controllers.common.pod import configure_tls
-from controllers.utils.features import FeatureGates
 from emu.kernel.network import CallInfo, ConnectionReset
 from emu.kube.certmanager import install_cert_manager
+from emu.kuberay.common.pod import configure_tls
+from emu.kuberay.utils.features import FeatureGates
 from emu.ray import tls
 
 MTLS_CLUSTER = """
@@ -342,7 +342,7 @@ async def test_a_plaintext_worker_never_joins_a_tls_head(sim):
 
 def test_configure_tls_autoscaler_container_and_head_pod():
     """Go's TestConfigureTLS_AutoGenerate_HeadPod and TestConfigureTLS_AutoscalerContainer."""
-    from controllers.common.pod import PodBuildOptions, build_head_pod
+    from emu.kuberay.common.pod import PodBuildOptions, build_head_pod
 
     instance = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
                 "metadata": {"name": "secure", "namespace": "default", "uid": "u"},

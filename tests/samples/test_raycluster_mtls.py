@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.raycluster import RayClusterReconciler, RayClusterReconcilerOptions
-from controllers.raycluster_mtls import (
+from emu.apiserver.kinds import cert_manager_crds
+from emu.kuberay.raycluster import RayClusterReconciler, RayClusterReconcilerOptions
+from emu.kuberay.raycluster_mtls import (
     MTLS_DEFAULT_REQUEUE,
     MTLS_PERIODIC_CHECK,
     RayClusterMTLSController,
     cert_manager_api_available,
     certificate_needs_update,
 )
-from controllers.utils.features import FeatureGates
-from emu.apiserver.kinds import cert_manager_crds
+from emu.kuberay.utils.features import FeatureGates
 from emu.runtime import Request, Result
 
 GATES = FeatureGates({"RayClusterMTLS": True})
