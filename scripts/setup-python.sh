@@ -26,9 +26,10 @@ if [[ ! -x "$venv/bin/python" ]]; then
     "$exe" -m venv "$venv" >&2
 fi
 stamp="$venv/.kuberay-emu-deps"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    # Runtime dependencies only (the list in pyproject.toml), not the package itself: the test runs
+    # Runtime dependencies only (the list in pyproject.toml, at constraints.txt's versions), not
+    # the package itself: the test runs
     # the worktree's code with PYTHONPATH.
     deps="$("$venv/bin/python" - <<'PY'
 import re, pathlib
@@ -38,7 +39,7 @@ print("\n".join(re.findall(r'"([^"]+)"', block)))
 PY
 )"
     # shellcheck disable=SC2086
-    "$venv/bin/python" -m pip install --quiet $deps >&2
+    "$venv/bin/python" -m pip install --quiet --constraint constraints.txt $deps >&2
     echo "$want" >"$stamp"
 fi
 echo "$PWD/$venv/bin/python"
