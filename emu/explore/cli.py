@@ -5,7 +5,8 @@ Exit status: 1 when there are findings or runs that raised, 0 when neither, 2 on
 unknown workload, a budget that is neither a count nor a duration, a store made for another
 workload, a workload whose reference run raises). With ``--json`` the last line of output is
 ``{"runs": N, "seed": S, "findings": [{"invariant", "message", "plan", "knobs", "seed",
-"replay", "test_file", "digest", ...}, ...], "errors": [{"run", "error", "plan", "knobs"}, ...],
+"replay", "test_file", "digest", "known", "class", "mitigation", "go", "emulator", ...}, ...],
+"errors": [{"run", "error", "plan", "knobs"}, ...],
 "unshrunk": [...], "idle": [...], "partial": K}`` (``unshrunk``: failing plan shapes not shrunk,
 each with the finding that explains it, or 0 when its invariant had its ``--per-invariant``
 shrinks; ``idle``: runs none of whose faults took effect, with why).
@@ -242,6 +243,9 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
         print(f"finding {n}: [{f.invariant}] {f.message}")
         if f.also:
             print(f"  also:   the same run broke {', '.join(f.also)}")
+        if f.verdict is not None:
+            for line in verdict_lines(f.verdict):
+                print(line)
         if f.without_faults and f.knobs:
             print("  plan:   [] (no fault: these knobs alone break it; it explains every "
                   "failing run of this invariant with them)")
@@ -302,6 +306,25 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
 
 #: Runs that raised printed in full; the rest are counted (all are in --json).
 SHOWN_ERRORS = 5
+
+
+def verdict_lines(verdict: Any) -> list[str]:
+    """A finding's known id, class and mitigation, as the text report prints them (three or
+    four lines; --json carries every Go function and link)."""
+    if verdict.known == "new":
+        lines = ["  known:  new (no known finding has this shape; docs/findings.md lists them)"]
+    else:
+        lines = [f"  known:  {verdict.known}, {verdict.title}"
+                 + (f" ({verdict.variant})" if verdict.variant else "")]
+    go = (f" ({verdict.go[0]}" + (f", +{len(verdict.go) - 1} more in --json" if len(verdict.go) > 1
+                                   else "") + ")") if verdict.go else ""
+    if verdict.klass == "kuberay":
+        lines.append(f"  class:  kuberay: KubeRay's behaviour as ported{go}")
+    else:
+        lines.append(f"  class:  {verdict.klass}: {verdict.basis}")
+    if verdict.known != "new" or verdict.mitigation:
+        lines.append(f"  avoid:  {verdict.mitigation or 'none known'}")
+    return lines
 
 
 def _numbered(result: Any) -> list[tuple[int, Any]]:
