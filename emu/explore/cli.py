@@ -66,6 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "lose-responses, pod-loss, outages, perturbations, serve-failures); "
                         "default: the workload's, else all but serve-failures")
     p.add_argument("--json", action="store_true", help="end with one JSON object")
+    p.add_argument("--known", action="store_true",
+                   help="list the known KubeRay findings (F1..) with what to do about each, "
+                        "and exit (with --json: as one JSON object)")
     p.add_argument("--shrink-budget", type=int, default=None,
                    help="runs spent shrinking each finding (default 60)")
     p.add_argument("--per-invariant", type=int, default=None, metavar="N",
@@ -93,7 +96,16 @@ DEFAULTS = {"budget": "200", "seed": 0, "shrink_budget": 60, "per_invariant": 3,
 def mode_error(args: argparse.Namespace) -> str | None:
     """What is wrong with combining these options, or None: an option the chosen mode would
     accept and silently ignore is refused instead (the legacy ``--seeds`` sweep takes only
-    WORKLOAD, --start and -j; --start needs --seeds, --ray-cpus needs --ray)."""
+    WORKLOAD, --start and -j; --start needs --seeds, --ray-cpus needs --ray; --known takes only
+    --json)."""
+    if getattr(args, "known", False):
+        given = [flag for name, flag in {**SEARCH_ONLY, "seeds": "--seeds", "start": "--start",
+                                         "workload": "WORKLOAD"}.items()
+                 if name != "json" and getattr(args, name, None) not in (None, False)]
+        if given or args.jobs != 1:
+            return (f"--known lists the known findings and takes only --json, not "
+                    f"{', '.join(given) or '-j'}")
+        return None
     if args.seeds is not None:
         given = [flag for name, flag in SEARCH_ONLY.items()
                  if getattr(args, name) not in (None, False)]
@@ -130,6 +142,8 @@ def run_explore(args: argparse.Namespace) -> int:
     error = mode_error(args)
     if error is not None:
         return _fail(error)
+    if getattr(args, "known", False):
+        return print_known(args.json)
     if (args.workload is None) == (args.file is None):
         return _fail("give a WORKLOAD (raycluster, rayjob, rayservice or a scenario) or -f FILE")
     try:
@@ -306,6 +320,31 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
 
 #: Runs that raised printed in full; the rest are counted (all are in --json).
 SHOWN_ERRORS = 5
+
+
+def print_known(as_json: bool) -> int:
+    """``emu explore --known``: the known findings shipped with the package, each with its Go
+    functions, upstream links and what to do."""
+    from .known import KNOWN
+
+    if as_json:
+        sys.stdout.write(orjson.dumps({"known": [
+            {"id": k.id, "title": k.title, "go": list(k.go), "links": list(k.links),
+             "mitigation": k.mitigation,
+             "variants": [{"variant": s.variant, "invariants": sorted(s.invariants),
+                           **({"mitigation": s.mitigation} if s.mitigation else {})}
+                          for s in k.shapes]} for k in KNOWN]}).decode() + "\n")
+        return 0
+    for k in KNOWN:
+        print(f"{k.id}. {k.title}")
+        print(f"  go:     {'; '.join(k.go)}")
+        if k.links:
+            print(f"  links:  {' '.join(k.links)}")
+        print(f"  avoid:  {k.mitigation}")
+        for shape in k.shapes:
+            if shape.mitigation:
+                print(f"  avoid ({shape.variant}): {shape.mitigation}")
+    return 0
 
 
 def verdict_lines(verdict: Any) -> list[str]:

@@ -287,3 +287,23 @@ def test_a_replay_with_a_broken_emulator_check_is_emulator_suspect_yet_still_f4(
                        broken, box["found"], box["emulator"])
     assert (verdict.known, verdict.klass) == ("F4", "emulator-suspect"), verdict
     assert "the emulator's own callback failed" in verdict.basis
+
+
+def test_emu_explore_known_lists_every_known_finding_with_what_to_do(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import orjson
+
+    from emu import cli
+
+    assert cli.main(["explore", "--known"]) == 0
+    text = capsys.readouterr().out
+    for k in KNOWN:
+        assert f"{k.id}. {k.title}\n" in text
+        assert f"  avoid:  {k.mitigation}\n" in text
+    assert cli.main(["explore", "--known", "--json"]) == 0
+    listed = orjson.loads(capsys.readouterr().out)["known"]
+    assert [k["id"] for k in listed] == [k.id for k in KNOWN]
+    assert listed[0]["links"] == list(KNOWN[0].links)
+    assert cli.main(["explore", "--known", "rayjob", "--budget", "3"]) == 2
+    assert ("--known lists the known findings and takes only --json, not --budget, WORKLOAD"
+            in capsys.readouterr().err)
