@@ -14,7 +14,10 @@ trace digest.
   KubeRay's behaviour and do not count.
 - ``loop-exception``: an exception escaped into the event loop (a callback that raised, a task
   whose exception nobody retrieved): the world's own machinery failed (docs/findings.md E3, E5,
-  E7 were of this kind).
+  E7 were of this kind). A task's is reported when the garbage collector frees it, whose timing
+  is the process's, not the run's: those records are placed at the run's end, in text order, so
+  a run's records do not depend on when the collector ran (a task still not freed when the run
+  ends is not seen; collecting at every run's end would cost a quarter of a run).
 - ``hot-loop``: a controller reconciled one key over
   `emu.runtime.controller.HOT_LOOP_RECONCILES` times back to back, so the emulator charged each
   further pass virtual time — a documented deviation (docs/deviations.md, "A hot reconcile loop
@@ -78,6 +81,7 @@ class EmulatorChecks:
         self._limit = HOT_LOOP_RECONCILES
         self._streaks: dict[tuple[str, str, str], tuple[float, int]] = {}
         self._loop: Any = sim.loop
+        self._freed: list[str] = []
         self._previous = self._loop.get_exception_handler()
         self._loop.set_exception_handler(self._on_exception)
         sim.trace.subscribe(self._on_event)
@@ -109,8 +113,11 @@ class EmulatorChecks:
         exc = context.get("exception")
         what = f"{type(exc).__name__}: {exc}" if exc is not None else ""
         message = str(context.get("message") or "")
-        self._add("loop-exception", self.sim.now,
-                  "; ".join(x for x in (message, what) if x) or "an exception in the loop")
+        detail = "; ".join(x for x in (message, what) if x) or "an exception in the loop"
+        if "handle" in context:  # a callback that raised: at its instant of the run
+            self._add("loop-exception", self.sim.now, detail)
+        else:  # a task or future freed with its exception unread: whenever the collector ran
+            self._freed.append(detail)
         if self._previous is not None:
             self._previous(loop, context)
         else:
@@ -122,6 +129,8 @@ class EmulatorChecks:
         exception handler back."""
         if self._loop.get_exception_handler() == self._on_exception:
             self._loop.set_exception_handler(self._previous)
+        for detail in sorted(self._freed):
+            self._add("loop-exception", self.sim.now, detail)
         for panic in self.sim.panics[self._panics_before:]:
             kind = str(panic.error).split(":", 1)[0]
             if kind.endswith("Panic"):

@@ -351,14 +351,14 @@ def verdict_lines(verdict: Any) -> list[str]:
     """A finding's known id, class and mitigation, as the text report prints them (three or
     four lines; --json carries every Go function and link)."""
     if verdict.known == "new":
-        lines = ["  known:  new (no known finding has this shape; docs/findings.md lists them)"]
+        lines = ["  known:  new (no known finding has this shape; emu explore --known lists them)"]
     else:
-        lines = [f"  known:  {verdict.known}, {verdict.title}"
-                 + (f" ({verdict.variant})" if verdict.variant else "")]
+        lines = [f"  known:  {verdict.known}, {verdict.variant or verdict.title} "
+                 "(emu explore --known)"]
     go = (f" ({verdict.go[0]}" + (f", +{len(verdict.go) - 1} more in --json" if len(verdict.go) > 1
                                    else "") + ")") if verdict.go else ""
     if verdict.klass == "kuberay":
-        lines.append(f"  class:  kuberay: KubeRay's behaviour as ported{go}")
+        lines.append(f"  class:  kuberay{go}")
     else:
         lines.append(f"  class:  {verdict.klass}: {verdict.basis}")
     if verdict.known != "new" or verdict.mitigation:

@@ -61,7 +61,8 @@ def test_failing_shapes_not_shrunk_are_printed_and_in_the_json(
     text = capsys.readouterr().out
     assert (f"{len(unshrunk)} other failing plan shape(s) contain a finding's minimized shape"
             in text)
-    assert "  known:  new (no known finding has this shape" in text
+    assert "  known:  new (no known finding has this shape; emu explore --known lists them)" \
+        in text
     assert "  class:  operator: your operator's behaviour" in text
 
 

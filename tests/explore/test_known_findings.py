@@ -216,8 +216,13 @@ def _checked_world(attach: bool) -> dict[str, Any]:
         def boom() -> None:
             raise RuntimeError("a callback of the emulator broke")
 
+        async def fails() -> None:
+            raise RuntimeError("a task of the emulator failed")
+
         sim.loop.call_soon(boom)
+        task: Any = sim.loop.create_task(fails())
         await sim.sleep(1.0)
+        del task  # freed with its exception unread: reported by its destructor
         proc = sim.processes.start("ctl", lambda p: sim.sleep(100.0))
         try:
             {}["missing"]
@@ -240,10 +245,15 @@ def test_the_checks_see_a_loop_exception_a_panic_and_a_hot_loop_without_changing
         ) -> None:
     box = _checked_world(attach=True)
     checks = [r["check"] for r in box["records"]]
-    assert checks == ["loop-exception", "reconcile-panic", "hot-loop"], box["records"]
+    assert checks == ["loop-exception", "reconcile-panic", "hot-loop", "loop-exception"], \
+        box["records"]
     assert "a callback of the emulator broke" in box["records"][0]["detail"]
     assert "KeyError" in box["records"][1]["detail"]
     assert "controller c of ctl reconciled default/x over" in box["records"][2]["detail"]
+    # a task's unread exception is placed at the run's end, whenever the collector saw it
+    assert "Task exception was never retrieved" in box["records"][3]["detail"]
+    assert "a task of the emulator failed" in box["records"][3]["detail"]
+    assert box["records"][3]["at"] >= box["records"][2]["at"]
     assert box["handler"] is None  # given back
     assert box["digest"] == _checked_world(attach=False)["digest"]
 
@@ -307,3 +317,26 @@ def test_emu_explore_known_lists_every_known_finding_with_what_to_do(
     assert cli.main(["explore", "--known", "rayjob", "--budget", "3"]) == 2
     assert ("--known lists the known findings and takes only --json, not --budget, WORKLOAD"
             in capsys.readouterr().err)
+
+
+def test_the_text_report_says_known_class_and_what_to_do_in_three_lines() -> None:
+    from emu.explore.cli import verdict_lines
+
+    wl = builtin("rayjob")
+    v = _status_violation("AppFailed", "SUCCEEDED")
+    kill = [LoseRayPod(owner="demo-job", how="kill")]
+    known = verdict_lines(classify(wl, {}, kill, v["invariant"], v))
+    assert known == [
+        "  known:  F4, Failed (AppFailed) beside SUCCEEDED after the head was lost "
+        "(emu explore --known)",
+        "  class:  kuberay (ray-operator/controllers/ray/rayjob_controller.go "
+        "RayJobReconciler.Reconcile (Running: GetJobInfo not found with the submitter "
+        "finished))",
+        f"  avoid:  {by_id('F4').mitigation}"]
+    record = {"check": "hot-loop", "at": 3.0, "detail": "controller raycluster ..."}
+    suspect = verdict_lines(classify(wl, {}, kill, v["invariant"], v, [v], [record]))
+    assert suspect[1] == ("  class:  emulator-suspect: the same run broke the emulator's "
+                          "hot-loop check: controller raycluster ...")
+    f5 = verdict_lines(classify(wl, {"backoffLimit": 1}, [], "retry-attempts-fenced", {
+        "invariant": "retry-attempts-fenced", "message": "...", "objects": []}))
+    assert f5[-1].startswith("  avoid:  None known in KubeRay's settings")
