@@ -340,3 +340,24 @@ def test_the_text_report_says_known_class_and_what_to_do_in_three_lines() -> Non
     f5 = verdict_lines(classify(wl, {"backoffLimit": 1}, [], "retry-attempts-fenced", {
         "invariant": "retry-attempts-fenced", "message": "...", "objects": []}))
     assert f5[-1].startswith("  avoid:  None known in KubeRay's settings")
+
+
+def test_a_real_hot_loop_breaks_the_hot_loop_check() -> None:
+    # docs/findings.md E2's replay: the leader's RayCluster events coalesced for 20 s while the
+    # RayJob finishes; its stale cache recreates what the garbage collector deletes, and the
+    # emulator charges the loop virtual time (a documented deviation) until the events arrive
+    from emu.faults import CoalesceEvents
+
+    wl = builtin("rayjob")
+    leader = "default/kuberay-operator-qzcxtfbltw-wg24z/kuberay-operator"
+    box: dict[str, Any] = {}
+
+    async def main(sim: emu.Simulation) -> None:
+        box["found"], box["emulator"] = await replay_run(
+            sim, wl, {}, [CoalesceEvents(at=20.105, process=leader, kind="RayCluster",
+                                         duration=20.0)])
+
+    emu.run(main, seed=1, **world_options(wl))
+    assert [r["check"] for r in box["emulator"]] == ["hot-loop"], box["emulator"]
+    assert f"controller raycluster of {leader} reconciled default/demo-job-" \
+        in box["emulator"][0]["detail"]
