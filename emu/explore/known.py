@@ -118,6 +118,9 @@ KNOWN: tuple[Known, ...] = (
             Shape(STEADY | _s("retry-attempts-fenced", "rayjob-status-consistent"),
                   "the consequence of two live heads after a stalled operator replica",
                   also=_s("one-live-head"), faults=(_s("operator-stall"),)),
+            Shape(_s("retry-attempts-fenced"),
+                  "a stalled operator replica's cluster overlapping the next attempt",
+                  faults=(_s("operator-stall"),)),
         )),
     Known(
         id="F2",

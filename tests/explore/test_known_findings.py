@@ -361,3 +361,14 @@ def test_a_real_hot_loop_breaks_the_hot_loop_check() -> None:
     assert [r["check"] for r in box["emulator"]] == ["hot-loop"], box["emulator"]
     assert f"controller raycluster of {leader} reconciled default/demo-job-" \
         in box["emulator"][0]["detail"]
+
+
+def test_attempts_overlapping_after_a_stalled_replica_are_f1_after_a_late_watch_f5() -> None:
+    wl = builtin("rayjob")
+    fenced = {"invariant": "retry-attempts-fenced", "at": 41.1, "objects": ["RayJob/default/j"],
+              "message": "RayJob default/j had Pods of attempt 1 ... and attempt 2 ..."}
+    stall = [AtCall(n=1, then=Pause(duration=30.0), verb="update_status", kind="RayJob")]
+    late = [CoalesceEvents(at=1.1, kind="RayCluster", duration=20.0)]
+    knobs = {"suspend": True, "unsuspend": False}
+    assert classify(wl, knobs, stall, fenced["invariant"], fenced).known == "F1"
+    assert classify(wl, knobs, late, fenced["invariant"], fenced).known == "F5"
