@@ -3,10 +3,11 @@ plan, with the change the mitigation asks for, no longer breaks the invariant â€
 still acted (the plan was performed, the job was run), so the check cannot pass by missing its
 window.
 
-F1's (``ENABLE_DETERMINISTIC_HEAD_POD_NAME=true`` on the operator) and F2's (GCS fault tolerance
-on: the restarted head reads the job table back). F4 names the same GCS fault tolerance; its
-window (the head lost between the job's end and KubeRay seeing the submitter finish) moves with
-the Redis Pod's start, so it is not replayed here.
+F1's (``ENABLE_DETERMINISTIC_HEAD_POD_NAME=true`` on the operator), F2's (GCS fault tolerance
+on: the restarted head reads the job table back) and F3's (K8sJobMode; or, keeping SidecarMode,
+``preRunningDeadlineSeconds``, which fails the RayJob instead of leaving it wedged). F4 names
+the same GCS fault tolerance; its window (the head lost between the job's end and KubeRay
+seeing the submitter finish) moves with the Redis Pod's start, so it is not replayed here.
 """
 
 from __future__ import annotations
@@ -37,10 +38,25 @@ def _load(name: str) -> ModuleType:
 
 
 def _replay(module: ModuleType, workload: Any, plan: Any,
-            env: dict[str, str] | None = None) -> dict[str, Any]:
+            env: dict[str, str] | None = None,
+            knobs: dict[str, Any] | None = None) -> dict[str, Any]:
     box: dict[str, Any] = {}
 
     async def main(sim: emu.Simulation) -> None:
+        reasons: list[str] = []
+        box["reasons"] = reasons
+
+        def on_write(ev: Any) -> None:  # every RayJob status reason written, in order
+            if ev.event == "write" and ev.fields.get("kind") == "RayJob":
+                try:
+                    job = sim.api.get("RayJob", str(ev.fields.get("name")), "default")
+                except Exception:  # deleted
+                    return
+                reason = (job.get("status") or {}).get("reason")
+                if reason and reason not in reasons:
+                    reasons.append(str(reason))
+
+        sim.trace.subscribe(on_write)
         if env is None:
             await prepare(sim, workload)
         else:  # runner.prepare, with the operator's environment the mitigation sets
@@ -48,7 +64,8 @@ def _replay(module: ModuleType, workload: Any, plan: Any,
             kuberay = await sim.install_kuberay(replicas=workload.setup.operator_replicas,
                                                 resources=RESOURCES, env=env)
             await kuberay.wait_for_leader(timeout=120)
-        box["found"], _, _ = await play(sim, workload, RunSpec(module.KNOBS, plan))
+        box["found"], _, _ = await play(sim, workload, RunSpec(
+            module.KNOBS if knobs is None else knobs, plan))
         box["performed"] = [type(f).__name__ for f in sim.faults.performed()]
         box["events"] = [(e.event, dict(e.fields)) for e in sim.trace.events
                          if e.event in ("job_submission_received", "job_recovered")]
@@ -88,3 +105,20 @@ def test_f2_gcs_fault_tolerance_keeps_the_job_from_running_twice() -> None:
     recovered = [f for e, f in box["events"] if e == "job_recovered"]
     assert len(submissions) == 1, box["events"]
     assert recovered and recovered[0]["submission_id"] == submissions[0], box["events"]
+
+
+def test_f3_k8s_job_mode_or_a_pre_running_deadline_leaves_no_rayjob_wedged() -> None:
+    mitigation = by_id("F3").mitigation
+    assert "K8sJobMode" in mitigation and "preRunningDeadlineSeconds" in mitigation
+    module = _load("test_sidecar_job_ends_before_cluster_ready")
+    # the same lost response, in the default submission mode
+    box = _replay(module, module.WORKLOAD, module.PLAN, knobs={})
+    assert "LoseResponses" in box["performed"]
+    assert not box["found"], box["found"]
+    # SidecarMode kept, with a deadline before the RayJob is Running: it fails, not wedges
+    manifests = copy.deepcopy(list(module.WORKLOAD.manifests))
+    manifests[0]["spec"]["preRunningDeadlineSeconds"] = 60
+    box = _replay(module, attrs.evolve(module.WORKLOAD, manifests=manifests), module.PLAN)
+    assert "LoseResponses" in box["performed"]
+    assert not box["found"], box["found"]
+    assert "PreRunningDeadlineExceeded" in box["reasons"], box["reasons"]
