@@ -5,7 +5,8 @@ Exit status: 1 when there are findings or runs that raised, 0 when neither, 2 on
 unknown workload, a budget that is neither a count nor a duration, a store made for another
 workload, a workload whose reference run raises). With ``--json`` the last line of output is
 ``{"runs": N, "seed": S, "findings": [{"invariant", "message", "plan", "knobs", "seed",
-"replay", "test_file", "digest", ...}, ...], "errors": [{"run", "error", "plan", "knobs"}, ...],
+"replay", "test_file", "digest", "known", "class", "mitigation", "go", "emulator", ...}, ...],
+"errors": [{"run", "error", "plan", "knobs"}, ...],
 "unshrunk": [...], "idle": [...], "partial": K}`` (``unshrunk``: failing plan shapes not shrunk,
 each with the finding that explains it, or 0 when its invariant had its ``--per-invariant``
 shrinks; ``idle``: runs none of whose faults took effect, with why).
@@ -65,6 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "lose-responses, pod-loss, outages, perturbations, serve-failures); "
                         "default: the workload's, else all but serve-failures")
     p.add_argument("--json", action="store_true", help="end with one JSON object")
+    p.add_argument("--known", action="store_true",
+                   help="list the known KubeRay findings (F1..) with what to do about each, "
+                        "and exit (with --json: as one JSON object)")
     p.add_argument("--shrink-budget", type=int, default=None,
                    help="runs spent shrinking each finding (default 60)")
     p.add_argument("--per-invariant", type=int, default=None, metavar="N",
@@ -92,7 +96,16 @@ DEFAULTS = {"budget": "200", "seed": 0, "shrink_budget": 60, "per_invariant": 3,
 def mode_error(args: argparse.Namespace) -> str | None:
     """What is wrong with combining these options, or None: an option the chosen mode would
     accept and silently ignore is refused instead (the legacy ``--seeds`` sweep takes only
-    WORKLOAD, --start and -j; --start needs --seeds, --ray-cpus needs --ray)."""
+    WORKLOAD, --start and -j; --start needs --seeds, --ray-cpus needs --ray; --known takes only
+    --json)."""
+    if getattr(args, "known", False):
+        given = [flag for name, flag in {**SEARCH_ONLY, "seeds": "--seeds", "start": "--start",
+                                         "workload": "WORKLOAD"}.items()
+                 if name != "json" and getattr(args, name, None) not in (None, False)]
+        if given or args.jobs != 1:
+            return (f"--known lists the known findings and takes only --json, not "
+                    f"{', '.join(given) or '-j'}")
+        return None
     if args.seeds is not None:
         given = [flag for name, flag in SEARCH_ONLY.items()
                  if getattr(args, name) not in (None, False)]
@@ -129,6 +142,8 @@ def run_explore(args: argparse.Namespace) -> int:
     error = mode_error(args)
     if error is not None:
         return _fail(error)
+    if getattr(args, "known", False):
+        return print_known(args.json)
     if (args.workload is None) == (args.file is None):
         return _fail("give a WORKLOAD (raycluster, rayjob, rayservice or a scenario) or -f FILE")
     try:
@@ -242,6 +257,9 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
         print(f"finding {n}: [{f.invariant}] {f.message}")
         if f.also:
             print(f"  also:   the same run broke {', '.join(f.also)}")
+        if f.verdict is not None:
+            for line in verdict_lines(f.verdict):
+                print(line)
         if f.without_faults and f.knobs:
             print("  plan:   [] (no fault: these knobs alone break it; it explains every "
                   "failing run of this invariant with them)")
@@ -302,6 +320,50 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
 
 #: Runs that raised printed in full; the rest are counted (all are in --json).
 SHOWN_ERRORS = 5
+
+
+def print_known(as_json: bool) -> int:
+    """``emu explore --known``: the known findings shipped with the package, each with its Go
+    functions, upstream links and what to do."""
+    from .known import KNOWN
+
+    if as_json:
+        sys.stdout.write(orjson.dumps({"known": [
+            {"id": k.id, "title": k.title, "go": list(k.go), "links": list(k.links),
+             "mitigation": k.mitigation,
+             "variants": [{"variant": s.variant, "invariants": sorted(s.invariants),
+                           **({"mitigation": s.mitigation} if s.mitigation else {})}
+                          for s in k.shapes]} for k in KNOWN]}).decode() + "\n")
+        return 0
+    for k in KNOWN:
+        print(f"{k.id}. {k.title}")
+        print(f"  go:     {'; '.join(k.go)}")
+        if k.links:
+            print(f"  links:  {' '.join(k.links)}")
+        print(f"  avoid:  {k.mitigation}")
+        for shape in k.shapes:
+            if shape.mitigation:
+                print(f"  avoid ({shape.variant}): {shape.mitigation}")
+    return 0
+
+
+def verdict_lines(verdict: Any) -> list[str]:
+    """A finding's known id, class and mitigation, as the text report prints them (three or
+    four lines; --json carries every Go function and link)."""
+    if verdict.known == "new":
+        lines = ["  known:  new (no known finding has this shape; emu explore --known lists them)"]
+    else:
+        lines = [f"  known:  {verdict.known}, {verdict.variant or verdict.title} "
+                 "(emu explore --known)"]
+    go = (f" ({verdict.go[0]}" + (f", +{len(verdict.go) - 1} more in --json" if len(verdict.go) > 1
+                                   else "") + ")") if verdict.go else ""
+    if verdict.klass == "kuberay":
+        lines.append(f"  class:  kuberay{go}")
+    else:
+        lines.append(f"  class:  {verdict.klass}: {verdict.basis}")
+    if verdict.known != "new" or verdict.mitigation:
+        lines.append(f"  avoid:  {verdict.mitigation or 'none known'}")
+    return lines
 
 
 def _numbered(result: Any) -> list[tuple[int, Any]]:

@@ -21,6 +21,7 @@ from .workload import Workload
 
 if TYPE_CHECKING:
     from ..simulation import Simulation
+    from .known import Verdict
 
 
 async def replay(sim: Simulation, workload: Workload, knobs: dict[str, Any], plan: Any,
@@ -29,9 +30,18 @@ async def replay(sim: Simulation, workload: Workload, knobs: dict[str, Any], pla
     fixture or `emu.run`, with `runner.world_options`) and return the violations, as the
     explorer found them. ``invariants`` are the ones the search checked (None:
     `emu.invariants.kuberay_invariants()`)."""
-    await prepare(sim, workload)
-    found, _ = await play(sim, workload, RunSpec(knobs, plan), invariants)
+    found, _ = await replay_run(sim, workload, knobs, plan, invariants)
     return found
+
+
+async def replay_run(sim: Simulation, workload: Workload, knobs: dict[str, Any], plan: Any,
+                     invariants: Sequence[Any] | None = None
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`replay`, and the emulator's own consistency checks the run broke
+    (`emu.explore.checks`), which `emu.explore.known.classify` needs."""
+    await prepare(sim, workload)
+    found, _, emulator = await play(sim, workload, RunSpec(knobs, plan), invariants)
+    return found, emulator
 
 
 def _slug(text: str) -> str:
@@ -94,16 +104,40 @@ def explain(broken: Sequence[dict[str, Any]], sim: Simulation, digest: str) -> s
     return "\n".join(lines)
 
 
+def verdict_text(verdict: Verdict | None) -> str:
+    """What an exported test and its timeline say of the finding's known id, class and
+    mitigation (`emu.explore.known.Verdict`); empty without one."""
+    if verdict is None:
+        return ""
+    if verdict.known == "new":
+        lines = [f"A new finding, class {verdict.klass}: {verdict.basis}."]
+        if verdict.go:
+            lines.append("Start reading at: " + "; ".join(verdict.go) + ".")
+    else:
+        lines = [f"Known finding {verdict.known}, class {verdict.klass}: {verdict.title}"
+                 + (f" ({verdict.variant})" if verdict.variant else "") + ".",
+                 "Go: " + "; ".join(verdict.go) + "."]
+        if verdict.klass != "kuberay":
+            lines.append(f"Class {verdict.klass}: {verdict.basis}.")
+    if verdict.mitigation:
+        lines.append(f"What to do: {verdict.mitigation}")
+    return "\n".join(_wrap(line) for line in lines)
+
+
 def pytest_source(workload: Workload, spec: RunSpec, seed: int, invariant: str, message: str,
                   replay_command: str = "", *, digest: str = "",
-                  invariants: Sequence[Any] | None = None) -> str:
-    """The text of the pytest file for a finding."""
+                  invariants: Sequence[Any] | None = None,
+                  verdict: Verdict | None = None) -> str:
+    """The text of the pytest file for a finding (``verdict``: its known id, class and
+    mitigation, said in the docstring)."""
     name = _slug(f"{workload.name} {invariant}")
+    said = verdict_text(verdict).replace("\\", "/").replace('"""', "'''")
     header = ("# Written by emu explore (emu.explore.export): the long lines are data.\n"
               "# ruff: noqa: E501, I001, RUF100\n"
               f'"""Found by the explorer: {invariant} on workload {workload.name!r}, seed {seed}.\n\n'
               f"{_wrap(message)}\n\n"
-              f"Fails while the port keeps the behaviour (KubeRay's, see docs/findings.md).\n")
+              + (f"{said}\n\n" if said else "")
+              + "Fails while the port keeps the behaviour (KubeRay's, see docs/findings.md).\n")
     if replay_command:
         header += f"Found with: {replay_command}\n"
     header += '"""\n'
@@ -170,7 +204,8 @@ def excerpt(events: list[TraceEvent], *, around: float | None = None,
 
 def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int,
                    invariant: str, message: str, at: float, *, replay_command: str = "",
-                   invariants: Sequence[Any] | None = None) -> dict[str, str]:
+                   invariants: Sequence[Any] | None = None,
+                   verdict: Verdict | None = None) -> dict[str, str]:
     """Write ``test_<slug>.py`` and its ``.html`` timeline into ``directory``; returns their
     paths, the timeline excerpt and the run's digest. ``invariants``: the ones the search
     checked (None: `emu.invariants.kuberay_invariants()`), replayed and written into the
@@ -212,11 +247,12 @@ def export_finding(directory: Path, workload: Workload, spec: RunSpec, seed: int
     digest = str(box.get("digest") or sim.trace.digest())
     test_path = directory / f"{base}.py"
     test_path.write_text(pytest_source(workload, spec, seed, invariant, message, replay_command,
-                                       digest=digest, invariants=invariants))
+                                       digest=digest, invariants=invariants, verdict=verdict))
     html_path = directory / f"{base}.html"
     html_path.write_text(render_html(
         f"{workload.name}: {invariant} (seed {seed})", sim.trace.events,
-        [{"claim": f"{invariant}: {message}", "ok": False, "detail": ""}], {}, digest))
+        [{"claim": f"{invariant}: {message}", "ok": False,
+          "detail": verdict_text(verdict).replace("\n", " ")}], {}, digest))
     return {"test_file": str(test_path), "html": str(html_path),
             "excerpt": excerpt(sim.trace.events, around=at), "digest": digest}
 

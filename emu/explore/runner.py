@@ -120,6 +120,9 @@ class RunResult:
     actions: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple, repr=False)
     #: ``{"fault": repr, "why": text}`` for each fault of the run that never took effect.
     unperformed: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
+    #: ``{"check", "at", "detail"}`` for each of the emulator's own consistency checks the run
+    #: broke (`emu.explore.checks`): its findings may be the emulator's artefacts.
+    emulator: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
 
     @property
     def failed(self) -> bool:
@@ -135,7 +138,7 @@ class RunResult:
         return {"spec": self.spec.to_dict(), "violations": list(self.violations),
                 "digest": self.digest, "performed": list(self.performed), "error": self.error,
                 "virtual": self.virtual, "wall": self.wall, "actions": list(self.actions),
-                "unperformed": list(self.unperformed)}
+                "unperformed": list(self.unperformed), "emulator": list(self.emulator)}
 
     @classmethod
     def from_dict(cls, item: Obj) -> RunResult:
@@ -143,7 +146,8 @@ class RunResult:
                    digest=item.get("digest", ""), performed=item.get("performed") or (),
                    error=item.get("error", ""), virtual=item.get("virtual", 0.0),
                    wall=item.get("wall", 0.0), actions=item.get("actions") or (),
-                   unperformed=item.get("unperformed") or ())
+                   unperformed=item.get("unperformed") or (),
+                   emulator=item.get("emulator") or ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,10 +456,14 @@ class _Recorder:
 
 async def play(sim: Simulation, workload: Workload, spec: RunSpec,
                invariants: Sequence[Any] | None = None, *, record: bool = False
-               ) -> tuple[list[Obj], list[Obj]]:
-    """The second half of a run: the violations it found (as dicts) and, with ``record``, the
-    actions it saw (the reference run's log)."""
+               ) -> tuple[list[Obj], list[Obj], list[Obj]]:
+    """The second half of a run: the violations it found (as dicts), with ``record`` the
+    actions it saw (the reference run's log), and the emulator's own consistency checks it
+    broke (`emu.explore.checks`)."""
+    from .checks import EmulatorChecks
+
     invariants = default_invariants() if invariants is None else list(invariants)
+    checks = EmulatorChecks.attach(sim)
     monitors = _attach(sim, invariants)
     quiet = Quiet(sim, workload) if EARLY_STOP else None
     recorder = _Recorder(sim, workload) if record else None
@@ -478,7 +486,8 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
         found.append({"invariant": v.invariant, "message": v.message, "at": round(v.at, 6),
                       "objects": list(v.objects)})
     found.sort(key=lambda v: (v["at"], v["invariant"], v["message"]))
-    return found, (recorder.actions if recorder is not None else [])
+    return (found, recorder.actions if recorder is not None else [],
+            checks.finish(spec.plan))
 
 
 def _last_fault_end(sim: Simulation) -> float:
@@ -803,7 +812,8 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         box["sim"] = sim
         box["watchdog"] = Watchdog(sim)
         await prepare(sim, workload)
-        box["found"], box["actions"] = await play(sim, workload, spec, invariants, record=record)
+        box["found"], box["actions"], box["emulator"] = await play(sim, workload, spec,
+                                                                   invariants, record=record)
         box["digest"], box["now"] = sim.trace.digest(), sim.now
         box["performed"] = [repr(f) for f in sim.faults.performed()]
         box["unperformed"] = _unperformed(sim)
@@ -824,7 +834,8 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
-                    box.get("actions") or (), box.get("unperformed") or ())
+                    box.get("actions") or (), box.get("unperformed") or (),
+                    box.get("emulator") or ())
 
 
 def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
@@ -847,12 +858,13 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
         # The child: this is the same task step a fresh run is in after `prepare`.
         found: list[Obj] = []
         actions: list[Obj] = []
+        emulator: list[Obj] = []
         error = ""
         try:
-            found, actions = await play(sim, workload, spec, checks, record=record)
+            found, actions, emulator = await play(sim, workload, spec, checks, record=record)
         except BaseException as exc:
             error = watchdog.error or f"{type(exc).__name__}: {exc}"
-        _report(sim, spec, found, actions, error, fd, had_workdir)
+        _report(sim, spec, found, actions, error, fd, had_workdir, emulator)
 
     from ..faults import UnperformedFaults
 
@@ -918,7 +930,7 @@ def _fork_loop(specs: Sequence[RunSpec], emit: Callable[[RunResult], None]
 
 
 def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj], error: str,
-            fd: int, had_workdir: bool) -> None:
+            fd: int, had_workdir: bool, emulator: Sequence[Obj] = ()) -> None:
     """The forked child's end: write the result to the parent and ``os._exit`` (no cleanup of
     the shared world; only a work directory the child itself created is removed)."""
     code = 0
@@ -927,7 +939,7 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
         result = RunResult(spec, found, "" if error else sim.trace.digest(),
                            [] if error else [repr(f) for f in sim.faults.performed()], error,
                            0.0 if error else round(sim.now, 6), 0.0, actions,
-                           [] if error else _unperformed(sim))
+                           [] if error else _unperformed(sim), [] if error else emulator)
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:

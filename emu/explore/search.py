@@ -22,6 +22,7 @@ import attrs
 from ..faults import FaultPlan
 from . import plans
 from .faults import AtCall
+from .known import Verdict, classify
 from .runner import ForkServer, RunResult, RunSpec
 from .shrink import shape, shrink
 from .store import Store
@@ -58,6 +59,10 @@ class Finding:
     digest: str = ""
     #: The shrinker spent its whole budget: the plan may shrink further with a larger one.
     shrink_cut: bool = False
+    #: Which known finding it matches, its class and what to do (`emu.explore.known`).
+    verdict: Verdict | None = None
+    #: The emulator's own consistency checks the minimized run broke (`emu.explore.checks`).
+    emulator: tuple[Obj, ...] = ()
 
     @property
     def without_faults(self) -> bool:
@@ -72,7 +77,10 @@ class Finding:
                 "test_file": self.test_file, "html": self.html, "digest": self.digest,
                 "runs_to_find": self.runs_to_find, "shrink_runs": self.shrink_runs,
                 "shrink_cut": self.shrink_cut,
-                "also": list(self.also)}
+                "also": list(self.also),
+                **(self.verdict.to_json() if self.verdict is not None
+                   else {"known": None, "class": None, "mitigation": None}),
+                "emulator": list(self.emulator)}
 
 
 class NoPlans(RuntimeError):
@@ -378,19 +386,22 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     minimized: dict[tuple[Any, ...], Finding] = {}
 
     def found(invariant: str, v: Obj, spec: RunSpec, violations: Sequence[Obj],
-              runs_to_find: int, spent: int) -> Finding:
+              runs_to_find: int, spent: int, emulator: Sequence[Obj] = ()) -> Finding:
         knobs = workload.changed(spec.knob_map)
+        verdict = classify(workload, spec.knob_map, spec.plan, invariant, v, violations,
+                           emulator)
         finding = Finding(invariant=invariant, message=str(v["message"]), at=float(v["at"]),
                           knobs=knobs, plan=spec.plan, seed=seed, workload=workload.name,
                           replay=replay_command, runs_to_find=runs_to_find, shrink_runs=spent,
                           shrink_cut=0 < shrink_budget <= spent,
                           also=tuple(sorted({str(x["invariant"]) for x in violations}
-                                            - {invariant})))
+                                            - {invariant})),
+                          verdict=verdict, emulator=tuple(emulator))
         if export and out is not None:
             paths = export_finding(Path(out) / "findings", workload, RunSpec(knobs, spec.plan),
                                    seed, invariant, finding.message, finding.at,
                                    replay_command=replay_command,
-                                   invariants=executor.invariants)
+                                   invariants=executor.invariants, verdict=verdict)
             finding = attrs.evolve(finding, test_file=paths["test_file"], html=paths["html"],
                                    excerpt=paths["excerpt"], digest=paths["digest"])
         return finding
@@ -402,7 +413,8 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     for v in reference.violations:
         key = (str(v["invariant"]), ())
         if key not in minimized:
-            minimized[key] = found(key[0], v, RunSpec(), reference.violations, 0, 0)
+            minimized[key] = found(key[0], v, RunSpec(), reference.violations, 0, 0,
+                                   reference.emulator)
     unshrunk: list[Unshrunk] = []
     shrunk_per_invariant: dict[str, int] = {}
     families: dict[str, set[tuple[str, ...]]] = {}
@@ -434,7 +446,8 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
         key = (invariant, shape(small.spec))
         if key in minimized:
             continue
-        minimized[key] = found(invariant, sv, small.spec, small.violations, i + 1, spent)
+        minimized[key] = found(invariant, sv, small.spec, small.violations, i + 1, spent,
+                               small.emulator)
     errors = tuple((i + 1, r) for i, r in enumerate(finished) if r.error)
     return ExploreResult(runs=len(finished), findings=tuple(minimized.values()),
                          errors=tuple(r for _, r in errors), error_runs=tuple(n for n, _ in errors),

@@ -35,6 +35,11 @@ def test_findings_exit_1_with_the_json_shape_and_a_test_file_that_fails_on_its_o
     assert finding["invariant"] == "workload-goal"
     assert finding["plan"].startswith("[") and finding["knobs"] == {}
     assert finding["replay"] == f"pytest {finding['test_file']}"
+    # what to do about it: no known KubeRay finding, the behaviour of the workload's own
+    # operator (Setup.install), no mitigation known, no emulator check broken
+    assert (finding["known"], finding["class"], finding["mitigation"]) == ("new", "operator", None)
+    assert "explore_worlds:no_controller" in finding["class_basis"]
+    assert finding["emulator"] == [] and finding["go"] == []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(ROOT), str(Path(__file__).parent))))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            finding["test_file"]], capture_output=True, text=True, env=env,
@@ -53,8 +58,12 @@ def test_failing_shapes_not_shrunk_are_printed_and_in_the_json(
     unshrunk = _json(capsys.readouterr().out)["unshrunk"]
     assert unshrunk and all(u["explained_by"] >= 1 for u in unshrunk)
     assert cli.main([*argv, "--out", str(tmp_path / "a")]) == 1
+    text = capsys.readouterr().out
     assert (f"{len(unshrunk)} other failing plan shape(s) contain a finding's minimized shape"
-            in capsys.readouterr().out)
+            in text)
+    assert "  known:  new (no known finding has this shape; emu explore --known lists them)" \
+        in text
+    assert "  class:  operator: your operator's behaviour" in text
 
 
 def test_no_findings_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

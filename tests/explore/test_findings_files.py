@@ -4,7 +4,9 @@ docs/findings.md promises, for each finding, a standalone file that fails while 
 KubeRay's behaviour. A change elsewhere in the world (a kubelet's timing, a controller's order)
 can make a recorded plan miss its window; then the file would pass and the page would be wrong
 without anyone noticing. Each file is replayed here exactly as pytest would run it (its
-workload, knobs, plan and seed), in this process.
+workload, knobs, plan and seed), in this process, and the explorer's classification of what it
+shows must name the known finding (`emu.explore.known`) whose replays list the file, as a
+KubeRay behaviour: the shipped signatures recognise the shipped findings.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 import pytest
 
 import emu
-from emu.explore.export import replay
+from emu.explore.export import replay_run
+from emu.explore.known import KNOWN, classify
 from emu.explore.runner import world_options
 
 FINDINGS = Path(__file__).resolve().parents[2] / "docs" / "findings"
@@ -52,9 +55,14 @@ def test_a_finding_file_fails_for_its_invariant(path: Path) -> None:
     box: dict[str, Any] = {}
 
     async def main(sim: emu.Simulation) -> None:
-        box["found"] = await replay(sim, module.WORKLOAD, module.KNOBS, module.PLAN,
-                                    getattr(module, "INVARIANTS", None))
+        box["found"], box["emulator"] = await replay_run(
+            sim, module.WORKLOAD, module.KNOBS, module.PLAN, getattr(module, "INVARIANTS", None))
 
     emu.run(main, seed=_seed(module), **world_options(module.WORKLOAD))
     broken = [v for v in box["found"] if v["invariant"] == module.INVARIANT]
     assert broken, f"{path.name} no longer shows {module.INVARIANT}: {box['found']}"
+    [expected] = [k.id for k in KNOWN if path.name in k.replays]
+    verdict = classify(module.WORKLOAD, module.KNOBS, module.PLAN, module.INVARIANT, broken[0],
+                       box["found"], box["emulator"])
+    assert (verdict.known, verdict.klass) == (expected, "kuberay"), (verdict, box["found"])
+    assert verdict.mitigation

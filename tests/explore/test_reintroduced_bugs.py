@@ -253,6 +253,12 @@ def test_kuberay_1741_a_quickly_undone_resume_leaves_pods_running_under_suspende
     assert finding.invariant == "suspended-cluster-has-no-pods"
     assert "RayCluster default/raycluster says suspended" in finding.message
     assert "raycluster-head-" in finding.message
+    # a bug no known finding describes is reported as new, KubeRay's as ported, with the
+    # reconciler to start reading and no mitigation claimed
+    assert finding.verdict is not None
+    assert (finding.verdict.known, finding.verdict.klass) == ("new", "kuberay")
+    assert finding.verdict.mitigation is None
+    assert any("raycluster_controller.go" in go for go in finding.verdict.go)
 
 
 TIMEOUT = "rayservice-initializing-timeout"
