@@ -13,8 +13,9 @@ document of ``kind: KnobSpace`` in the file declares its knobs (see docs/explore
 name is a workload too (`scenario_workload`): the scenario drives the world, the explorer adds
 faults and invariants on top.
 
-About 500 lines, one module: the knob space, the checks that refuse a knob or goal that could
-do nothing, the YAML reader and the built-ins share one vocabulary (`Knob`, `Goal`, `Setup`).
+About 600 lines, one module: the knob space, the checks that refuse a knob or goal that could
+do nothing (or that the kind's schema does not declare), the YAML reader and the built-ins share
+one vocabulary (`Knob`, `Goal`, `Setup`).
 """
 
 from __future__ import annotations
