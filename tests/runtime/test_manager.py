@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime_helpers import configmap, events, start_replicas
 
-from emu.invariants import LeadershipTenures, TwoLeaderChecker
+from emu.invariants import LeadershipTenures, TwoLeaderChecker, TwoLeaderWindows
 from emu.runtime.manager import Manager
 from emu.runtime.operator_process import OperatorConfig, start_operator
 from emu.runtime.reconcile import Request, Result
@@ -171,6 +171,8 @@ async def test_two_leader_checker_scoped_to_one_lease_ignores_another_operators_
     by_full_name = TwoLeaderChecker(sim.trace, lease=f"default/{LOCK}")
     other_namespace = TwoLeaderChecker(sim.trace, lease=f"team/{LOCK}")
     mine = TwoLeaderChecker(sim.trace, lease="team/my-operator")
+    windows = TwoLeaderWindows().attach(sim)
+    scoped_windows = TwoLeaderWindows(lease=LOCK).attach(sim)
     await sim.client().create(configmap("a"))
     await sim.client().create({"apiVersion": "v1", "kind": "Namespace",
                                "metadata": {"name": "team"}})
@@ -180,6 +182,8 @@ async def test_two_leader_checker_scoped_to_one_lease_ignores_another_operators_
     assert everything.violations  # unscoped, the two operators' leaders look like a window
     assert by_name.windows == by_full_name.windows == other_namespace.windows == []
     assert mine.windows == []
+    assert [v.objects for v in windows.info()] == [("Process/op-0", "Process/mine-0")]
+    assert scoped_windows.info() == []
 
 
 def test_two_leader_checker_refuses_a_lease_that_is_not_a_name():
