@@ -57,6 +57,7 @@ Kubernetes faults (`DeletePod`, `KillContainer`, `FailNode`, `RecoverNode`, `Slo
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -116,15 +117,60 @@ def _listing(names: Iterable[str], limit: int = 60) -> str:
     return ", ".join(shown[:limit]) + (f", ... ({more} more)" if more > 0 else "")
 
 
+#: What an unknown process name's error suggests instead.
+_PROCESS_HINT = (
+    "Processes of Pods are named NAMESPACE/POD/CONTAINER (with cluster=True the operator runs "
+    "as its Deployment's Pods); REPLICA-N names the N-th live Pod of Deployment REPLICA. To "
+    "crash whichever replica leads, use emu.CrashLeader(); to kill a Pod's container, "
+    "emu.faults.KillContainer(pod=..., namespace=...); to delete a Pod, "
+    "emu.faults.DeletePod(name=...).")
+
+
 def _proc(sim: Simulation, process: str | Process) -> Process:
-    """The named process (its current incarnation); a `ValueError` listing the known ones."""
+    """The named process (its current incarnation); a `ValueError` listing the known ones.
+
+    A name no process has of the form ``DEPLOYMENT-N`` (how a replica started without the
+    Kubernetes built-ins is named: ``kuberay-operator-0``) names the N-th live Pod of that
+    Deployment (oldest first, then by name), when its Pods run as processes (``cluster=True``): its container
+    of the Deployment's name, else its first container."""
     if isinstance(process, Process):
         return process
     proc = sim.processes.find(process)
     if proc is None:
+        proc = _deployment_replica(sim, process)
+    if proc is None:
         raise ValueError(f"no process named {process!r} (known: "
-                         f"{_listing(p.name for p in sim.processes.all())})")
+                         f"{_listing(p.name for p in sim.processes.all())}). {_PROCESS_HINT}")
     return proc
+
+
+_REPLICA_NAME = re.compile(r"^(?P<base>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-(?P<n>0|[1-9][0-9]*)$")
+
+
+def _deployment_replica(sim: Simulation, name: str) -> Process | None:
+    """The process ``DEPLOYMENT-N`` stands for (see `_proc`), or None."""
+    found = _REPLICA_NAME.match(name)
+    if found is None:
+        return None
+    base, n = found["base"], int(found["n"])
+    pod_name = re.compile(rf"^{re.escape(base)}-[a-z0-9]+-[a-z0-9]{{5}}$")
+    pods: dict[tuple[str, str], list[Process]] = {}
+    for proc in sim.processes.all():
+        parts = proc.name.split("/")
+        if len(parts) == 3 and pod_name.match(parts[1]):
+            pods.setdefault((parts[0], parts[1]), []).append(proc)
+    live: list[tuple[str, str, str, Process]] = []
+    for (ns, pod), procs in pods.items():
+        if not any(p.alive for p in procs):
+            continue
+        try:
+            created = str(sim.api.get("Pod", pod, ns)["metadata"].get("creationTimestamp", ""))
+        except api_errors.ApiError:
+            continue  # a Pod already removed: not a live replica
+        own = [p for p in procs if p.name.endswith("/" + base)]
+        live.append((created, ns, pod, (own or procs)[0]))
+    live.sort(key=lambda item: item[:3])
+    return live[n][3] if n < len(live) else None
 
 
 def _not_running(proc: Process, sim: Simulation) -> str:
@@ -254,8 +300,7 @@ class Restart(Fault):
     process: str = ""
 
     def apply(self, sim: Simulation) -> None:
-        _proc(sim, self.process)
-        sim.processes.restart(self.process)
+        sim.processes.restart(_proc(sim, self.process).name)
 
 
 @attrs.frozen

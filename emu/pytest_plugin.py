@@ -19,6 +19,10 @@ in strict or auto mode (whose item hands us a synchronous wrapper of the test), 
 (``@pytest.mark.anyio``, ``anyio_mode = auto``). It wraps ``pytest_pyfunc_call``, runs the test,
 and lets the others call a test that has already run. ``emu`` is imported only inside hooks, so
 loading the plugin costs nothing for other tests.
+
+A coroutine of the library that a test never awaited (``sim.sleep(5)`` or ``sim.wait_for(...)``
+without ``await``: it does nothing, and Python only warns when it is collected) fails the test,
+any test, naming the file and line where it was dropped (`pytest_runtest_call`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import inspect
 import os
 import re
 import shlex
+import types
+import warnings
 from collections.abc import Generator
 from typing import Any
 
@@ -344,3 +350,69 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
                 add(name, body)
             else:
                 report.sections.append((name, body))
+
+
+# -- coroutines never awaited ----------------------------------------------------------------------
+
+_EMU_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_NEVER_AWAITED = r"coroutine .* was never awaited"
+
+
+def _library_coroutine(source: Any) -> bool:
+    """Whether ``source`` (a warning's) is a coroutine whose code is the library's."""
+    return isinstance(source, types.CoroutineType) and \
+        os.path.abspath(source.cr_code.co_filename).startswith(_EMU_DIR)
+
+
+def _where(w: warnings.WarningMessage) -> str:
+    """Where the test dropped the coroutine: the creation site when Python tracks coroutine
+    origins (the first frame outside the library), else the line running when it was collected
+    (for ``sim.sleep(5)`` without ``await``, that line)."""
+    origin = getattr(w.source, "cr_origin", None) or ()
+    for filename, lineno, _func in origin:
+        if not os.path.abspath(filename).startswith(_EMU_DIR):
+            return f"{_relative(filename)}:{lineno}"
+    return f"{_relative(w.filename)}:{w.lineno}"
+
+
+def _relative(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if rel.startswith("..") else rel
+
+
+class UnawaitedCoroutine(AssertionError):
+    """A test called a coroutine function of the library and never awaited the coroutine."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """Fail a test in which a library coroutine was never awaited; other warnings go on to
+    pytest as they came."""
+    __tracebackhide__ = True
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", message=_NEVER_AWAITED, category=RuntimeWarning)
+        failure: BaseException | None = None
+        try:
+            result = yield
+        except BaseException as exc:  # the test's own failure: the finding is added to it
+            failure = exc
+    ours = [w for w in caught if issubclass(w.category, RuntimeWarning)
+            and _library_coroutine(w.source)]
+    for w in caught:
+        if not any(w is o for o in ours):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
+                                   source=w.source)
+    if ours:
+        lines = [f"{_where(w)}: {w.message} (a coroutine does nothing until awaited: add "
+                 "'await')" for w in ours]
+        text = "\n".join(lines)
+        if failure is not None:
+            failure.add_note(text)
+            raise failure
+        raise UnawaitedCoroutine(text)
+    if failure is not None:
+        raise failure
+    return result

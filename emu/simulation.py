@@ -169,9 +169,16 @@ class Simulation(World):
 
     def client(self, identity: str = "test", *, process: Process | None = None,
                user: str | None = None, groups: Sequence[str] = (),
-               as_service_account: str | None = None) -> Client:
+               as_service_account: str | None = None,
+               field_validation: str | None = "Strict") -> Client:
         """A client that talks to the API server over the network as ``identity`` (or as the
         given process, so faults on that process reach it).
+
+        A test's client writes with ``fieldValidation=Strict``, as kubectl does: an unknown or
+        duplicate field is refused with kube-apiserver's 400 rather than dropped. Relax it per
+        client (``field_validation="Warn"`` or ``"Ignore"``: dropped silently, the server's
+        default) or per call (``create(..., field_validation=...)``). A process's client
+        (``process=``) is the world's, not the test's: it sends none, as client-go does.
 
         Under RBAC a test's client is cluster-admin (``system:masters``) unless it names who it
         is: ``user`` (with ``groups``; ``system:authenticated`` is added) or
@@ -189,12 +196,18 @@ class Simulation(World):
                 (*groups, "system:authenticated")))))
         elif groups:
             raise ValueError("groups= needs user=")
-        return Client(self.network, identity=identity)
+        return Client(self.network, identity=identity, field_validation=field_validation)
 
     async def apply(self, manifest: str | Obj | list[Obj], *,
-                    namespace: str | None = None) -> list[Obj] | Obj:
-        """``kubectl apply``: create or update each object; one object in, one out."""
-        results = await apply_manifest(self.client("kubectl"), manifest, namespace=namespace)
+                    namespace: str | None = None,
+                    field_validation: str = "Strict") -> list[Obj] | Obj:
+        """``kubectl apply``: create or update each object; one object in, one out.
+
+        ``field_validation`` is kubectl's ``--validate``: ``Strict`` (kubectl's default) refuses
+        an unknown field, or a key given twice in YAML, with kube-apiserver's 400 naming it;
+        ``Warn`` and ``Ignore`` drop unknown fields and keep a repeated key's last value."""
+        client = self.client("kubectl", field_validation=field_validation)
+        results = await apply_manifest(client, manifest, namespace=namespace)
         if isinstance(manifest, dict):
             return results[0]
         return results

@@ -80,6 +80,9 @@ class KindInfo:
     #: ``subdomain`` (most kinds), ``label`` (Namespace), ``dns1035`` (Service), ``path``.
     name_format: str = "subdomain"
     defaulter: Defaulter | None = None
+    #: The fields (dotted paths, sorted) of a body that the kind's structural schema does not
+    #: declare and its defaulter would prune; what ``fieldValidation=Strict`` refuses.
+    unknown_fields: Callable[[Obj], list[str]] | None = None
     prepare_create: PrepareCreate | None = None
     validator: Validator | None = None
     #: strategic-merge list keys; None means strategic merge patch is unsupported (CRDs).
@@ -366,10 +369,12 @@ def schema_hooks(openapi: Obj) -> tuple[Defaulter, Validator]:
 def ray_kind(kind: str, plural: str) -> KindInfo:
     """A built-in ray.io kind, served with its derived schema (`emu.apiserver.rayschemas`)."""
     from .rayschemas import RAY_SCHEMAS
+    from .schema import compile_schema
 
-    defaulter, validator = schema_hooks(RAY_SCHEMAS[kind])
+    schema = compile_schema(RAY_SCHEMAS[kind])
     return KindInfo("ray.io", "v1", kind, plural, has_status=True, has_generation=True,
-                    allow_unconditional_update=False, defaulter=defaulter, validator=validator)
+                    allow_unconditional_update=False, defaulter=schema.defaulter,
+                    validator=schema.validator, unknown_fields=schema.unknown_fields)
 
 
 def default_crd_status(obj: Obj, old: Obj | None) -> None:
@@ -456,15 +461,17 @@ def crd_kind_info(crd: Obj) -> KindInfo:
     has_status = "status" in ((chosen.get("subresources") or {})
                               or (spec.get("subresources") or {}))
     names = spec["names"]
-    from .schema import version_schema
+    from .schema import compile_schema, version_schema
 
     openapi = version_schema(crd, chosen["name"])
-    defaulter, validator = schema_hooks(openapi) if openapi is not None else (None, None)
+    schema = compile_schema(openapi) if openapi is not None else None
     return KindInfo(spec["group"], chosen["name"], names["kind"], names["plural"],
                     namespaced=spec["scope"] == "Namespaced", has_status=has_status,
                     has_generation=True, allow_unconditional_update=False,
                     short_names=tuple(names.get("shortNames") or ()),
-                    defaulter=defaulter, validator=validator)
+                    defaulter=schema.defaulter if schema is not None else None,
+                    validator=schema.validator if schema is not None else None,
+                    unknown_fields=schema.unknown_fields if schema is not None else None)
 
 
 def default_statefulset(obj: Obj, old: Obj | None) -> None:

@@ -158,6 +158,43 @@ class StructuralSchema:
                     (isinstance(items, dict) and items.get("nullable"))]
         return value
 
+    def unknown_fields(self, obj: Obj) -> list[str]:
+        """The fields of ``obj`` pruning would drop because the schema does not declare them,
+        as kube-apiserver names them for ``fieldValidation`` (``spec.ports[0].unknownNested``),
+        sorted as it sorts them. Follows `_walk`: below ``x-kubernetes-preserve-unknown-fields``
+        nothing is unknown, ``additionalProperties`` declares every map key, a null is pruned
+        without being unknown."""
+        out: list[str] = []
+        self._unknown(obj, self.openapi, [], out, root=True)
+        return sorted(out)
+
+    def _unknown(self, value: Any, schema: Any, parts: list[Any], out: list[str], *,
+                 root: bool = False) -> None:
+        if not isinstance(schema, dict):
+            return
+        if isinstance(value, dict):
+            props = schema.get("properties")
+            extra = schema.get("additionalProperties")
+            keep_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or \
+                extra is True or (props is None and extra is None)
+            for key, item in value.items():
+                if root and key in _ROOT_KEEP:
+                    continue
+                sub = (props or {}).get(key)
+                if sub is None and isinstance(extra, dict):
+                    sub = extra
+                if sub is None:
+                    if not keep_unknown:
+                        out.append(_path([*parts, key]))
+                    continue
+                if item is not None:
+                    self._unknown(item, sub, [*parts, key], out)
+        elif isinstance(value, list):
+            items = schema.get("items")
+            for i, item in enumerate(value):
+                if item is not None:
+                    self._unknown(item, items, [*parts, i], out)
+
     # -- validation --------------------------------------------------------------------------------
 
     def validate(self, obj: Obj, old: Obj | None = None) -> list[StatusCause]:

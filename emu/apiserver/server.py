@@ -103,6 +103,14 @@ def _spec_changed(new: Obj, old: Obj) -> bool:
     return any(key not in _NOT_SPEC and key not in new for key in old)
 
 
+def _schema_unknown(info: KindInfo, obj: Obj, mode: str) -> list[str]:
+    """For ``fieldValidation=Strict``, the fields of ``obj`` the kind's structural schema does
+    not declare (nothing to look for in the other modes, which prune them silently)."""
+    if mode != "Strict" or info.unknown_fields is None:
+        return []
+    return info.unknown_fields(obj)
+
+
 def _meta_differs(meta: Obj, old_meta: Obj) -> bool:
     return any((meta.get(f) or None) != (old_meta.get(f) or None)
                for f in ("labels", "annotations", "finalizers", "ownerReferences"))
@@ -631,7 +639,8 @@ class APIServer:
         new["metadata"] = meta
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
-        v.prune_unknown(info.group, info.kind, new, meta, mode)
+        v.prune_unknown(info.group, info.kind, new, meta, mode, info.api_version,
+                        _schema_unknown(info, new, mode))
         data_validator = v.DATA_KINDS.get((info.group, info.kind))
         if data_validator is not None:
             v.check_data_types(info.kind, info.api_version, new)
@@ -742,6 +751,10 @@ class APIServer:
             nmeta: Obj = dict(old_meta)
             new["metadata"] = nmeta
             if "status" in obj:
+                strict = _schema_unknown(info, {"status": obj["status"]}, mode)
+                if strict:
+                    raise v.strict_error(info.kind, info.api_version,
+                                         [f'unknown field "{p}"' for p in strict])
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
@@ -787,7 +800,8 @@ class APIServer:
             new["metadata"] = nmeta
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
-            v.prune_unknown(info.group, info.kind, new, nmeta, mode)
+            v.prune_unknown(info.group, info.kind, new, nmeta, mode, info.api_version,
+                            _schema_unknown(info, new, mode))
             data_validator = v.DATA_KINDS.get((info.group, info.kind))
             if data_validator is not None:
                 v.check_data_types(info.kind, info.api_version, new, old)

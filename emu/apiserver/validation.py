@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -639,13 +639,17 @@ def check_field_validation(mode: Any) -> str:
 
 
 def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, Any],
-                  mode: str) -> None:
+                  mode: str, api_version: str = "", schema_unknown: Sequence[str] = ()) -> None:
     """Drop (in place) the fields a Go decoder would not keep: unknown top-level fields of a
     built-in kind and unknown ObjectMeta fields; and empty ``omitempty`` metadata (``labels:
     {}`` is no labels), so a write that differs only there changes nothing. ``mode`` Strict
-    refuses unknown fields instead, with kube's 400 message; ``meta`` is ``obj["metadata"]``."""
+    refuses unknown fields instead, with kube's 400 message (`strict_error`), counting too
+    ``schema_unknown``: the fields a custom resource's structural schema would prune
+    (`KindInfo.unknown_fields`, which the caller computes only for Strict); ``meta`` is
+    ``obj["metadata"]``."""
     known = BUILTIN_FIELDS.get((group, kind))
-    if (known is None or known.issuperset(obj)) and OBJECT_META_FIELDS.issuperset(meta):
+    if (known is None or known.issuperset(obj)) and OBJECT_META_FIELDS.issuperset(meta) \
+            and not schema_unknown:
         # the common case: no unknown field, and only empty omitempty fields to drop (an empty
         # value is falsy: the equality tests run only then)
         for k in _OMIT_EMPTY_META:
@@ -657,10 +661,11 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
     else:
         unknown = [k for k in obj if k not in known] if known is not None else []
         unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
-    if mode == "Strict" and (unknown or unknown_meta):
-        shown = [f'unknown field "{k}"' for k in unknown]
-        shown += [f'unknown field "metadata.{k}"' for k in unknown_meta]
-        raise BadRequest("strict decoding error: " + ", ".join(shown))
+    if mode == "Strict" and (unknown or unknown_meta or schema_unknown):
+        paths = unknown + [f"metadata.{k}" for k in unknown_meta]
+        if known is None:  # a custom resource: kube-apiserver sorts the pruned paths
+            paths = sorted([*paths, *schema_unknown])
+        raise strict_error(kind, api_version or group, [f'unknown field "{p}"' for p in paths])
     for k in unknown:
         del obj[k]
     for k in unknown_meta:
@@ -670,6 +675,13 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
             value = meta[k]
             if value is None or value == {} or value == []:
                 del meta[k]
+
+
+def strict_error(kind: str, api_version: str, problems: Sequence[str]) -> BadRequest:
+    """kube-apiserver's 400 for a body ``fieldValidation=Strict`` refuses: ``RayCluster in
+    version "v1" cannot be handled as a RayCluster: strict decoding error: unknown field
+    "spec.foo", duplicate field "replicas"``."""
+    return decode_error(kind, api_version, "strict decoding error: " + ", ".join(problems))
 
 
 # -- ConfigMap and Secret data ---------------------------------------------------------------------

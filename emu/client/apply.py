@@ -21,18 +21,65 @@ import orjson
 import yaml
 
 from ..apiserver.errors import ApiError, BadRequest, is_not_found
+from ..apiserver.validation import strict_error
 from .client import Client
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def parse_manifests(manifest: str | dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The objects in a manifest, checked for shape; raises `BadRequest` naming what is wrong."""
+class _KeyTracking(yaml.SafeLoader):
+    """PyYAML's safe loader, noting each mapping key given twice (PyYAML keeps the last value
+    silently; kube-apiserver's strict YAML decoding refuses the document)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.repeated: list[tuple[int, Any]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: list[Any] = []
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                self.repeated.append((key_node.start_mark.line, key))
+            else:
+                seen.append(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> list[tuple[Any, list[str]]]:
+    """The documents of ``text``, each with its repeated keys in kube's words (``line 10: key
+    "paused" already set in map``, the line counted from the document's first line)."""
+    loader = _KeyTracking(text)
+    out: list[tuple[Any, list[str]]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            assert node is not None  # check_node said there is one
+            loader.repeated = []
+            data = loader.construct_document(node)
+            first = node.start_mark.line
+            out.append((data, [f'line {line - first + 1}: key "{key}" already set in map'
+                               for line, key in loader.repeated]))
+    finally:
+        loader.dispose()
+    return out
+
+
+def parse_manifests(manifest: str | dict[str, Any] | list[dict[str, Any]], *,
+                    strict: bool = False) -> list[dict[str, Any]]:
+    """The objects in a manifest, checked for shape; raises `BadRequest` naming what is wrong.
+    ``strict`` (``fieldValidation=Strict``) refuses a YAML document that gives a key twice, with
+    kube-apiserver's strict decoding error; otherwise the last value counts, as in kube."""
+    repeated: list[list[str]] = []
     if isinstance(manifest, str):
         try:
-            docs = [d for d in yaml.safe_load_all(manifest) if d is not None]
+            loaded = [(d, r) for d, r in load_yaml(manifest) if d is not None]
         except yaml.YAMLError as err:
             raise BadRequest(f"error parsing YAML manifest: {err}") from None
+        docs = [d for d, _ in loaded]
+        repeated = [r for _, r in loaded]
     elif isinstance(manifest, dict):
         docs = [manifest]
     elif isinstance(manifest, list):
@@ -43,6 +90,13 @@ def parse_manifests(manifest: str | dict[str, Any] | list[dict[str, Any]]) -> li
     out: list[dict[str, Any]] = []
     for i, doc in enumerate(docs):
         where = f"document {i + 1}"
+        if strict and i < len(repeated) and repeated[i]:
+            kind = doc.get("kind") if isinstance(doc, dict) else None
+            version = doc.get("apiVersion") if isinstance(doc, dict) else None
+            problem = "yaml: unmarshal errors:\n  " + "\n  ".join(repeated[i])
+            if isinstance(kind, str) and isinstance(version, str):
+                raise strict_error(kind, version, [problem])
+            raise BadRequest(f"{where}: strict decoding error: {problem}")
         if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
             out.extend(parse_manifests(doc["items"]))
             continue
@@ -144,7 +198,7 @@ async def apply_each(client: Client, manifest: str | dict[str, Any] | list[dict[
     """``kubectl apply -f``: every object in ``manifest`` in order, going on past one the API
     server refuses; each object's `ApplyOutcome`. A malformed manifest (`BadRequest`) is refused
     before anything is sent, as kubectl's client-side parse does."""
-    docs = parse_manifests(manifest)
+    docs = parse_manifests(manifest, strict=client.field_validation == "Strict")
     return [await _apply_one(client, doc, namespace) for doc in docs]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..apiserver.errors import BadRequest
 from ..apiserver.request import PATCH_TYPES, ApiRequest
+from ..apiserver.validation import FIELD_VALIDATION
 from ..kernel.network import Network
 from ..kernel.process import Process
 
@@ -54,16 +55,22 @@ def _meta(obj: dict[str, Any]) -> tuple[str, str | None, str | None]:
 
 
 class Client:
-    """API verbs for one identity. Errors are `emu.ApiError` subclasses or network errors."""
+    """API verbs for one identity. Errors are `emu.ApiError` subclasses or network errors.
+
+    ``field_validation`` (``Strict``, ``Warn`` or ``Ignore``: kube's ``fieldValidation``) is
+    sent with every create, update and patch that does not name its own; None sends none, and
+    the API server applies its default (``Warn``: unknown fields are dropped), as client-go
+    does. `Simulation.client` gives a test's clients ``Strict``, as kubectl sends."""
 
     def __init__(self, network: Network, *, process: Process | None = None,
                  identity: str | None = None, server: str = APISERVER,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, field_validation: str | None = None) -> None:
         self.network = network
         self.process = process
         self.identity = identity or (process.name if process is not None else "test")
         self.server = server
         self.timeout = timeout
+        self.field_validation = check_field_validation_option(field_validation)
 
     def __repr__(self) -> str:
         return f"<Client {self.identity} -> {self.server}>"
@@ -76,6 +83,12 @@ class Client:
             namespace=req.namespace or "", timeout=self.timeout,
             caller=None if self.process is not None else self.identity,
         )
+
+    def _validation(self, field_validation: str | None) -> str | None:
+        """A write's ``fieldValidation``: its own, else this client's."""
+        if field_validation is None:
+            return self.field_validation
+        return check_field_validation_option(field_validation)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -191,7 +204,7 @@ class Client:
         """
         kind, ns, api_version = _meta(obj)
         ns = ns or namespace
-        opts = _write_opts(dry_run, field_validation)
+        opts = _write_opts(dry_run, self._validation(field_validation))
         name = obj.get("metadata", {}).get("name")
         return await self._call(ApiRequest("create", kind, api_version, ns, name, obj, opts))
 
@@ -201,7 +214,8 @@ class Client:
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
         return await self._call(ApiRequest("update", kind, api_version, ns, name, obj,
-                                           _write_opts(dry_run, field_validation)))
+                                           _write_opts(dry_run,
+                                                       self._validation(field_validation))))
 
     async def update_status(self, obj: dict[str, Any], *, dry_run: bool = False,
                             field_validation: str | None = None) -> dict[str, Any]:
@@ -209,7 +223,8 @@ class Client:
         kind, ns, api_version = _meta(obj)
         name = obj.get("metadata", {}).get("name")
         return await self._call(ApiRequest("update_status", kind, api_version, ns, name, obj,
-                                           _write_opts(dry_run, field_validation)))
+                                           _write_opts(dry_run,
+                                                       self._validation(field_validation))))
 
     async def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None,
@@ -219,8 +234,8 @@ class Client:
         if patch_type not in PATCH_TYPES:
             raise BadRequest(f"unknown patch type {patch_type!r}: use one of "
                              + ", ".join(repr(p) for p in PATCH_TYPES))
-        opts: dict[str, Any] = {"patch_type": patch_type, **_write_opts(dry_run,
-                                                                         field_validation)}
+        opts: dict[str, Any] = {"patch_type": patch_type,
+                                **_write_opts(dry_run, self._validation(field_validation))}
         if subresource:
             opts["subresource"] = subresource
         return await self._call(ApiRequest("patch", kind, api_version, namespace, name, patch, opts))
@@ -259,6 +274,15 @@ class Client:
             opts["field_selector"] = field_selector
         return await self._call(ApiRequest("delete_collection", kind, api_version, namespace, None,
                                            None, opts))
+
+
+def check_field_validation_option(value: str | None) -> str | None:
+    """``value`` if it is a ``fieldValidation`` kube knows (or None); a ValueError naming the
+    choices otherwise (a typo must not quietly mean the server's default)."""
+    if value is None or value in FIELD_VALIDATION:
+        return value
+    raise ValueError(f"field_validation must be one of {', '.join(map(repr, FIELD_VALIDATION))} "
+                     f"or None (the server's default, Warn), not {value!r}")
 
 
 def _write_opts(dry_run: bool, field_validation: str | None) -> dict[str, Any]:

@@ -13,13 +13,15 @@ document of ``kind: KnobSpace`` in the file declares its knobs (see docs/explore
 name is a workload too (`scenario_workload`): the scenario drives the world, the explorer adds
 faults and invariants on top.
 
-About 500 lines, one module: the knob space, the checks that refuse a knob or goal that could
-do nothing, the YAML reader and the built-ins share one vocabulary (`Knob`, `Goal`, `Setup`).
+About 600 lines, one module: the knob space, the checks that refuse a knob or goal that could
+do nothing (or that the kind's schema does not declare), the YAML reader and the built-ins share
+one vocabulary (`Knob`, `Goal`, `Setup`).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -108,8 +110,10 @@ class Workload:
     families: tuple[str, ...] = attrs.field(converter=_tuple, default=())
 
     def __attrs_post_init__(self) -> None:
+        _check_manifest_fields(self.name, self.manifests)
         for k in self.knobs:
             _check_reach(self.name, k, self.manifests)
+            _check_declared(self.name, k, self.manifests)
         goal = self.goal
         if goal is None or self.scenario is not None:
             return
@@ -207,6 +211,97 @@ def _check_reach(workload: str, knob: Knob, manifests: Iterable[Obj]) -> None:
                     f"knob {knob.name!r} of workload {workload!r}: path {knob.path!r} cannot "
                     f"be set in {knob.kind} {name!r} (a list index past its end, or a field "
                     "on the way that is not a mapping), so the knob would change nothing")
+
+
+def kind_schema(kind: str, manifests: Iterable[Obj] = ()) -> Obj | None:
+    """The ``openAPIV3Schema`` the API server checks ``kind`` against: a CRD among
+    ``manifests`` that defines it (its storage version), else the built-in ray.io kinds' derived
+    schema (`emu.apiserver.rayschemas`); None for other kinds (no schema here)."""
+    from ..apiserver.schema import version_schema
+
+    for m in manifests:
+        if m.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = m.get("spec") or {}
+        if (spec.get("names") or {}).get("kind") != kind:
+            continue
+        versions = spec.get("versions") or []
+        chosen = next((v for v in versions if v.get("storage")), versions[0] if versions else {})
+        return version_schema(m, str(chosen.get("name", "")))
+    from ..apiserver.rayschemas import RAY_SCHEMAS
+
+    return RAY_SCHEMAS.get(kind)
+
+
+def undeclared_path(schema: Obj, path: str) -> str | None:
+    """Why ``path`` is not a field ``schema`` declares (naming the first part that is not, and
+    the close matches at that level), or None when it is declared or the schema keeps unknown
+    fields there. ``apiVersion``, ``kind`` and ``metadata`` are the API server's, not the
+    schema's: not checked."""
+    parts = _parts(path)
+    if not parts or parts[0] in ("apiVersion", "kind", "metadata"):
+        return None
+    node: Any = schema
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict):
+            return None
+        if node.get("type") == "array" or "items" in node:
+            if not part.isdigit():
+                return (f"{'.'.join(parts[:i]) or 'the object'} is a list: {part!r} is not an "
+                        "index")
+            node = node.get("items")
+            continue
+        props = node.get("properties")
+        extra = node.get("additionalProperties")
+        if isinstance(props, dict) and part in props:
+            node = props[part]
+            continue
+        if isinstance(extra, dict):
+            node = extra
+            continue
+        if node.get("x-kubernetes-preserve-unknown-fields") or extra is True or \
+                (props is None and extra is None):
+            return None
+        where = ".".join(parts[:i])
+        close = difflib.get_close_matches(part, sorted(props or {}), n=3, cutoff=0.6)
+        prefix = where + "." if where else ""
+        hint = ("; did you mean " + " or ".join(repr(prefix + c) for c in close) + "?"
+                if close else "")
+        under = f"under {where!r}" if where else "at the top level"
+        return f"the schema declares no field {part!r} {under}{hint}"
+    return None
+
+
+def _check_manifest_fields(workload: str, manifests: Iterable[Obj]) -> None:
+    """A `ValueError` naming the fields of a manifest its kind's schema does not declare: every
+    run applies the manifests with ``fieldValidation=Strict`` (as kubectl does), which refuses
+    them, so the mistake is named before any run rather than failing each."""
+    from ..apiserver.schema import compile_schema
+
+    manifests = list(manifests)
+    for m in manifests:
+        schema = kind_schema(str(m.get("kind")), manifests)
+        if schema is None:
+            continue
+        unknown = compile_schema(schema).unknown_fields(m)
+        if unknown:
+            name = (m.get("metadata") or {}).get("name")
+            raise ValueError(
+                f"workload {workload!r}: {m.get('kind')} {name!r} has field(s) its schema does "
+                f"not declare: {', '.join(unknown)} (the API server refuses them: "
+                "fieldValidation=Strict)")
+
+
+def _check_declared(workload: str, knob: Knob, manifests: Iterable[Obj]) -> None:
+    """A `ValueError` when ``knob.path`` is not a field of its kind's schema (`kind_schema`): a
+    misspelt path (``spec.backofLimit``) would be pruned by the API server and vary nothing."""
+    schema = kind_schema(knob.kind, manifests)
+    if schema is None:
+        return
+    problem = undeclared_path(schema, knob.path)
+    if problem is not None:
+        raise ValueError(f"knob {knob.name!r} of workload {workload!r}: path {knob.path!r} is "
+                         f"not a field of {knob.kind}: {problem}")
 
 
 def _parts(path: str) -> list[str]:
@@ -465,13 +560,20 @@ def from_file(path: str | Path) -> Workload:
     states, horizon, delete, after_delete), ``setup:`` (`Setup`'s fields) and ``families:``.
     Raises `ValueError` naming what was wrong: a missing or unknown key, a knob that could
     change nothing."""
+    from ..client.apply import load_yaml
+
     p = Path(path)
     try:
-        docs = [d for d in yaml.safe_load_all(p.read_text()) if d]
+        loaded = load_yaml(p.read_text())
     except OSError as err:
         raise ValueError(f"cannot read workload file {p}: {err.strerror}") from None
     except yaml.YAMLError as err:
         raise ValueError(f"workload file {p} is not valid YAML: {err}") from None
+    for i, (_doc, repeated) in enumerate(loaded):
+        if repeated:  # what a manifest applied with fieldValidation=Strict would be refused for
+            raise ValueError(f"workload file {p}: document {i + 1} gives a key twice: "
+                             + "; ".join(repeated))
+    docs = [d for d, _ in loaded if d]
     manifests: list[Obj] = []
     knobs: list[Knob] = []
     goal: Goal | None = None

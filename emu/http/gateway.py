@@ -18,6 +18,7 @@ over several files.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import MappingProxyType
@@ -36,6 +37,7 @@ from ..apiserver.errors import (
 from ..apiserver.kinds import KindInfo
 from ..apiserver.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from ..apiserver.request import ApiRequest
+from ..apiserver.validation import strict_error
 from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
 from ..kernel.clock import parse_time
@@ -567,7 +569,10 @@ class _Call:
                 raise UnsupportedMediaType(
                     "protobuf bodies are not read on the status subresource; send it as JSON")
             return decode(body)
+        strict = self.params.get("fieldValidation") == "Strict"
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
+            if strict and body:
+                self._refuse_repeated_yaml_keys(body)
             try:
                 return yaml.safe_load(body.decode()) if body else None
             except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -582,8 +587,41 @@ class _Call:
             decoded = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+        if strict:
+            self._refuse_duplicate_json_fields(body)
         self._raw = (decoded, len(body))
         return decoded
+
+    def _refuse_duplicate_json_fields(self, body: bytes) -> None:
+        """``fieldValidation=Strict``: a JSON object giving a key twice is refused with kube's
+        ``duplicate field "paused"`` (orjson keeps the last value silently)."""
+        repeated: list[str] = []
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen and f'duplicate field "{key}"' not in repeated:
+                    repeated.append(f'duplicate field "{key}"')
+                seen.add(key)
+            return dict(items)
+
+        json.loads(body, object_pairs_hook=pairs)
+        if repeated:
+            raise strict_error(self.info.kind, self.info.api_version, repeated)
+
+    def _refuse_repeated_yaml_keys(self, body: bytes) -> None:
+        """``fieldValidation=Strict``: a YAML body giving a key twice is refused with kube's
+        ``yaml: unmarshal errors: line N: key "k" already set in map``."""
+        from ..client.apply import load_yaml
+
+        try:
+            docs = load_yaml(body.decode())
+        except (yaml.YAMLError, UnicodeDecodeError):
+            return  # the decode below says what is wrong
+        repeated = [r for _, found in docs for r in found]
+        if repeated:
+            raise strict_error(self.info.kind, self.info.api_version,
+                               ["yaml: unmarshal errors:\n  " + "\n  ".join(repeated)])
 
     def _delete_options(self) -> Obj:
         body: Any = {}

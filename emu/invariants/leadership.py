@@ -82,10 +82,29 @@ class TwoLeaderWindow:
         return sum(1 for n in self.work.values() if n > 0) >= 2
 
 
-class TwoLeaderChecker:
-    """Reports every window of overlapping leadership beliefs and the work done in it."""
+def _lease_matcher(lease: str | None) -> tuple[str | None, str] | None:
+    """``lease`` ("NAME" or "NAMESPACE/NAME") as (namespace or None, name); None for all Leases.
+    Raises ValueError naming what is wrong with it."""
+    if lease is None:
+        return None
+    if not isinstance(lease, str) or not lease.strip("/"):
+        raise ValueError(f"lease= is a Lease's name or 'NAMESPACE/NAME', got {lease!r}")
+    ns, sep, name = lease.rpartition("/")
+    if (sep and not ns) or not name or "/" in ns:
+        raise ValueError(f"lease= is a Lease's name or 'NAMESPACE/NAME', got {lease!r}")
+    return (ns if sep else None), name
 
-    def __init__(self, trace: Trace) -> None:
+
+class TwoLeaderChecker:
+    """Reports every window of overlapping leadership beliefs and the work done in it.
+
+    ``lease`` scopes it to one Lease ("NAME", in any namespace, or "NAMESPACE/NAME"): only the
+    processes that lead through that Lease count, so a world with KubeRay's operator and a
+    user's own operator (two Leases, one leader each) reports no window."""
+
+    def __init__(self, trace: Trace, *, lease: str | None = None) -> None:
+        self.lease = lease
+        self._match = _lease_matcher(lease)
         self._believers: dict[str, float] = {}
         self._in_flight: dict[str, int] = {}
         self.windows: list[TwoLeaderWindow] = []
@@ -101,6 +120,8 @@ class TwoLeaderChecker:
         elif ev.event == "reconcile_finished":
             self._in_flight[p] = max(0, self._in_flight.get(p, 0) - 1)
         elif ev.event == "leader_acquired":
+            if not self._matches(ev):
+                return
             self._believers[p] = ev.t
             self._changed(ev.t)
         elif ev.event in _BELIEF_ENDS:
@@ -108,6 +129,14 @@ class TwoLeaderChecker:
                 self._in_flight.pop(p, None)
             if self._believers.pop(p, None) is not None:
                 self._changed(ev.t)
+
+    def _matches(self, ev: TraceEvent) -> bool:
+        """Whether ``ev`` (a ``leader_acquired``) is about the Lease this checker watches."""
+        if self._match is None:
+            return True
+        ns, name = self._match
+        lock_ns, _, lock_name = str(ev.fields.get("lock", "")).rpartition("/")
+        return lock_name == name and (ns is None or lock_ns == ns)
 
     def _changed(self, now: float) -> None:
         if len(self._believers) >= 2:

@@ -34,6 +34,8 @@ class TwoLeaderWindows(Invariant):
 
     #: Report only windows in which at least two believers started or ran reconciles.
     only_when_both_worked: bool = True
+    #: Only the processes leading through this Lease ("NAME" or "NAMESPACE/NAME"); None: all.
+    lease: str | None = None
 
     def attach(self, sim: Simulation) -> _TwoLeaderMonitor:
         return _TwoLeaderMonitor(self, sim)
@@ -43,7 +45,7 @@ class _TwoLeaderMonitor(BaseMonitor):
     def __init__(self, inv: TwoLeaderWindows, sim: Simulation) -> None:
         super().__init__(inv.name)
         self.inv = inv
-        self.checker = TwoLeaderChecker(sim.trace)
+        self.checker = TwoLeaderChecker(sim.trace, lease=inv.lease)
 
     def info(self) -> list[Violation]:
         self._found = []

@@ -57,7 +57,15 @@ async def run_in(process: Process, coro: Coroutine[Any, Any, Any], address: str)
         task = process.spawn(coro)
     except ProcessGone:
         raise ConnectionRefused(f"dial {address}: connection refused", dst=address) from None
-    await asyncio.wait([task])
+    try:
+        await asyncio.wait([task])
+    except asyncio.CancelledError:
+        # the caller is gone (its process crashed mid-call): the server still finishes the
+        # request, and an error it answers with reaches nobody, as a gRPC server's reply to a
+        # closed connection does; retrieved here, or asyncio prints it as "Task exception was
+        # never retrieved"
+        task.add_done_callback(answer_to_nobody)
+        raise
     if task.cancelled():
         raise ConnectionReset(f"{address}: connection reset (server process ended)", dst=address)
     exc = task.exception()
@@ -66,6 +74,13 @@ async def run_in(process: Process, coro: Coroutine[Any, Any, Any], address: str)
     if exc is not None:
         raise exc
     return task.result()
+
+
+def answer_to_nobody(task: asyncio.Future[Any]) -> None:
+    """A done callback for server work whose caller has gone: its outcome is retrieved and
+    dropped (nobody is left to answer)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def serve_rpc(ctx: ContainerContext, port: int, methods: Mapping[str, RpcMethod]) -> str:

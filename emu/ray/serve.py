@@ -49,7 +49,7 @@ import orjson
 from emu.kernel.network import ConnectionRefused, NetworkError
 
 from .config import ServeAppBehaviour
-from .net import HttpRequest, RpcError, json_response, response, serve_http
+from .net import HttpRequest, RpcError, answer_to_nobody, json_response, response, serve_http
 
 if TYPE_CHECKING:
     from .raylet import Raylet
@@ -734,7 +734,12 @@ class NodeServe:
         replica["ongoing"] += 1
         try:
             work = asyncio.ensure_future(self._handle(replica, req["request"]))
-            await asyncio.wait([work, replica["killed"]], return_when=asyncio.FIRST_COMPLETED)
+            try:
+                await asyncio.wait([work, replica["killed"]],
+                                   return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                work.add_done_callback(answer_to_nobody)  # the caller left: nobody to answer
+                raise
             if not work.done():
                 work.cancel()
                 raise RpcError("ACTOR_DIED", f"replica {req['replica_id']} died while handling "

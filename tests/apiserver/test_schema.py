@@ -51,14 +51,14 @@ def widget(**spec):
             "spec": spec}
 
 
-def run(*manifests, update=None):
+def run(*manifests, update=None, validation="Strict"):
     async def main(sim):
         await sim.apply(CRD)
         out = None
         for m in manifests:
-            out = await sim.apply(m)
+            out = await sim.apply(m, field_validation=validation)
         if update is not None:
-            out = await sim.apply(update)
+            out = await sim.apply(update, field_validation=validation)
         return out
 
     return emu.run(main)
@@ -74,9 +74,19 @@ def refused(*manifests, update=None):
 
 def test_prunes_unknown_fields_drops_nulls_and_applies_defaults():
     stored = run(widget(size=3, bogus=1, name=None, extra={"free": {"form": 1}},
-                        labels={"a": "b"}))
+                        labels={"a": "b"}), validation="Ignore")
     assert stored["spec"] == {"size": 3, "color": "red", "extra": {"free": {"form": 1}},
                               "labels": {"a": "b"}}
+
+
+def test_strict_field_validation_names_every_pruned_field_sorted_as_kube_does():
+    with pytest.raises(ApiError) as err:
+        run({**widget(size=3, zeta=1, limits={"low": 1, "hi": 2}, extra={"free": 1},
+                      labels={"any": "key"}, name=None), "spek": {}})
+    assert err.value.code == 400
+    assert str(err.value) == (
+        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+        'unknown field "spec.limits.hi", unknown field "spec.zeta", unknown field "spek"')
 
 
 def test_wrong_type_is_kube_apiservers_422():
@@ -157,7 +167,7 @@ def test_builtin_raycluster_is_validated_with_its_derived_schema():
                               "spec": {"headGroupSpec": {**head, "template": {
                                   **head["template"], "metadata": None}},
                                        "workerGroupSpecs": [{**worker, "replicas": 1}],
-                                       "typo": True}})
+                                       "typo": True}}, field_validation="Warn")
         return err.value, no_head.value, ok
 
     err, no_head, ok = emu.run(main)

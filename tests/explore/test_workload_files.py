@@ -69,7 +69,101 @@ def test_a_knob_that_could_change_nothing_is_refused_when_the_workload_is_made()
     with pytest.raises(ValueError, match="knob 'r' of workload 'w' has no values"):
         Workload("w", [CONFIGMAP], [Knob("r", "ConfigMap", "data.k", ())])
     # a field created on the way, or removed, is a change
-    Workload("w", [cluster], [Knob("s", "RayCluster", "spec.x.y", (None, 1), at=5.0)])
+    Workload("w", [cluster], [Knob("s", "RayCluster", "spec.autoscalerOptions.idleTimeoutSeconds",
+                                   (None, 1), at=5.0)])
+
+
+RAYJOB_YAML = """\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: job, namespace: default}
+spec:
+  entrypoint: python -c 'print(1)'
+  rayClusterSpec:
+    headGroupSpec:
+      template: {spec: {containers: [{name: ray-head, image: rayproject/ray:2.46.0}]}}
+    workerGroupSpecs:
+      - groupName: small
+        replicas: 1
+        template: {spec: {containers: [{name: ray-worker, image: rayproject/ray:2.46.0}]}}
+---
+apiVersion: emu.dev/v1
+kind: KnobSpace
+knobs:
+  - {KNOB}
+"""
+
+
+@pytest.mark.parametrize(("knob", "message"), [
+    ("{name: b, kind: RayJob, path: spec.backofLimit, values: [null, 2]}",
+     "knob 'b' of workload 'w': path 'spec.backofLimit' is not a field of RayJob: the schema "
+     "declares no field 'backofLimit' under 'spec'; did you mean 'spec.backoffLimit'?"),
+    ("{name: r, kind: RayJob, path: spec.rayClusterSpec.workerGroupSpecs.0.replica, "
+     "values: [1, 2]}",
+     "no field 'replica' under 'spec.rayClusterSpec.workerGroupSpecs.0'; did you mean "
+     "'spec.rayClusterSpec.workerGroupSpecs.0.replicas'"),
+    ("{name: t, kind: RayJob, path: spek.suspend, values: [null, true]}",
+     "the schema declares no field 'spek' at the top level; did you mean 'spec'?"),
+])
+def test_a_knob_path_its_kinds_schema_does_not_declare_is_refused_before_any_run(
+        knob: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(RAYJOB_YAML.replace("{KNOB}", knob))
+    with pytest.raises(ValueError) as err:
+        from_file(path)
+    assert message in str(err.value)
+    assert cli.main(["explore", "-f", str(path), "--budget", "1",
+                     "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_manifest_field_its_schema_does_not_declare_is_refused_before_any_run(
+        tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(RAYJOB_YAML.replace("  entrypoint:", "  backofLimit: 2\n  entrypoint:")
+                    .replace("{KNOB}", "{name: b, kind: RayJob, path: spec.backoffLimit, "
+                                       "values: [null, 2]}"))
+    with pytest.raises(ValueError, match="workload 'w': RayJob 'job' has field\\(s\\) its schema "
+                                         "does not declare: spec.backofLimit"):
+        from_file(path)
+
+
+def test_a_key_given_twice_in_a_workload_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(RAYJOB_YAML.replace("  entrypoint:", "  suspend: true\n  suspend: false\n"
+                                                        "  entrypoint:")
+                    .replace("{KNOB}", "{name: b, kind: RayJob, path: spec.backoffLimit, "
+                                       "values: [null, 2]}"))
+    with pytest.raises(ValueError, match='document 1 gives a key twice: line 6: key "suspend" '
+                                         "already set in map"):
+        from_file(path)
+
+
+def test_knob_paths_below_fields_the_schema_keeps_open_and_of_kinds_without_one_pass() -> None:
+    from emu.explore.workload import kind_schema, rayjob_workload, undeclared_path
+
+    schema = kind_schema("RayJob")
+    assert schema is not None
+    assert undeclared_path(schema, "spec.backoffLimit") is None
+    assert undeclared_path(schema, "metadata.labels.x") is None  # the API server's, not schema's
+    assert undeclared_path(schema, "/spec/submitterPodTemplate/spec/containers/0/image") is None
+    assert undeclared_path(schema, "spec.rayClusterSpec.workerGroupSpecs.small") == (
+        "spec.rayClusterSpec.workerGroupSpecs is a list: 'small' is not an index")
+    assert kind_schema("ConfigMap") is None
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "greetings.example.com"},
+           "spec": {"group": "example.com", "names": {"kind": "Greeting", "plural": "greetings"},
+                    "scope": "Namespaced", "versions": [
+                        {"name": "v1", "served": True, "storage": True, "schema": {
+                            "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                                "type": "object", "properties": {
+                                    "message": {"type": "string"}}}}}}}]}}
+    greeting = kind_schema("Greeting", [crd])
+    assert greeting is not None
+    assert undeclared_path(greeting, "spec.mesage") == (
+        "the schema declares no field 'mesage' under 'spec'; did you mean 'spec.message'?")
+    rayjob_workload()  # the built-in workloads' knobs are all declared
 
 
 def test_a_goal_no_manifest_can_reach_and_a_change_past_the_horizon_are_refused(

@@ -259,8 +259,9 @@ def test_an_error_in_main_carries_the_performed_faults_only() -> None:
     performed, missed = err.value.__notes__[1:]
     assert performed.startswith("faults performed during the run: [Outage(at=1.0, ")
     assert "nobody" not in performed
-    assert missed == ("faults that never took effect: Crash(at=2.0, process='nobody') "
-                      "(ValueError: no process named 'nobody' (known: kube-apiserver))")
+    assert missed.startswith("faults that never took effect: Crash(at=2.0, process='nobody') "
+                             "(ValueError: no process named 'nobody' (known: kube-apiserver). ")
+    assert missed.endswith("emu.faults.DeletePod(name=...).)")
 
 
 def test_the_readme_example_names_a_process_a_standard_setup_creates() -> None:
@@ -339,3 +340,52 @@ async def test_a_matcher_for_every_endpoint_may_name_an_rpc_verb(sim: emu.Simula
     sim.faults.do(FailRequests(dst=None, verb="HealthCheck", optional=True))  # a GCS RPC
     with pytest.raises(ValueError, match="is not an API verb"):
         sim.faults.do(FailRequests(dst="apiserver", verb="HealthCheck"))
+
+
+# -- process names under cluster=True -------------------------------------------------------------
+
+
+def test_the_readme_crash_example_crashes_the_operator_pod_with_cluster_true():
+    crashed: list[str] = []
+
+    async def main(sim: emu.Simulation) -> None:
+        await sim.install_kuberay()
+        await sim.sleep(20)
+        crashed.extend(ev.process for ev in sim.trace.select("process_crashed"))
+
+    emu.run(main, seed=7, cluster=True,
+            faults=[emu.Crash(at=12.0, process="kuberay-operator-0")])
+    assert len(crashed) == 1
+    ns, pod, container = crashed[0].split("/")
+    assert (ns, container) == ("default", "kuberay-operator")
+    assert pod.startswith("kuberay-operator-")
+
+
+def test_replica_n_names_the_n_th_pod_oldest_first_and_past_the_last_is_unknown():
+    async def main(sim: emu.Simulation) -> None:
+        await sim.install_kuberay(replicas=2, leader_election=True)
+        await sim.sleep(10)
+        pods = sorted((p["metadata"]["creationTimestamp"], p["metadata"]["name"])
+                      for p in sim.api.list("Pod", "default")["items"]
+                      if p["metadata"]["name"].startswith("kuberay-operator-"))
+        assert len(pods) == 2
+        sim.faults.crash("kuberay-operator-1")
+        crashed = [ev.process for ev in sim.trace.select("process_crashed")]
+        assert crashed == [f"default/{pods[1][1]}/kuberay-operator"]
+        with pytest.raises(ValueError, match="no process named 'kuberay-operator-2'") as err:
+            sim.faults.crash("kuberay-operator-2")
+        assert "emu.CrashLeader()" in str(err.value)
+        assert "emu.faults.KillContainer(pod=" in str(err.value)
+
+    emu.run(main, seed=3, cluster=True)
+
+
+def test_an_unknown_process_name_suggests_crash_leader_and_kill_container():
+    async def main(sim: emu.Simulation) -> None:
+        with pytest.raises(ValueError) as err:
+            sim.faults.crash("operator-0")
+        text = str(err.value)
+        assert "NAMESPACE/POD/CONTAINER" in text
+        assert "emu.CrashLeader()" in text and "emu.faults.DeletePod(name=...)" in text
+
+    emu.run(main, seed=1)

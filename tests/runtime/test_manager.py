@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime_helpers import configmap, events, start_replicas
 
-from emu.invariants import LeadershipTenures, TwoLeaderChecker
+from emu.invariants import LeadershipTenures, TwoLeaderChecker, TwoLeaderWindows
 from emu.runtime.manager import Manager
 from emu.runtime.operator_process import OperatorConfig, start_operator
 from emu.runtime.reconcile import Request, Result
@@ -153,3 +153,42 @@ async def test_a_zombie_leaders_late_update_is_stopped_by_a_resource_version_con
     assert {o[2] for o in outcomes if o[1] == "op-1"} == {"ok"}
     cm = await sim.get("ConfigMap", "a")
     assert cm["data"]["writer"] == "op-1"
+
+
+def _start_two_operators(sim):
+    """KubeRay's Lease and a user's own operator's Lease, one leader each, both reconciling."""
+    def setup(mgr, cfg):
+        mgr.new_controller().for_("ConfigMap").complete(SlowWriter(mgr, "patch", []))
+
+    start_operator(sim, "op-0", OperatorConfig(setup=setup))
+    start_operator(sim, "mine-0", OperatorConfig(setup=setup, leader_election_id="my-operator",
+                                                 leader_election_namespace="team"))
+
+
+async def test_two_leader_checker_scoped_to_one_lease_ignores_another_operators_leader(sim):
+    everything = TwoLeaderChecker(sim.trace)
+    by_name = TwoLeaderChecker(sim.trace, lease=LOCK)
+    by_full_name = TwoLeaderChecker(sim.trace, lease=f"default/{LOCK}")
+    other_namespace = TwoLeaderChecker(sim.trace, lease=f"team/{LOCK}")
+    mine = TwoLeaderChecker(sim.trace, lease="team/my-operator")
+    windows = TwoLeaderWindows().attach(sim)
+    scoped_windows = TwoLeaderWindows(lease=LOCK).attach(sim)
+    await sim.client().create(configmap("a"))
+    await sim.client().create({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": "team"}})
+    _start_two_operators(sim)
+    await sim.sleep(10)
+    assert [w.processes for w in everything.windows] == [["op-0", "mine-0"]]
+    assert everything.violations  # unscoped, the two operators' leaders look like a window
+    assert by_name.windows == by_full_name.windows == other_namespace.windows == []
+    assert mine.windows == []
+    assert [v.objects for v in windows.info()] == [("Process/op-0", "Process/mine-0")]
+    assert scoped_windows.info() == []
+
+
+def test_two_leader_checker_refuses_a_lease_that_is_not_a_name():
+    import pytest
+
+    for bad in ("", "/", "a/b/c", "/name", 3):
+        with pytest.raises(ValueError, match="lease= is a Lease's name"):
+            TwoLeaderChecker(None, lease=bad)  # type: ignore[arg-type]
