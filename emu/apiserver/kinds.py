@@ -94,6 +94,9 @@ class KindInfo:
     #: delete of an object removed at once returns it (Pods) rather than a Status.
     return_deleted_object: bool = False
     short_names: tuple[str, ...] = ()
+    #: server-side apply's list types (from a CRD schema); None: the built-in types'.
+    list_types: Callable[[tuple[str, ...]], tuple[str, tuple[str, ...]]] | None = attrs.field(
+        default=None, eq=False)
     api_version: str = attrs.field(init=False)
     resource: str = attrs.field(init=False)
     list_kind: str = attrs.field(init=False)
@@ -366,10 +369,12 @@ def schema_hooks(openapi: Obj) -> tuple[Defaulter, Validator]:
 def ray_kind(kind: str, plural: str) -> KindInfo:
     """A built-in ray.io kind, served with its derived schema (`emu.apiserver.rayschemas`)."""
     from .rayschemas import RAY_SCHEMAS
+    from .smd import schema_list_types
 
     defaulter, validator = schema_hooks(RAY_SCHEMAS[kind])
     return KindInfo("ray.io", "v1", kind, plural, has_status=True, has_generation=True,
-                    allow_unconditional_update=False, defaulter=defaulter, validator=validator)
+                    allow_unconditional_update=False, defaulter=defaulter, validator=validator,
+                    list_types=schema_list_types(RAY_SCHEMAS[kind]))
 
 
 def default_crd_status(obj: Obj, old: Obj | None) -> None:
@@ -457,6 +462,7 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                               or (spec.get("subresources") or {}))
     names = spec["names"]
     from .schema import version_schema
+    from .smd import schema_list_types
 
     openapi = version_schema(crd, chosen["name"])
     defaulter, validator = schema_hooks(openapi) if openapi is not None else (None, None)
@@ -464,7 +470,8 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                     namespaced=spec["scope"] == "Namespaced", has_status=has_status,
                     has_generation=True, allow_unconditional_update=False,
                     short_names=tuple(names.get("shortNames") or ()),
-                    defaulter=defaulter, validator=validator)
+                    defaulter=defaulter, validator=validator,
+                    list_types=schema_list_types(openapi))
 
 
 def default_statefulset(obj: Obj, old: Obj | None) -> None:

@@ -745,6 +745,9 @@ class APIServer:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            sent_fields = meta.get("managedFields")
+            if sent_fields is not None and sent_fields != old_meta.get("managedFields"):
+                nmeta["managedFields"] = sent_fields  # a status apply's entry, as kube keeps
             kept = v.STATUS_KEEPS_META.get((info.group, info.kind))
             if kept is not None and _meta_differs(meta, old_meta):
                 # Older built-in kinds' status strategies copy only the spec back, so metadata
