@@ -41,14 +41,28 @@ class Status:
         return _status_dict(self.message, self.reason, self.code, self.details)
 
 
+def status_details(details: dict[str, Any]) -> dict[str, Any]:
+    """``metav1.StatusDetails`` as Go encodes it: empty fields (``group: ""`` of a core kind,
+    a cause's empty ``field``) are omitted (all are ``omitempty``)."""
+    out = {k: v for k, v in details.items() if v not in ("", None, [])}
+    causes = out.get("causes")
+    if isinstance(causes, list):
+        out["causes"] = [{k: v for k, v in c.items() if v != ""} if isinstance(c, dict) else c
+                         for c in causes]
+    return out
+
+
 def _status_dict(message: str, reason: str, code: int, details: dict[str, Any] | None
                  ) -> dict[str, Any]:
-    """A failure ``Status`` as the wire carries it."""
+    """A failure ``Status`` as the wire carries it, in ``metav1.Status``'s field order: kind,
+    apiVersion, metadata, status, message, reason, details, code."""
     out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                           "status": "Failure", "message": message, "reason": reason,
-                           "code": code}
+                           "status": "Failure", "message": message, "reason": reason}
     if details:
-        out["details"] = details
+        cleaned = status_details(details)
+        if cleaned:
+            out["details"] = cleaned
+    out["code"] = code
     return out
 
 

@@ -91,9 +91,13 @@ class KindInfo:
     allow_unconditional_update: bool = True
     #: Pods: deletion is graceful (deletionTimestamp in the future, the kubelet finishes it).
     graceful_delete: bool = False
-    #: delete of an object removed at once returns it (Pods) rather than a Status.
+    #: delete of an object removed at once returns it rather than a Status (kube's registries
+    #: with ``ReturnDeletedObject``: Pods, Services, ServiceAccounts, PVs, PVCs, StorageClasses,
+    #: CSIDrivers).
     return_deleted_object: bool = False
     short_names: tuple[str, ...] = ()
+    #: a custom resource (the ray.io kinds, a CRD's): core's built-in-only checks skip it.
+    custom: bool = False
     #: server-side apply's list types (from a CRD schema); None: the built-in types'.
     list_types: Callable[[tuple[str, ...]], tuple[str, tuple[str, ...]]] | None = attrs.field(
         default=None, eq=False)
@@ -291,6 +295,13 @@ def default_pod(obj: Obj, old: Obj | None) -> None:
 
 
 def default_service(obj: Obj, old: Obj | None) -> None:
+    """``SetDefaults_Service``, and the ``status: {loadBalancer: {}}`` every Service is sent
+    with (Go encodes the empty LoadBalancerStatus struct)."""
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        obj["status"] = {"loadBalancer": {}}
+    elif "loadBalancer" not in status:
+        obj["status"] = {"loadBalancer": {}, **status}
     if not isinstance(obj.get("spec"), dict):
         return
     spec = _own(obj, "spec")
@@ -374,7 +385,7 @@ def ray_kind(kind: str, plural: str) -> KindInfo:
     defaulter, validator = schema_hooks(RAY_SCHEMAS[kind])
     return KindInfo("ray.io", "v1", kind, plural, has_status=True, has_generation=True,
                     allow_unconditional_update=False, defaulter=defaulter, validator=validator,
-                    list_types=schema_list_types(RAY_SCHEMAS[kind]))
+                    list_types=schema_list_types(RAY_SCHEMAS[kind]), custom=True)
 
 
 def default_crd_status(obj: Obj, old: Obj | None) -> None:
@@ -471,7 +482,7 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                     has_generation=True, allow_unconditional_update=False,
                     short_names=tuple(names.get("shortNames") or ()),
                     defaulter=defaulter, validator=validator,
-                    list_types=schema_list_types(openapi))
+                    list_types=schema_list_types(openapi), custom=True)
 
 
 def default_statefulset(obj: Obj, old: Obj | None) -> None:
@@ -823,12 +834,13 @@ def builtin_kinds() -> list[KindInfo]:
                  graceful_delete=True, return_deleted_object=True, short_names=("po",)),
         KindInfo(core, "v1", "Service", "services", has_status=True, name_format="dns1035",
                  defaulter=default_service, prepare_create=prepare_service,
-                 validator=v.validate_service, merge_keys=smp, short_names=("svc",)),
+                 validator=v.validate_service, merge_keys=smp, return_deleted_object=True,
+                 short_names=("svc",)),
         KindInfo(core, "v1", "ConfigMap", "configmaps", merge_keys=smp, short_names=("cm",)),
         KindInfo(core, "v1", "Secret", "secrets", defaulter=default_secret, merge_keys=smp,
                  field_getters=_fields("type")),
         KindInfo(core, "v1", "ServiceAccount", "serviceaccounts", merge_keys=smp,
-                 short_names=("sa",)),
+                 return_deleted_object=True, short_names=("sa",)),
         # RBAC kinds (rbac.authorization.k8s.io/v1); enforcement is emu.apiserver.rbac's.
         KindInfo(rbac.GROUP, "v1", "Role", "roles", validator=rbac.validate_role,
                  merge_keys=smp),
@@ -840,9 +852,10 @@ def builtin_kinds() -> list[KindInfo]:
                  namespaced=False, validator=rbac.validate_binding, merge_keys=smp),
         KindInfo(core, "v1", "PersistentVolumeClaim", "persistentvolumeclaims", has_status=True,
                  defaulter=default_pvc, validator=v.validate_pvc, merge_keys=smp,
-                 short_names=("pvc",)),
+                 return_deleted_object=True, short_names=("pvc",)),
         KindInfo(core, "v1", "PersistentVolume", "persistentvolumes", namespaced=False,
-                 has_status=True, defaulter=default_pv, merge_keys=smp, short_names=("pv",)),
+                 has_status=True, defaulter=default_pv, merge_keys=smp,
+                 return_deleted_object=True, short_names=("pv",)),
         KindInfo(core, "v1", "Event", "events", name_format="path", merge_keys=smp,
                  field_getters={**_fields("involvedObject.kind", "involvedObject.name",
                                           "involvedObject.namespace", "involvedObject.uid",

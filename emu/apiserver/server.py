@@ -44,6 +44,7 @@ from .errors import (
     ServerTimeout,
     StatusCause,
     UnsupportedMediaType,
+    status_details,
 )
 from .kinds import KindInfo, KindRegistry, builtin_registry, crd_kind_info
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
@@ -123,7 +124,8 @@ def _decode_all(entries: builtins.list[Entry]) -> builtins.list[Obj]:
 
 def _status_success(info: KindInfo, name: str, uid: str) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+            "details": status_details({"name": name, "group": info.group, "kind": info.plural,
+                                       "uid": uid})}
 
 
 def _encode_continue(rev: int, key: tuple[str, str], info: KindInfo, ns: str | None) -> str:
@@ -325,6 +327,9 @@ class APIServer:
                     if not ref.get(fname):
                         causes.append(v.invalid(f"metadata.ownerReferences.{fname}",
                                                 ref.get(fname, ""), f"{what} must not be empty"))
+                if ref.get("apiVersion") == "v1" and ref.get("kind") == "Event":
+                    causes.append(v.invalid("metadata.ownerReferences", ref,
+                                            "/v1, Kind=Event is disallowed from being an owner"))
                 if ref.get("controller"):
                     controllers.append(f"{ref.get('kind')}/{ref.get('name')}")
             if len(controllers) > 1:
@@ -334,8 +339,7 @@ class APIServer:
                                         f"{controllers[1]}"))
         fin = meta.get("finalizers")
         if fin and (old_meta is None or fin != old_meta.get("finalizers")):
-            for f in fin:
-                causes.extend(v.qualified_name("metadata.finalizers", f))
+            causes.extend(v.validate_finalizers(fin, builtin=not info.custom))
         return causes
 
     def _check_namespace(self, info: KindInfo, ns: str, name: str) -> None:

@@ -228,6 +228,28 @@ def validate_annotations(annotations: Mapping[str, str]) -> list[StatusCause]:
     return out
 
 
+#: ``IsStandardFinalizerName``: the finalizers a built-in kind may carry without a domain.
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def validate_finalizers(finalizers: list[str], builtin: bool) -> list[StatusCause]:
+    """``ValidateFinalizers`` (apimachinery objectmeta.go): each name qualified, and not both
+    ``orphan`` and ``foregroundDeletion``; for built-in kinds then core's
+    ``validateKubeFinalizerName``: a name without a ``/`` must be a standard one."""
+    out: list[StatusCause] = []
+    for name in finalizers:
+        out.extend(qualified_name("metadata.finalizers", name))
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        out.append(invalid("metadata.finalizers", finalizers,
+                           "finalizer orphan and foregroundDeletion cannot be both set"))
+    if builtin:
+        for i, name in enumerate(finalizers):
+            if "/" not in name and name not in STANDARD_FINALIZERS:
+                out.append(invalid(f"metadata.finalizers[{i}]", name, "name is neither a "
+                                   "standard finalizer name nor is it fully qualified"))
+    return out
+
+
 # -- decode errors (400) ---------------------------------------------------------------------------
 
 _GO_KIND = {str: "string", bool: "bool", int: "number", float: "number", list: "array",

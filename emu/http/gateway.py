@@ -107,7 +107,7 @@ def _not_acceptable() -> ApiError:
 
 
 def _status_response(err: ApiError) -> HttpResponse:
-    return HttpResponse(err.code, orjson.dumps(err.status))
+    return HttpResponse.error(err.status, err.code)
 
 
 def _bool(value: str | None) -> bool:
@@ -174,9 +174,9 @@ class Gateway:
         """Answer one request; raises `Dropped` when the emulated network lost it."""
         self.requests += 1
         if self.token is not None and req.header("authorization") != f"Bearer {self.token}":
-            return HttpResponse.json({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                      "status": "Failure", "message": "Unauthorized",
-                                      "reason": "Unauthorized", "code": 401}, 401)
+            return HttpResponse.error({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                       "status": "Failure", "message": "Unauthorized",
+                                       "reason": "Unauthorized", "code": 401}, 401)
         if "impersonate-user" in req.headers and _resource_path(req.path):
             # kubectl --as: refused, not silently ignored (discovery is the same for anyone)
             return _status_response(BadRequest(
