@@ -40,6 +40,7 @@ from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
 from ..kernel.clock import parse_time
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
+from ..kernel.paced import wall_speed
 from . import discovery, openapi, reviews, tables
 from .logs import LogFollowers, check_started, container_process, pod_log
 from .proxy import proxy, service_proxy_path
@@ -634,7 +635,10 @@ class _Call:
             by_name = f"metadata.name={self.name}"
             sel["field_selector"] = f"{sel['field_selector']},{by_name}" \
                 if sel["field_selector"] else by_name
-        timeout = _int(self.req, "timeoutSeconds")
+        seconds = _int(self.req, "timeoutSeconds")
+        # the client counts wall seconds: under `emu serve --speed N` that is N times as many
+        # virtual seconds (kube's informers expect a watch to last its timeout in real time)
+        timeout = None if seconds is None else seconds * wall_speed()
         areq = ApiRequest("watch", self.info.kind, self.info.api_version, self.namespace, None,
                           None, {k: v for k, v in {
                               "resource_version": self.req.param("resourceVersion") or None,

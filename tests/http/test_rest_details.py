@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
+import pytest
 
 from emu.http.transport import BASE_URL, httpx_transport
 
@@ -68,3 +71,18 @@ async def test_error_bodies_are_kubes_bytes(sim):
         r = await c.get("/apis/apps/v1/namespaces/default/deployments/nope")
         assert r.content.endswith(
             b'"details":{"name":"nope","group":"apps","kind":"deployments"},"code":404}\n')
+
+
+async def test_a_watch_timeout_is_in_wall_seconds_under_speed(sim):
+    """Under ``emu serve --speed 10`` (a paced loop with ``speed``) a watch asked to last 2 s
+    lasts 2 wall seconds, 20 virtual ones; on a plain virtual loop, 2 virtual seconds."""
+    loop = asyncio.get_running_loop()
+    for speed, lasts in ((None, 2.0), (10.0, 20.0)):
+        if speed is not None:
+            loop.speed = speed  # type: ignore[attr-defined]
+        async with client(sim) as c:
+            start = loop.time()
+            async with c.stream("GET", f"{NS}/configmaps", params={
+                    "watch": "1", "timeoutSeconds": "2"}) as resp:
+                [line async for line in resp.aiter_lines()]
+            assert loop.time() - start == pytest.approx(lasts, abs=0.5)
