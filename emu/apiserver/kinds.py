@@ -817,6 +817,8 @@ _REPLICAS = (("spec.replicas", "spec.replicas"),)
 
 def builtin_kinds() -> list[KindInfo]:
     """Every kind the API server serves from the start."""
+    from .storedkinds import stored_builtin_kinds
+
     smp = BUILTIN_MERGE_KEYS
     core = ""
     return [
@@ -894,6 +896,7 @@ def builtin_kinds() -> list[KindInfo]:
         ray_kind("RayService", "rayservices"),
         ray_kind("RayCronJob", "raycronjobs"),
         *_stored_kinds(),
+        *stored_builtin_kinds(),
     ]
 
 

@@ -639,6 +639,30 @@ BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
                                            "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
                                            "deprecatedCount")),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): frozenset(_SPEC_STATUS),
+    # the stored-only kinds (emu.apiserver.storedkinds)
+    ("policy", "PodDisruptionBudget"): frozenset(_SPEC_STATUS),
+    ("autoscaling", "HorizontalPodAutoscaler"): frozenset(_SPEC_STATUS),
+    ("storage.k8s.io", "StorageClass"): frozenset((
+        *_OBJECT, "provisioner", "parameters", "reclaimPolicy", "mountOptions",
+        "allowVolumeExpansion", "volumeBindingMode", "allowedTopologies")),
+    ("storage.k8s.io", "CSIDriver"): frozenset((*_OBJECT, "spec")),
+    ("storage.k8s.io", "CSINode"): frozenset((*_OBJECT, "spec")),
+    ("storage.k8s.io", "CSIStorageCapacity"): frozenset((
+        *_OBJECT, "nodeTopology", "storageClassName", "capacity", "maximumVolumeSize")),
+    ("storage.k8s.io", "VolumeAttachment"): frozenset(_SPEC_STATUS),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): frozenset((
+        *_OBJECT, "webhooks")),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): frozenset((
+        *_OBJECT, "webhooks")),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): frozenset(_SPEC_STATUS),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): frozenset((
+        *_OBJECT, "spec")),
+    ("scheduling.k8s.io", "PriorityClass"): frozenset((
+        *_OBJECT, "value", "globalDefault", "description", "preemptionPolicy")),
+    ("certificates.k8s.io", "CertificateSigningRequest"): frozenset(_SPEC_STATUS),
+    ("apiregistration.k8s.io", "APIService"): frozenset(_SPEC_STATUS),
+    ("", "ResourceQuota"): frozenset(_SPEC_STATUS),
+    ("", "LimitRange"): frozenset((*_OBJECT, "spec")),
 }
 #: ``metav1.ObjectMeta``'s fields.
 OBJECT_META_FIELDS = frozenset((
