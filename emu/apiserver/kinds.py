@@ -29,6 +29,7 @@ import attrs
 from . import rbac
 from . import validation as v
 from .errors import ApiError, StatusCause
+from .smd import ListTypes
 
 Obj = dict[str, Any]
 Defaulter = Callable[[Obj, "Obj | None"], None]
@@ -99,8 +100,7 @@ class KindInfo:
     #: a custom resource (the ray.io kinds, a CRD's): core's built-in-only checks skip it.
     custom: bool = False
     #: server-side apply's list types (from a CRD schema); None: the built-in types'.
-    list_types: Callable[[tuple[str, ...]], tuple[str, tuple[str, ...]]] | None = attrs.field(
-        default=None, eq=False)
+    list_types: ListTypes | None = attrs.field(default=None, eq=False)
     api_version: str = attrs.field(init=False)
     resource: str = attrs.field(init=False)
     list_kind: str = attrs.field(init=False)

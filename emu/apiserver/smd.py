@@ -10,15 +10,16 @@ item of a set list. A *field set* is a Python set of paths; each path is a membe
 (FieldsV1 marks a member that also has children with ``"."``).
 
 What a list is comes from a `ListTypes` resolver called with the field names leading to it (list
-items skipped): ``("atomic", ())``, ``("set", ())`` or ``("map", keys)``. Maps are treated as
-structs whose keys are all named fields, which is what every built-in map of scalars (labels,
-annotations, data, nodeSelector, resource quantities) behaves like.
+items skipped): ``("atomic", ())``, ``("set", ())`` or ``("map", keys)``; its ``atomic_map``
+says which maps are one value (label selectors: ``+structType=atomic``, ``+mapType=atomic``).
+Other maps are treated as structs whose keys are all named fields, which is what every built-in
+map of scalars (labels, annotations, data, nodeSelector, resource quantities) behaves like.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 import orjson
 
@@ -28,7 +29,15 @@ Obj = dict[str, Any]
 Path = tuple[str, ...]
 Names = tuple[str, ...]
 ListType = tuple[str, tuple[str, ...]]
-ListTypes = Callable[[Names], ListType]
+
+
+class ListTypes(Protocol):
+    """What a kind's lists and maps are, by the field names leading to them."""
+
+    def __call__(self, names: Names) -> ListType: ...
+
+    def atomic_map(self, names: Names) -> bool: ...
+
 
 ATOMIC: ListType = ("atomic", ())
 SET: ListType = ("set", ())
@@ -58,6 +67,25 @@ BUILTIN_MAP_LISTS: Mapping[str, tuple[str, ...]] = {
 }
 
 
+#: Maps and structs kube marks atomic, by field name: label selectors (``metav1.LabelSelector``
+#: is ``+structType=atomic``, a Service's selector ``+mapType=atomic``).
+BUILTIN_ATOMIC_MAPS = frozenset({"selector", "labelSelector", "namespaceSelector",
+                                 "podSelector", "objectSelector"})
+
+
+class _Builtin:
+    """The built-in types' list and map types."""
+
+    def __call__(self, names: Names) -> ListType:
+        return builtin_list_type(names)
+
+    def atomic_map(self, names: Names) -> bool:
+        return bool(names) and names[-1] in BUILTIN_ATOMIC_MAPS
+
+
+BUILTIN_TYPES: ListTypes = _Builtin()
+
+
 def builtin_list_type(names: Names) -> ListType:
     """The list type of a built-in kind's list at ``names``; atomic unless kube marks it."""
     last = names[-1] if names else ""
@@ -73,49 +101,74 @@ def builtin_list_type(names: Names) -> ListType:
     return ("map", keys) if keys else ATOMIC
 
 
-def schema_list_types(openapi: Obj | None) -> ListTypes:
-    """List types from a CRD's structural schema (``x-kubernetes-list-type`` and
-    ``x-kubernetes-list-map-keys``; a list without them is atomic, as in kube). Below a node the
-    schema leaves open (``x-kubernetes-preserve-unknown-fields`` without properties: embedded Pod
-    templates in the built-in ray.io schemas) the built-in types' list types apply."""
-    cache: dict[Names, ListType] = {}
+class _Schema:
+    """List and map types from a CRD's structural schema (``x-kubernetes-list-type`` with
+    ``x-kubernetes-list-map-keys``, ``x-kubernetes-map-type: atomic``; a list without a type is
+    atomic, as in kube). Below a node the schema leaves open
+    (``x-kubernetes-preserve-unknown-fields`` without properties: the embedded Pod templates of
+    the built-in ray.io schemas) and in ``metadata`` the built-in types' apply."""
 
-    def resolve(names: Names) -> ListType:
-        found = cache.get(names)
+    def __init__(self, openapi: Obj | None) -> None:
+        self.openapi = openapi
+        self._lists: dict[Names, ListType] = {}
+        self._maps: dict[Names, bool] = {}
+
+    def __call__(self, names: Names) -> ListType:
+        found = self._lists.get(names)
         if found is None:
-            found = cache[names] = _from_schema(openapi, names)
+            node = self._node(names)
+            if isinstance(node, tuple):
+                found = builtin_list_type(node)
+            elif node is None:
+                found = ATOMIC
+            else:
+                kind = node.get("x-kubernetes-list-type")
+                found = SET if kind == "set" else ("map", tuple(
+                    node.get("x-kubernetes-list-map-keys") or ())) if kind == "map" else ATOMIC
+            self._lists[names] = found
         return found
 
-    return resolve
+    def atomic_map(self, names: Names) -> bool:
+        found = self._maps.get(names)
+        if found is None:
+            node = self._node(names)
+            if isinstance(node, tuple):
+                found = BUILTIN_TYPES.atomic_map(node)
+            else:
+                found = node is not None and node.get("x-kubernetes-map-type") == "atomic"
+            self._maps[names] = found
+        return found
 
-
-def _from_schema(openapi: Obj | None, names: Names) -> ListType:
-    node: Any = openapi
-    for i, name in enumerate(names):
-        if not isinstance(node, dict):
-            return builtin_list_type(names)
-        if node.get("type") == "array" or "items" in node:
-            node = node.get("items")
+    def _node(self, names: Names) -> Obj | Names | None:
+        """The schema node at ``names``; the names below an open node (to resolve as a
+        built-in's); None when the schema does not declare the field."""
+        node: Any = self.openapi
+        for i, name in enumerate(names):
             if not isinstance(node, dict):
-                return builtin_list_type(names)
-        props = node.get("properties")
-        if isinstance(props, dict) and name in props:
-            node = props[name]
-        elif isinstance(node.get("additionalProperties"), dict):
-            node = node["additionalProperties"]
-        elif i == 0 and name == "metadata":
-            return builtin_list_type(names)
-        else:
-            return builtin_list_type(names[i:]) if node.get(
-                "x-kubernetes-preserve-unknown-fields") else ATOMIC
-    if not isinstance(node, dict):
-        return ATOMIC
-    kind = node.get("x-kubernetes-list-type")
-    if kind == "set":
-        return SET
-    if kind == "map":
-        return ("map", tuple(node.get("x-kubernetes-list-map-keys") or ()))
-    return ATOMIC
+                return names
+            if node.get("type") == "array" or "items" in node:
+                node = node.get("items")
+                if not isinstance(node, dict):
+                    return names
+            props = node.get("properties")
+            if isinstance(props, dict) and name in props:
+                node = props[name]
+            elif isinstance(node.get("additionalProperties"), dict):
+                node = node["additionalProperties"]
+            elif i == 0 and name == "metadata":
+                return names
+            elif node.get("x-kubernetes-preserve-unknown-fields"):
+                return names[i:]
+            else:
+                return None
+        if isinstance(node, dict) and (node.get("type") == "array" or "items" in node):
+            return node
+        return node if isinstance(node, dict) else None
+
+
+def schema_list_types(openapi: Obj | None) -> ListTypes:
+    """The list and map types of a CRD's structural schema (`_Schema`)."""
+    return _Schema(openapi)
 
 
 # -- list items ------------------------------------------------------------------------------------
@@ -169,7 +222,10 @@ def to_field_set(obj: Obj, types: ListTypes) -> set[Path]:
 
     def walk(value: Any, path: Path, names: Names) -> None:
         if isinstance(value, dict):
-            walk_map(value, path, names)
+            if types.atomic_map(names):
+                out.add(path)
+            else:
+                walk_map(value, path, names)
         elif isinstance(value, list):
             ltype = types(names)
             if ltype[0] == "atomic":
@@ -199,6 +255,8 @@ def every_node(obj: Any, types: ListTypes) -> set[Path]:
 
     def walk(value: Any, path: Path, names: Names) -> None:
         if isinstance(value, dict):
+            if names and types.atomic_map(names):
+                return
             for key, child in value.items():
                 child_path = (*path, "f:" + key)
                 out.add(child_path)
@@ -280,6 +338,8 @@ def merge(live: Any, config: Any, types: ListTypes, names: Names = ()) -> Any:
     if isinstance(config, dict) and isinstance(live, dict):
         if not config:
             return live if live else config
+        if names and types.atomic_map(names):
+            return config
         out = dict(live)
         for key, value in config.items():
             out[key] = merge(live[key], value, types, (*names, key)) if key in live else value
@@ -368,7 +428,7 @@ def remove_items(value: Any, paths: Iterable[Path], types: ListTypes) -> Any:
 
 def _remove(value: Any, trie: Obj, types: ListTypes, names: Names) -> Any:
     if isinstance(value, dict):
-        if not value:
+        if not value or (names and types.atomic_map(names)):
             return value
         out: Obj = {}
         for key, child in value.items():
@@ -422,7 +482,8 @@ def compare(lhs: Any, rhs: Any, types: ListTypes) -> tuple[set[Path], set[Path],
     def walk(left: Any, right: Any, path: Path, names: Names) -> None:
         lmap = left if isinstance(left, dict) else None
         rmap = right if isinstance(right, dict) else None
-        if (lmap is not None or rmap is not None) and (lmap or rmap):
+        if (lmap is not None or rmap is not None) and (lmap or rmap) and not (
+                names and types.atomic_map(names)):
             if (lmap is None and left is not _GONE) or (rmap is None and right is not _GONE):
                 leaf(left, right, path)
                 return

@@ -22,8 +22,8 @@ Lists merge by their list type: built-in kinds by kube's ``+listType`` markers
 (`emu.apiserver.smd.builtin_list_type`), custom resources by their schema's
 ``x-kubernetes-list-type``. Differences from kube (also in docs/deviations.md): only Apply
 operations are tracked: ordinary writes (create, update, patch) keep ``managedFields`` as they
-are instead of adding ``Update`` entries, so they never cause apply conflicts; maps are treated as
-structs whose keys are all fields.
+are instead of adding ``Update`` entries, so they never cause apply conflicts; maps other than
+label selectors are treated as structs whose keys are all fields.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def decode_applied(patch: Any) -> Obj:
 
 def list_types(info: KindInfo) -> smd.ListTypes:
     """How ``info``'s lists merge: its CRD schema's list types, else the built-in types'."""
-    return info.list_types or smd.builtin_list_type
+    return info.list_types or smd.BUILTIN_TYPES
 
 
 def _entries(meta: Obj) -> list[Obj]:

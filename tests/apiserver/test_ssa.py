@@ -4,7 +4,8 @@ The cases of ``CASES`` are sigs.k8s.io/structured-merge-diff's ``merge`` tests (
 leaf_test, nested_test, multiple_appliers_test) that use only Apply operations, written here as
 data: a sequence of applies on a small type, the object expected and each manager's field set.
 The type: ``list`` a set of strings (``sets``), ``keyed`` a list keyed by ``name``, ``listOfLists``
-keyed by ``name`` whose ``value`` is a set, everything else structs and atomic lists.
+keyed by ``name`` whose ``value`` is a set, ``atomicMap`` an atomic map, everything else structs
+and atomic lists.
 """
 
 from __future__ import annotations
@@ -21,15 +22,19 @@ from emu.apiserver.ssa import merge_applied
 from emu.kernel.rng import SimRandom
 
 
-def _types(names: tuple[str, ...]) -> smd.ListType:
-    if names in (("list",), ("listOfLists", "value")):
-        return smd.SET
-    if names in (("keyed",), ("listOfLists",)):
-        return ("map", ("name",))
-    return smd.ATOMIC
+class _Types:
+    def __call__(self, names: tuple[str, ...]) -> smd.ListType:
+        if names in (("list",), ("listOfLists", "value")):
+            return smd.SET
+        if names in (("keyed",), ("listOfLists",)):
+            return ("map", ("name",))
+        return smd.ATOMIC
+
+    def atomic_map(self, names: tuple[str, ...]) -> bool:
+        return names == ("atomicMap",)
 
 
-INFO = KindInfo("", "v1", "Thing", "things", list_types=_types)
+INFO = KindInfo("", "v1", "Thing", "things", list_types=_Types())
 
 
 def K(name: str) -> str:  # a keyed item's step (SMD's _KBF)
@@ -165,6 +170,30 @@ def test_several_conflicts_are_grouped_by_manager() -> None:
                                  '- .z\nconflicts with "b":\n- .x')
 
 
+def test_an_atomic_map_conflicts_whole_and_force_replaces_it() -> None:
+    """multiple_appliers_test ``force``."""
+    first = [("apply-one", {"atomicMap": {"field1": "a"}}),
+             ("apply-two", {"atomicMap": {"field2": "b"}})]
+    with pytest.raises(ApiError) as err:
+        _run(first)
+    assert err.value.message == ('Apply failed with 1 conflict: conflict with "apply-one": '
+                                 ".atomicMap")
+    obj = _run(first, force=True)
+    assert obj["atomicMap"] == {"field2": "b"}
+    got = {e["manager"]: smd.from_fields_v1(e["fieldsV1"]) for e in obj["metadata"]["managedFields"]}
+    assert got == {"apply-two": {P("atomicMap")}}
+
+
+def test_a_deployments_selector_is_atomic(api: APIServer) -> None:
+    """``metav1.LabelSelector`` is ``+structType=atomic``: the applier owns it whole."""
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    out = _apply(api, "Deployment", body)
+    assert out["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:selector"] == {}
+
+
 def test_force_takes_the_fields_and_the_other_manager_keeps_the_rest() -> None:
     obj = _run([("one", {"x": 1, "y": 1}), ("two", {"x": 2})], force=True)
     assert (obj["x"], obj["y"]) == (2, 1)
@@ -269,3 +298,24 @@ def test_apply_to_status_is_its_own_manager_entry(api: APIServer) -> None:
     entries = [(e["manager"], e.get("subresource")) for e in out["metadata"]["managedFields"]]
     assert entries == [("m", None), ("m", "status")]
     assert out["status"]["observedGeneration"] == 7
+
+
+def test_a_crd_schema_gives_list_and_map_types() -> None:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                  "x-kubernetes-list-map-keys": ["port", "protocol"],
+                  "items": {"type": "object"}},
+        "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                 "items": {"type": "string"}},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "sel": {"type": "object", "x-kubernetes-map-type": "atomic"},
+        "template": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}
+    types = smd.schema_list_types(schema)
+    assert types(("spec", "ports")) == ("map", ("port", "protocol"))
+    assert types(("spec", "tags")) == smd.SET
+    assert types(("spec", "args")) == smd.ATOMIC
+    assert types(("spec", "undeclared")) == smd.ATOMIC
+    assert types.atomic_map(("spec", "sel")) and not types.atomic_map(("spec",))
+    # below an open node, and in metadata, the built-in types' rules apply
+    assert types(("spec", "template", "spec", "containers")) == ("map", ("name",))
+    assert types(("metadata", "finalizers")) == smd.SET
