@@ -319,3 +319,34 @@ def test_a_crd_schema_gives_list_and_map_types() -> None:
     # below an open node, and in metadata, the built-in types' rules apply
     assert types(("spec", "template", "spec", "containers")) == ("map", ("name",))
     assert types(("metadata", "finalizers")) == smd.SET
+
+
+# -- kube's own apply integration cases (test/integration/apiserver/apply) -----------------------
+
+
+def test_apply_remove_container_port(api: APIServer) -> None:
+    """``TestApplyRemoveContainerPort``: applying the Deployment again without the port removes
+    it."""
+    def deployment(ports: list[dict[str, Any]] | None) -> dict[str, Any]:
+        container: dict[str, Any] = {"name": "nginx", "image": "nginx:latest"}
+        if ports is not None:
+            container["ports"] = ports
+        return {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "deployment", "labels": {"app": "nginx"}},
+                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "nginx"}},
+                         "template": {"metadata": {"labels": {"app": "nginx"}},
+                                      "spec": {"containers": [container]}}}}
+
+    _apply(api, "Deployment", deployment([{"containerPort": 80, "protocol": "TCP"}]),
+           "apply_test")
+    out = _apply(api, "Deployment", deployment(None), "apply_test")
+    assert "ports" not in out["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_apply_removes_empty_managed_fields(api: APIServer) -> None:
+    """``TestApplyRemovesEmptyManagedFields``: an apply that sets nothing beyond the object's
+    name leaves no managedFields."""
+    out = _apply(api, "ConfigMap", {"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": "test-cm", "namespace": "default"}},
+                 "apply_test")
+    assert "managedFields" not in out["metadata"]
