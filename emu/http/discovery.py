@@ -40,6 +40,8 @@ def categories(info: KindInfo) -> list[str]:
     if key in ALL_CATEGORY:
         return ["all"]
     return ["api-extensions"] if key in API_EXTENSIONS_CATEGORY else []
+#: The kind with an ``approval`` subresource.
+APPROVABLE = ("certificates.k8s.io", "CertificateSigningRequest")
 #: Built-in kinds served with a scale subresource (CRDs add theirs: `emu.http.scale`).
 _SCALABLE = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
 
@@ -111,6 +113,10 @@ def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
         if info.kind == "Pod" and not info.group:
             resources.append({"name": "pods/log", "singularName": "", "namespaced": True,
                               "kind": "Pod", "verbs": ["get"]})
+        if (info.group, info.kind) == APPROVABLE:
+            resources.append({"name": f"{info.plural}/approval", "singularName": "",
+                              "namespaced": False, "kind": info.kind,
+                              "verbs": ["get", "patch", "update"]})
     gv = f"{group_name}/{version_name}" if group_name else version_name
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
             "resources": resources}
@@ -147,6 +153,9 @@ def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]]) -
     if info.kind == "Pod" and not info.group:
         subs.append({"subresource": "log", "responseKind": {"group": "", "version": "v1",
                                                              "kind": "Pod"}, "verbs": ["get"]})
+    if (info.group, info.kind) == APPROVABLE:
+        subs.insert(0, {"subresource": "approval", "responseKind": gvk,
+                        "verbs": ["get", "patch", "update"]})
     if subs:
         entry["subresources"] = subs
     return entry

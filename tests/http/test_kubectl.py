@@ -291,3 +291,15 @@ def test_a_pdb_and_hpa_chart_applies_and_lists(served: Served):
     assert re.search(r"poddisruptionbudget.policy/web\s+1\s+N/A\s+0", listed), listed
     assert re.search(r"horizontalpodautoscaler.autoscaling/web\s+Deployment/web\s+"
                      r"cpu: <unknown>/80%\s+1\s+3\s+0", listed), listed
+
+
+def test_kubectl_certificate_approve(served: Served):
+    served.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "kc-csr"},
+        "spec": {"request": "LS0t", "signerName": "kubernetes.io/kube-apiserver-client",
+                 "usages": ["client auth"]}}))
+    out = served.kubectl("certificate", "approve", "kc-csr").stdout
+    assert "certificatesigningrequest.certificates.k8s.io/kc-csr approved" in out
+    listed = served.kubectl("get", "csr", "kc-csr").stdout
+    assert re.search(r"kc-csr\s+\S+\s+kubernetes.io/kube-apiserver-client\s+.*Approved", listed)

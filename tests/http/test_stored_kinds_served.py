@@ -68,3 +68,39 @@ async def test_pdb_and_hpa_print_kubes_columns(sim):
             "Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"]
         assert table["rows"][0]["cells"][:6] == [
             "h", "Deployment/d", "cpu: <unknown>/80%", 1, 4, 0]
+
+
+CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+
+
+def csr(name: str) -> dict:
+    return {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"name": name},
+            "spec": {"request": "LS0t", "signerName": "kubernetes.io/kube-apiserver-client",
+                     "usages": ["client auth"]}}
+
+
+async def test_a_csr_is_approved_through_its_approval_subresource(sim):
+    async with client(sim) as c:
+        created = (await c.post(CSRS, json=csr("me"))).json()
+        sent = {**created, "status": {"conditions": [
+            {"type": "Approved", "status": "True", "reason": "KubectlApprove",
+             "message": "This CSR was approved by kubectl certificate approve."}]}}
+        r = await c.put(f"{CSRS}/me/approval", json=sent)
+        assert r.status_code == 200, r.text
+        cond = r.json()["status"]["conditions"][0]
+        assert (cond["type"], cond["reason"]) == ("Approved", "KubectlApprove")
+        assert cond["lastUpdateTime"] == cond["lastTransitionTime"]
+        assert r.json()["spec"] == created["spec"]
+        # an approval may not also deny, nor drop the Approved condition
+        both = {**r.json(), "status": {"conditions": [
+            {"type": "Approved", "status": "True"}, {"type": "Denied", "status": "True"}]}}
+        r2 = await c.put(f"{CSRS}/me/approval", json=both)
+        assert r2.status_code == 422
+        assert "Approved and Denied conditions are mutually exclusive" in r2.json()["message"]
+        table = (await c.get(CSRS, headers={"accept": TABLE})).json()
+        assert table["rows"][0]["cells"][-1] == "Approved"
+        disc = {r["name"] for r in (await c.get("/apis/certificates.k8s.io/v1")).json()[
+            "resources"]}
+        assert {"certificatesigningrequests/approval",
+                "certificatesigningrequests/status"} <= disc
