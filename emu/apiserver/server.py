@@ -699,20 +699,27 @@ class APIServer:
     # -- update ----------------------------------------------------------------------------------
 
     def update(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None, field_validation: str | None = None) -> Obj:
+               namespace: str | None = None, field_validation: str | None = None,
+               field_manager: str | None = None) -> Obj:
         """Replace the object (status is ignored for kinds with a status subresource)."""
-        return self._update(obj, caller, False, dry_run, namespace, field_validation)
+        return self._update(obj, caller, False, dry_run, namespace, field_validation,
+                            field_manager=field_manager)
 
     def update_status(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-                      namespace: str | None = None, field_validation: str | None = None) -> Obj:
+                      namespace: str | None = None, field_validation: str | None = None,
+                      field_manager: str | None = None) -> Obj:
         """Replace only ``status`` (the ``/status`` subresource)."""
-        return self._update(obj, caller, True, dry_run, namespace, field_validation)
+        return self._update(obj, caller, True, dry_run, namespace, field_validation,
+                            field_manager=field_manager)
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
                 namespace: str | None, field_validation: str | None = None,
-                encoded: bool = False, resolved: tuple[KindInfo, Table] | None = None) -> Any:
+                encoded: bool = False, resolved: tuple[KindInfo, Table] | None = None,
+                field_manager: str | None = None) -> Any:
         """`update` and `update_status`; ``encoded``: the answer is the stored bytes when the
-        object stays stored (not for a dry run), ``resolved`` as `_create`'s."""
+        object stays stored (not for a dry run), ``resolved`` as `_create`'s. On an object
+        with ``managedFields`` (one that was applied), the write is recorded as an ``Update``
+        entry of ``field_manager`` (else the caller), as kube's field manager does."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
         info, table = self._kind_of(obj) if resolved is None else resolved
         if status_only and not info.has_status:
@@ -831,6 +838,17 @@ class APIServer:
                 spec_changed = _spec_changed(new, old)
                 if spec_changed:
                     nmeta["generation"] = old_meta.get("generation", 0) + 1
+        owners = old_meta.get("managedFields")
+        if owners and nmeta.get("managedFields") == owners:  # not on the hot path: applied only
+            from .ssa import track_update
+
+            tracked = track_update(info, old, new, field_manager or caller or "unknown",
+                                   "status" if status_only else None, self._now())
+            if tracked is not None:
+                if tracked:
+                    nmeta["managedFields"] = tracked
+                else:
+                    nmeta.pop("managedFields", None)
         nmeta["resourceVersion"] = entry.rv
         # kube skips writes that change nothing: no new revision, no event.
         if spec_changed is None:
@@ -921,7 +939,7 @@ class APIServer:
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
         return self._update(patched, caller, subresource == "status", dry_run, ns,
-                            field_validation, encoded)
+                            field_validation, encoded, field_manager=field_manager)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -1187,7 +1205,7 @@ class APIServer:
             body, resolved = self._body(req)
             return self._update(body, caller, verb == "update_status", bool(o.get("dry_run")),
                                 req.namespace, o.get("field_validation"), bool(o.get("encoded")),
-                                resolved)
+                                resolved, o.get("field_manager"))
         if verb == "patch":
             return self._patch(req.kind, req.name or "", req.body, req.namespace,
                                o.get("patch_type", "merge"), o.get("subresource"), caller,

@@ -20,10 +20,13 @@ what a client can observe:
 
 Lists merge by their list type: built-in kinds by kube's ``+listType`` markers
 (`emu.apiserver.smd.builtin_list_type`), custom resources by their schema's
-``x-kubernetes-list-type``. Differences from kube (also in docs/deviations.md): only Apply
-operations are tracked: ordinary writes (create, update, patch) keep ``managedFields`` as they
-are instead of adding ``Update`` entries, so they never cause apply conflicts; maps other than
-label selectors are treated as structs whose keys are all fields.
+``x-kubernetes-list-type``. Ordinary writes (update, patch, status) of an object that has
+``managedFields`` add or extend the writer's ``Update`` entry (`track_update`), so a controller
+that changes an applied field takes it and the next apply conflicts, as in kube. Differences
+from kube (also in docs/deviations.md): an object never applied has no ``managedFields`` (kube
+records its creator and every writer), so writes to it are not tracked and never cause apply
+conflicts — kept off the write path of the objects controllers churn; maps other than label
+selectors are treated as structs whose keys are all fields.
 """
 
 from __future__ import annotations
@@ -209,6 +212,49 @@ def merge_applied(info: KindInfo, live: Obj, applied: Obj, manager: str, force: 
             merged_meta[key] = meta[key]
     merged["metadata"] = merged_meta
     return merged
+
+
+def track_update(info: KindInfo, old: Obj, new: Obj, manager: str, subresource: str | None,
+                 now: str) -> list[Obj] | None:
+    """The ``managedFields`` after an ordinary write (update, patch) of an applied object, as
+    SMD's ``Updater.Update`` computes them: the writer's ``Update`` entry gains every field the
+    write added or changed and loses those it removed; every other manager loses the fields the
+    write changed or removed (an update takes them, no conflict). None when the write changes
+    no field."""
+    types = list_types(info)
+    old_body = {**old, "metadata": {k: v for k, v in (old.get("metadata") or {}).items()
+                                    if k != "managedFields"}}
+    new_body = {**new, "metadata": {k: v for k, v in (new.get("metadata") or {}).items()
+                                    if k != "managedFields"}}
+    added, modified, removed = smd.compare(old_body, new_body, types)
+    changed = {p for p in added | modified if not _stripped(p)}
+    removed = {p for p in removed if not _stripped(p)}
+    if not changed and not removed:
+        return None
+    entries = _entries(old.get("metadata") or {})
+    key = (manager, "Update", subresource or "")
+    mine = next((e for e in entries if _entry_key(e) == key), None)
+    out: list[Obj] = []
+    for entry in entries:
+        if entry is mine:
+            continue
+        owned = smd.from_fields_v1(entry.get("fieldsV1"))
+        kept = owned - changed - removed
+        if kept != owned:
+            if not kept:
+                continue
+            entry["fieldsV1"] = smd.to_fields_v1(kept)
+        out.append(entry)
+    owned = smd.from_fields_v1(mine.get("fieldsV1")) if mine is not None else set()
+    owned = (owned - removed) | changed
+    if owned:
+        entry = {"manager": manager, "operation": "Update", "apiVersion": info.api_version,
+                 "time": now, "fieldsType": "FieldsV1", "fieldsV1": smd.to_fields_v1(owned)}
+        if subresource:
+            entry["subresource"] = subresource
+        out.append(entry)
+    out.sort(key=_sort_key)
+    return out
 
 
 def _prune(merged: Obj, last: set[Path], applied_set: set[Path],

@@ -487,6 +487,10 @@ class _Call:
                 validation = self.params.get("fieldValidation")
                 if validation is not None:
                     options["field_validation"] = validation
+            if "field_manager" not in options and verb in ("update", "update_status"):
+                manager = self.params.get("fieldManager")
+                if manager:  # the Update entry's name on an applied object
+                    options["field_manager"] = manager
             raw = self._raw
             if raw is not None and body is raw[0]:
                 # the request's own bytes are what kube-apiserver's body limit counts (the

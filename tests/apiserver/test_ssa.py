@@ -350,3 +350,43 @@ def test_apply_removes_empty_managed_fields(api: APIServer) -> None:
                                     "metadata": {"name": "test-cm", "namespace": "default"}},
                  "apply_test")
     assert "managedFields" not in out["metadata"]
+
+
+# -- Update operations on an applied object ------------------------------------------------------
+
+
+def _cm(data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data}
+
+
+def _managers(obj: dict[str, Any]) -> dict[tuple[str, str], set[tuple[str, ...]]]:
+    return {(e["manager"], e["operation"]): smd.from_fields_v1(e["fieldsV1"])
+            for e in obj["metadata"].get("managedFields") or []}
+
+
+def test_apply_update_apply_with_conflict(api: APIServer) -> None:
+    """leaf_test ``apply_update_apply_with_conflict``: a controller's update takes the field;
+    the applier's next apply of its old value conflicts with the controller."""
+    _apply(api, "ConfigMap", _cm({"numeric": "1", "string": "string"}), "default")
+    live = api.get("ConfigMap", "c", "default")
+    live["data"] = {"numeric": "1", "string": "controller string", "bool": "true"}
+    out = api.update(live, field_manager="controller")
+    assert _managers(out) == {("default", "Apply"): {P("data", "numeric")},
+                              ("controller", "Update"): {P("data", "string"),
+                                                         P("data", "bool")}}
+    with pytest.raises(ApiError) as err:
+        _apply(api, "ConfigMap", _cm({"numeric": "2", "string": "user string"}), "default")
+    assert err.value.message == ('Apply failed with 1 conflict: conflict with "controller" '
+                                 f"using v1 at {out['metadata']['managedFields'][1]['time']}: "
+                                 ".data.string")
+    forced = _apply(api, "ConfigMap", _cm({"numeric": "2", "string": "user string"}),
+                    "default", force=True)
+    assert forced["data"] == {"numeric": "2", "string": "user string", "bool": "true"}
+    assert _managers(forced)[("controller", "Update")] == {P("data", "bool")}
+
+
+def test_updates_of_objects_never_applied_record_nothing(api: APIServer) -> None:
+    created = api.create({**_cm({"a": "1"}), "metadata": {"name": "c", "namespace": "default"}})
+    created["data"] = {"a": "2"}
+    out = api.update(created, field_manager="controller")
+    assert "managedFields" not in out["metadata"]

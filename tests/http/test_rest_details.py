@@ -86,3 +86,22 @@ async def test_a_watch_timeout_is_in_wall_seconds_under_speed(sim):
                     "watch": "1", "timeoutSeconds": "2"}) as resp:
                 [line async for line in resp.aiter_lines()]
             assert loop.time() - start == pytest.approx(lasts, abs=0.5)
+
+
+async def test_a_put_to_an_applied_object_is_recorded_as_its_field_managers_update(sim):
+    async with client(sim) as c:
+        url = f"{NS}/configmaps/applied"
+        body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: '1'}\n"
+        r = await c.patch(url, content=body, params={"fieldManager": "gitops"},
+                          headers={"content-type": "application/apply-patch+yaml"})
+        live = r.json()
+        live["data"] = {"a": "2"}
+        r = await c.put(url, json=live, params={"fieldManager": "operator"})
+        managers = [(m["manager"], m["operation"], m["fieldsV1"])
+                    for m in r.json()["metadata"]["managedFields"]]
+        assert managers == [("operator", "Update", {"f:data": {"f:a": {}}})]
+        r = await c.patch(url, content=body, params={"fieldManager": "gitops"},
+                          headers={"content-type": "application/apply-patch+yaml"})
+        assert r.status_code == 409
+        assert r.json()["message"].startswith(
+            'Apply failed with 1 conflict: conflict with "operator" using v1 at ')
