@@ -44,6 +44,8 @@ class Status:
 def status_details(details: dict[str, Any]) -> dict[str, Any]:
     """``metav1.StatusDetails`` as Go encodes it: empty fields (``group: ""`` of a core kind,
     a cause's empty ``field``) are omitted (all are ``omitempty``)."""
+    if "causes" not in details and "" not in details.values():
+        return details  # the errors built here: nothing to drop (a stale update's 409)
     out = {k: v for k, v in details.items() if v not in ("", None, [])}
     causes = out.get("causes")
     if isinstance(causes, list):
@@ -110,6 +112,13 @@ def _qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
+def _details(name: str, group: str, kind: str) -> dict[str, Any]:
+    """``StatusDetails`` of an error about one object; a core kind's empty group is left out,
+    as Go's encoder omits it."""
+    return {"name": name, "group": group, "kind": kind} if group else \
+        {"name": name, "kind": kind}
+
+
 class NotFound(ApiError):
     """404: the object (or kind) does not exist."""
 
@@ -118,7 +127,7 @@ class NotFound(ApiError):
 
     def __init__(self, resource: str, name: str, group: str = "") -> None:
         super().__init__(f'{_qualified(resource, group)} "{name}" not found',
-                         details={"name": name, "group": group, "kind": resource})
+                         details=_details(name, group, resource))
 
 
 class AlreadyExists(ApiError):
@@ -129,7 +138,7 @@ class AlreadyExists(ApiError):
 
     def __init__(self, resource: str, name: str, group: str = "") -> None:
         super().__init__(f'{_qualified(resource, group)} "{name}" already exists',
-                         details={"name": name, "group": group, "kind": resource})
+                         details=_details(name, group, resource))
 
 
 #: Why a stale update is refused (``NewConflict``'s usual reason: ``OptimisticLockErrorMsg``).
@@ -146,7 +155,7 @@ class Conflict(ApiError):
     def __init__(self, resource: str, name: str, group: str = "", why: str = _MODIFIED) -> None:
         ApiError.__init__(
             self, f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
-            details={"name": name, "group": group, "kind": resource},
+            details=_details(name, group, resource),
         )
 
 
