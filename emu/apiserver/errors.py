@@ -41,14 +41,30 @@ class Status:
         return _status_dict(self.message, self.reason, self.code, self.details)
 
 
+def status_details(details: dict[str, Any]) -> dict[str, Any]:
+    """``metav1.StatusDetails`` as Go encodes it: empty fields (``group: ""`` of a core kind,
+    a cause's empty ``field``) are omitted (all are ``omitempty``)."""
+    if "causes" not in details and "" not in details.values():
+        return details  # the errors built here: nothing to drop (a stale update's 409)
+    out = {k: v for k, v in details.items() if v not in ("", None, [])}
+    causes = out.get("causes")
+    if isinstance(causes, list):
+        out["causes"] = [{k: v for k, v in c.items() if v != ""} if isinstance(c, dict) else c
+                         for c in causes]
+    return out
+
+
 def _status_dict(message: str, reason: str, code: int, details: dict[str, Any] | None
                  ) -> dict[str, Any]:
-    """A failure ``Status`` as the wire carries it."""
+    """A failure ``Status`` as the wire carries it, in ``metav1.Status``'s field order: kind,
+    apiVersion, metadata, status, message, reason, details, code."""
     out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                           "status": "Failure", "message": message, "reason": reason,
-                           "code": code}
+                           "status": "Failure", "message": message, "reason": reason}
     if details:
-        out["details"] = details
+        cleaned = status_details(details)
+        if cleaned:
+            out["details"] = cleaned
+    out["code"] = code
     return out
 
 
@@ -96,6 +112,13 @@ def _qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
+def _details(name: str, group: str, kind: str) -> dict[str, Any]:
+    """``StatusDetails`` of an error about one object; a core kind's empty group is left out,
+    as Go's encoder omits it."""
+    return {"name": name, "group": group, "kind": kind} if group else \
+        {"name": name, "kind": kind}
+
+
 class NotFound(ApiError):
     """404: the object (or kind) does not exist."""
 
@@ -104,7 +127,7 @@ class NotFound(ApiError):
 
     def __init__(self, resource: str, name: str, group: str = "") -> None:
         super().__init__(f'{_qualified(resource, group)} "{name}" not found',
-                         details={"name": name, "group": group, "kind": resource})
+                         details=_details(name, group, resource))
 
 
 class AlreadyExists(ApiError):
@@ -115,7 +138,7 @@ class AlreadyExists(ApiError):
 
     def __init__(self, resource: str, name: str, group: str = "") -> None:
         super().__init__(f'{_qualified(resource, group)} "{name}" already exists',
-                         details={"name": name, "group": group, "kind": resource})
+                         details=_details(name, group, resource))
 
 
 #: Why a stale update is refused (``NewConflict``'s usual reason: ``OptimisticLockErrorMsg``).
@@ -132,7 +155,7 @@ class Conflict(ApiError):
     def __init__(self, resource: str, name: str, group: str = "", why: str = _MODIFIED) -> None:
         ApiError.__init__(
             self, f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
-            details={"name": name, "group": group, "kind": resource},
+            details=_details(name, group, resource),
         )
 
 

@@ -29,6 +29,7 @@ import attrs
 from . import rbac
 from . import validation as v
 from .errors import ApiError, StatusCause
+from .smd import ListTypes
 
 Obj = dict[str, Any]
 Defaulter = Callable[[Obj, "Obj | None"], None]
@@ -94,9 +95,15 @@ class KindInfo:
     allow_unconditional_update: bool = True
     #: Pods: deletion is graceful (deletionTimestamp in the future, the kubelet finishes it).
     graceful_delete: bool = False
-    #: delete of an object removed at once returns it (Pods) rather than a Status.
+    #: delete of an object removed at once returns it rather than a Status (kube's registries
+    #: with ``ReturnDeletedObject``: Pods, Services, ServiceAccounts, PVs, PVCs, StorageClasses,
+    #: CSIDrivers).
     return_deleted_object: bool = False
     short_names: tuple[str, ...] = ()
+    #: a custom resource (the ray.io kinds, a CRD's): core's built-in-only checks skip it.
+    custom: bool = False
+    #: server-side apply's list types (from a CRD schema); None: the built-in types'.
+    list_types: ListTypes | None = attrs.field(default=None, eq=False)
     api_version: str = attrs.field(init=False)
     resource: str = attrs.field(init=False)
     list_kind: str = attrs.field(init=False)
@@ -291,6 +298,13 @@ def default_pod(obj: Obj, old: Obj | None) -> None:
 
 
 def default_service(obj: Obj, old: Obj | None) -> None:
+    """``SetDefaults_Service``, and the ``status: {loadBalancer: {}}`` every Service is sent
+    with (Go encodes the empty LoadBalancerStatus struct)."""
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        obj["status"] = {"loadBalancer": {}}
+    elif "loadBalancer" not in status:
+        obj["status"] = {"loadBalancer": {}, **status}
     if not isinstance(obj.get("spec"), dict):
         return
     spec = _own(obj, "spec")
@@ -370,11 +384,13 @@ def ray_kind(kind: str, plural: str) -> KindInfo:
     """A built-in ray.io kind, served with its derived schema (`emu.apiserver.rayschemas`)."""
     from .rayschemas import RAY_SCHEMAS
     from .schema import compile_schema
+    from .smd import schema_list_types
 
     schema = compile_schema(RAY_SCHEMAS[kind])
     return KindInfo("ray.io", "v1", kind, plural, has_status=True, has_generation=True,
                     allow_unconditional_update=False, defaulter=schema.defaulter,
-                    validator=schema.validator, unknown_fields=schema.unknown_fields)
+                    validator=schema.validator, unknown_fields=schema.unknown_fields,
+                    list_types=schema_list_types(RAY_SCHEMAS[kind]), custom=True)
 
 
 def default_crd_status(obj: Obj, old: Obj | None) -> None:
@@ -462,6 +478,7 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                               or (spec.get("subresources") or {}))
     names = spec["names"]
     from .schema import compile_schema, version_schema
+    from .smd import schema_list_types
 
     openapi = version_schema(crd, chosen["name"])
     schema = compile_schema(openapi) if openapi is not None else None
@@ -471,7 +488,8 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                     short_names=tuple(names.get("shortNames") or ()),
                     defaulter=schema.defaulter if schema is not None else None,
                     validator=schema.validator if schema is not None else None,
-                    unknown_fields=schema.unknown_fields if schema is not None else None)
+                    unknown_fields=schema.unknown_fields if schema is not None else None,
+                    list_types=schema_list_types(openapi), custom=True)
 
 
 def default_statefulset(obj: Obj, old: Obj | None) -> None:
@@ -806,6 +824,8 @@ _REPLICAS = (("spec.replicas", "spec.replicas"),)
 
 def builtin_kinds() -> list[KindInfo]:
     """Every kind the API server serves from the start."""
+    from .storedkinds import stored_builtin_kinds
+
     smp = BUILTIN_MERGE_KEYS
     core = ""
     return [
@@ -823,12 +843,13 @@ def builtin_kinds() -> list[KindInfo]:
                  graceful_delete=True, return_deleted_object=True, short_names=("po",)),
         KindInfo(core, "v1", "Service", "services", has_status=True, name_format="dns1035",
                  defaulter=default_service, prepare_create=prepare_service,
-                 validator=v.validate_service, merge_keys=smp, short_names=("svc",)),
+                 validator=v.validate_service, merge_keys=smp, return_deleted_object=True,
+                 short_names=("svc",)),
         KindInfo(core, "v1", "ConfigMap", "configmaps", merge_keys=smp, short_names=("cm",)),
         KindInfo(core, "v1", "Secret", "secrets", defaulter=default_secret, merge_keys=smp,
                  field_getters=_fields("type")),
         KindInfo(core, "v1", "ServiceAccount", "serviceaccounts", merge_keys=smp,
-                 short_names=("sa",)),
+                 return_deleted_object=True, short_names=("sa",)),
         # RBAC kinds (rbac.authorization.k8s.io/v1); enforcement is emu.apiserver.rbac's.
         KindInfo(rbac.GROUP, "v1", "Role", "roles", validator=rbac.validate_role,
                  merge_keys=smp),
@@ -840,9 +861,10 @@ def builtin_kinds() -> list[KindInfo]:
                  namespaced=False, validator=rbac.validate_binding, merge_keys=smp),
         KindInfo(core, "v1", "PersistentVolumeClaim", "persistentvolumeclaims", has_status=True,
                  defaulter=default_pvc, validator=v.validate_pvc, merge_keys=smp,
-                 short_names=("pvc",)),
+                 return_deleted_object=True, short_names=("pvc",)),
         KindInfo(core, "v1", "PersistentVolume", "persistentvolumes", namespaced=False,
-                 has_status=True, defaulter=default_pv, merge_keys=smp, short_names=("pv",)),
+                 has_status=True, defaulter=default_pv, merge_keys=smp,
+                 return_deleted_object=True, short_names=("pv",)),
         KindInfo(core, "v1", "Event", "events", name_format="path", merge_keys=smp,
                  field_getters={**_fields("involvedObject.kind", "involvedObject.name",
                                           "involvedObject.namespace", "involvedObject.uid",
@@ -881,6 +903,7 @@ def builtin_kinds() -> list[KindInfo]:
         ray_kind("RayService", "rayservices"),
         ray_kind("RayCronJob", "raycronjobs"),
         *_stored_kinds(),
+        *stored_builtin_kinds(),
     ]
 
 

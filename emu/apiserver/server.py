@@ -44,6 +44,7 @@ from .errors import (
     ServerTimeout,
     StatusCause,
     UnsupportedMediaType,
+    status_details,
 )
 from .kinds import KindInfo, KindRegistry, builtin_registry, crd_kind_info
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
@@ -131,7 +132,8 @@ def _decode_all(entries: builtins.list[Entry]) -> builtins.list[Obj]:
 
 def _status_success(info: KindInfo, name: str, uid: str) -> Obj:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+            "details": status_details({"name": name, "group": info.group, "kind": info.plural,
+                                       "uid": uid})}
 
 
 def _encode_continue(rev: int, key: tuple[str, str], info: KindInfo, ns: str | None) -> str:
@@ -333,6 +335,9 @@ class APIServer:
                     if not ref.get(fname):
                         causes.append(v.invalid(f"metadata.ownerReferences.{fname}",
                                                 ref.get(fname, ""), f"{what} must not be empty"))
+                if ref.get("apiVersion") == "v1" and ref.get("kind") == "Event":
+                    causes.append(v.invalid("metadata.ownerReferences", ref,
+                                            "/v1, Kind=Event is disallowed from being an owner"))
                 if ref.get("controller"):
                     controllers.append(f"{ref.get('kind')}/{ref.get('name')}")
             if len(controllers) > 1:
@@ -342,8 +347,7 @@ class APIServer:
                                         f"{controllers[1]}"))
         fin = meta.get("finalizers")
         if fin and (old_meta is None or fin != old_meta.get("finalizers")):
-            for f in fin:
-                causes.extend(v.qualified_name("metadata.finalizers", f))
+            causes.extend(v.validate_finalizers(fin, builtin=not info.custom))
         return causes
 
     def _check_namespace(self, info: KindInfo, ns: str, name: str) -> None:
@@ -704,20 +708,27 @@ class APIServer:
     # -- update ----------------------------------------------------------------------------------
 
     def update(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-               namespace: str | None = None, field_validation: str | None = None) -> Obj:
+               namespace: str | None = None, field_validation: str | None = None,
+               field_manager: str | None = None) -> Obj:
         """Replace the object (status is ignored for kinds with a status subresource)."""
-        return self._update(obj, caller, False, dry_run, namespace, field_validation)
+        return self._update(obj, caller, False, dry_run, namespace, field_validation,
+                            field_manager=field_manager)
 
     def update_status(self, obj: Obj, *, caller: str = "", dry_run: bool = False,
-                      namespace: str | None = None, field_validation: str | None = None) -> Obj:
+                      namespace: str | None = None, field_validation: str | None = None,
+                      field_manager: str | None = None) -> Obj:
         """Replace only ``status`` (the ``/status`` subresource)."""
-        return self._update(obj, caller, True, dry_run, namespace, field_validation)
+        return self._update(obj, caller, True, dry_run, namespace, field_validation,
+                            field_manager=field_manager)
 
     def _update(self, obj: Obj, caller: str, status_only: bool, dry_run: bool,
                 namespace: str | None, field_validation: str | None = None,
-                encoded: bool = False, resolved: tuple[KindInfo, Table] | None = None) -> Any:
+                encoded: bool = False, resolved: tuple[KindInfo, Table] | None = None,
+                field_manager: str | None = None) -> Any:
         """`update` and `update_status`; ``encoded``: the answer is the stored bytes when the
-        object stays stored (not for a dry run), ``resolved`` as `_create`'s."""
+        object stays stored (not for a dry run), ``resolved`` as `_create`'s. On an object
+        with ``managedFields`` (one that was applied), the write is recorded as an ``Update``
+        entry of ``field_manager`` (else the caller), as kube's field manager does."""
         mode = "Warn" if field_validation is None else v.check_field_validation(field_validation)
         info, table = self._kind_of(obj) if resolved is None else resolved
         if status_only and not info.has_status:
@@ -758,6 +769,9 @@ class APIServer:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            sent_fields = meta.get("managedFields")
+            if sent_fields is not None and sent_fields != old_meta.get("managedFields"):
+                nmeta["managedFields"] = sent_fields  # a status apply's entry, as kube keeps
             kept = v.STATUS_KEEPS_META.get((info.group, info.kind))
             if kept is not None and _meta_differs(meta, old_meta):
                 # Older built-in kinds' status strategies copy only the spec back, so metadata
@@ -838,6 +852,17 @@ class APIServer:
                 spec_changed = _spec_changed(new, old)
                 if spec_changed:
                     nmeta["generation"] = old_meta.get("generation", 0) + 1
+        owners = old_meta.get("managedFields")
+        if owners and nmeta.get("managedFields") == owners:  # not on the hot path: applied only
+            from .ssa import track_update
+
+            tracked = track_update(info, old, new, field_manager or caller or "unknown",
+                                   "status" if status_only else None, self._now())
+            if tracked is not None:
+                if tracked:
+                    nmeta["managedFields"] = tracked
+                else:
+                    nmeta.pop("managedFields", None)
         nmeta["resourceVersion"] = entry.rv
         # kube skips writes that change nothing: no new revision, no event.
         if spec_changed is None:
@@ -928,7 +953,7 @@ class APIServer:
         if not meta.get("resourceVersion"):
             meta["resourceVersion"] = entry.rv  # a patch is applied to the version it read
         return self._update(patched, caller, subresource == "status", dry_run, ns,
-                            field_validation, encoded)
+                            field_validation, encoded, field_manager=field_manager)
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -1194,7 +1219,7 @@ class APIServer:
             body, resolved = self._body(req)
             return self._update(body, caller, verb == "update_status", bool(o.get("dry_run")),
                                 req.namespace, o.get("field_validation"), bool(o.get("encoded")),
-                                resolved)
+                                resolved, o.get("field_manager"))
         if verb == "patch":
             return self._patch(req.kind, req.name or "", req.body, req.namespace,
                                o.get("patch_type", "merge"), o.get("subresource"), caller,

@@ -228,6 +228,28 @@ def validate_annotations(annotations: Mapping[str, str]) -> list[StatusCause]:
     return out
 
 
+#: ``IsStandardFinalizerName``: the finalizers a built-in kind may carry without a domain.
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def validate_finalizers(finalizers: list[str], builtin: bool) -> list[StatusCause]:
+    """``ValidateFinalizers`` (apimachinery objectmeta.go): each name qualified, and not both
+    ``orphan`` and ``foregroundDeletion``; for built-in kinds then core's
+    ``validateKubeFinalizerName``: a name without a ``/`` must be a standard one."""
+    out: list[StatusCause] = []
+    for name in finalizers:
+        out.extend(qualified_name("metadata.finalizers", name))
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        out.append(invalid("metadata.finalizers", finalizers,
+                           "finalizer orphan and foregroundDeletion cannot be both set"))
+    if builtin:
+        for i, name in enumerate(finalizers):
+            if "/" not in name and name not in STANDARD_FINALIZERS:
+                out.append(invalid(f"metadata.finalizers[{i}]", name, "name is neither a "
+                                   "standard finalizer name nor is it fully qualified"))
+    return out
+
+
 # -- decode errors (400) ---------------------------------------------------------------------------
 
 _GO_KIND = {str: "string", bool: "bool", int: "number", float: "number", list: "array",
@@ -617,6 +639,30 @@ BUILTIN_FIELDS: dict[tuple[str, str], frozenset[str]] = {
                                            "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
                                            "deprecatedCount")),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): frozenset(_SPEC_STATUS),
+    # the stored-only kinds (emu.apiserver.storedkinds)
+    ("policy", "PodDisruptionBudget"): frozenset(_SPEC_STATUS),
+    ("autoscaling", "HorizontalPodAutoscaler"): frozenset(_SPEC_STATUS),
+    ("storage.k8s.io", "StorageClass"): frozenset((
+        *_OBJECT, "provisioner", "parameters", "reclaimPolicy", "mountOptions",
+        "allowVolumeExpansion", "volumeBindingMode", "allowedTopologies")),
+    ("storage.k8s.io", "CSIDriver"): frozenset((*_OBJECT, "spec")),
+    ("storage.k8s.io", "CSINode"): frozenset((*_OBJECT, "spec")),
+    ("storage.k8s.io", "CSIStorageCapacity"): frozenset((
+        *_OBJECT, "nodeTopology", "storageClassName", "capacity", "maximumVolumeSize")),
+    ("storage.k8s.io", "VolumeAttachment"): frozenset(_SPEC_STATUS),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): frozenset((
+        *_OBJECT, "webhooks")),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): frozenset((
+        *_OBJECT, "webhooks")),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): frozenset(_SPEC_STATUS),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): frozenset((
+        *_OBJECT, "spec")),
+    ("scheduling.k8s.io", "PriorityClass"): frozenset((
+        *_OBJECT, "value", "globalDefault", "description", "preemptionPolicy")),
+    ("certificates.k8s.io", "CertificateSigningRequest"): frozenset(_SPEC_STATUS),
+    ("apiregistration.k8s.io", "APIService"): frozenset(_SPEC_STATUS),
+    ("", "ResourceQuota"): frozenset(_SPEC_STATUS),
+    ("", "LimitRange"): frozenset((*_OBJECT, "spec")),
 }
 #: ``metav1.ObjectMeta``'s fields.
 OBJECT_META_FIELDS = frozenset((

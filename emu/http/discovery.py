@@ -21,8 +21,27 @@ VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update
 #: Kinds ``kubectl get all`` shows (the ``all`` category), by (group, kind).
 ALL_CATEGORY = frozenset({("", "Pod"), ("", "Service"), ("apps", "Deployment"),
                           ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("batch", "Job"),
+                          ("autoscaling", "HorizontalPodAutoscaler"),
                           ("ray.io", "RayCluster"), ("ray.io", "RayJob"),
                           ("ray.io", "RayService")})
+#: Kinds of the ``api-extensions`` category (``kubectl get api-extensions``), by (group, kind).
+API_EXTENSIONS_CATEGORY = frozenset({
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService")})
+
+
+def categories(info: KindInfo) -> list[str]:
+    """The categories discovery lists for a kind (none for most)."""
+    key = (info.group, info.kind)
+    if key in ALL_CATEGORY:
+        return ["all"]
+    return ["api-extensions"] if key in API_EXTENSIONS_CATEGORY else []
+#: The kind with an ``approval`` subresource.
+APPROVABLE = ("certificates.k8s.io", "CertificateSigningRequest")
 #: Built-in kinds served with a scale subresource (CRDs add theirs: `emu.http.scale`).
 _SCALABLE = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet")})
 
@@ -78,8 +97,9 @@ def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
                       "namespaced": info.namespaced, "kind": info.kind, "verbs": VERBS}
         if info.short_names:
             entry["shortNames"] = list(info.short_names)
-        if (info.group, info.kind) in ALL_CATEGORY:
-            entry["categories"] = ["all"]
+        found = categories(info)
+        if found:
+            entry["categories"] = found
         resources.append(entry)
         if info.has_status:
             resources.append({"name": f"{info.plural}/status", "singularName": "",
@@ -93,6 +113,10 @@ def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
         if info.kind == "Pod" and not info.group:
             resources.append({"name": "pods/log", "singularName": "", "namespaced": True,
                               "kind": "Pod", "verbs": ["get"]})
+        if (info.group, info.kind) == APPROVABLE:
+            resources.append({"name": f"{info.plural}/approval", "singularName": "",
+                              "namespaced": False, "kind": info.kind,
+                              "verbs": ["get", "patch", "update"]})
     gv = f"{group_name}/{version_name}" if group_name else version_name
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
             "resources": resources}
@@ -115,8 +139,9 @@ def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]]) -
                   "singularResource": info.kind.lower(), "verbs": VERBS}
     if info.short_names:
         entry["shortNames"] = list(info.short_names)
-    if (info.group, info.kind) in ALL_CATEGORY:
-        entry["categories"] = ["all"]
+    found = categories(info)
+    if found:
+        entry["categories"] = found
     subs: list[Obj] = []
     if info.has_status:
         subs.append({"subresource": "status", "responseKind": gvk,
@@ -128,6 +153,9 @@ def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]]) -
     if info.kind == "Pod" and not info.group:
         subs.append({"subresource": "log", "responseKind": {"group": "", "version": "v1",
                                                              "kind": "Pod"}, "verbs": ["get"]})
+    if (info.group, info.kind) == APPROVABLE:
+        subs.insert(0, {"subresource": "approval", "responseKind": gvk,
+                        "verbs": ["get", "patch", "update"]})
     if subs:
         entry["subresources"] = subs
     return entry

@@ -30,6 +30,7 @@ import yaml
 from ..apiserver.errors import (
     ApiError,
     BadRequest,
+    Invalid,
     MethodNotAllowed,
     RequestEntityTooLarge,
     UnsupportedMediaType,
@@ -37,11 +38,12 @@ from ..apiserver.errors import (
 from ..apiserver.kinds import KindInfo
 from ..apiserver.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from ..apiserver.request import ApiRequest
-from ..apiserver.validation import strict_error
+from ..apiserver.validation import forbidden, invalid, strict_error
 from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
 from ..kernel.clock import parse_time
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
+from ..kernel.paced import wall_speed
 from . import discovery, openapi, reviews, tables
 from .logs import LogFollowers, check_started, container_process, pod_log
 from .proxy import proxy, service_proxy_path
@@ -109,7 +111,49 @@ def _not_acceptable() -> ApiError:
 
 
 def _status_response(err: ApiError) -> HttpResponse:
-    return HttpResponse(err.code, orjson.dumps(err.status))
+    return HttpResponse.error(err.status, err.code)
+
+
+#: The kind with an ``approval`` subresource (``kubectl certificate approve|deny``).
+APPROVABLE = ("certificates.k8s.io", "CertificateSigningRequest")
+
+
+def approval(current: Obj, sent: Any, now: str) -> Obj:
+    """The CertificateSigningRequest a PUT to ``/approval`` writes, as kube's approval
+    strategy does: the stored object with the sent ``status.conditions`` (Approved, Denied),
+    their ``lastUpdateTime`` and ``lastTransitionTime`` filled in when missing; spec and the
+    issued certificate stay as stored. A condition type once set may not be removed (422)."""
+    if not isinstance(sent, dict):
+        raise BadRequest("the body of an approval must be a CertificateSigningRequest")
+    conditions = (sent.get("status") or {}).get("conditions") or []
+    if not isinstance(conditions, list) or not all(isinstance(c, dict) for c in conditions):
+        raise BadRequest("status.conditions of an approval must be a list of objects")
+    old = {c.get("type"): c for c in (current.get("status") or {}).get("conditions") or []
+           if isinstance(c, dict)}
+    types = {c.get("type") for c in conditions}
+    name = str((current.get("metadata") or {}).get("name", ""))
+    causes = [invalid("status.conditions", sorted(str(t) for t in types),
+                      "Approved and Denied conditions are mutually exclusive")] \
+        if {"Approved", "Denied"} <= types else []
+    causes += [forbidden("status.conditions", f"updates may not remove a condition of type "
+                                              f'"{t}"')
+               for t in ("Approved", "Denied", "Failed") if t in old and t not in types]
+    if causes:
+        raise Invalid("CertificateSigningRequest", name, causes, "certificates.k8s.io")
+    filled = []
+    for cond in conditions:
+        cond = {**cond}
+        cond.setdefault("lastUpdateTime", now)
+        before = old.get(cond.get("type"))
+        if "lastTransitionTime" not in cond:
+            cond["lastTransitionTime"] = before.get("lastTransitionTime", now) \
+                if before is not None and before.get("status") == cond.get("status") else now
+        filled.append(cond)
+    meta = {**(current.get("metadata") or {})}
+    if (sent.get("metadata") or {}).get("resourceVersion"):
+        meta["resourceVersion"] = sent["metadata"]["resourceVersion"]
+    return {**current, "metadata": meta,
+            "status": {**(current.get("status") or {}), "conditions": filled}}
 
 
 def _bool(value: str | None) -> bool:
@@ -176,9 +220,9 @@ class Gateway:
         """Answer one request; raises `Dropped` when the emulated network lost it."""
         self.requests += 1
         if self.token is not None and req.header("authorization") != f"Bearer {self.token}":
-            return HttpResponse.json({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                      "status": "Failure", "message": "Unauthorized",
-                                      "reason": "Unauthorized", "code": 401}, 401)
+            return HttpResponse.error({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                       "status": "Failure", "message": "Unauthorized",
+                                       "reason": "Unauthorized", "code": 401}, 401)
         if "impersonate-user" in req.headers and _resource_path(req.path):
             # kubectl --as: refused, not silently ignored (discovery is the same for anyone)
             return _status_response(BadRequest(
@@ -377,9 +421,9 @@ _NOT_EMULATED: dict[str, dict[str, str]] = {
     "ephemeralcontainers": {"Pod": "kuberay-emu does not run ephemeral containers "
                                    "(kubectl debug); read the Pod with kubectl describe and "
                                    "kubectl logs"},
-    "eviction": {"Pod": "kuberay-emu does not serve the eviction subresource (there are no "
-                        "PodDisruptionBudgets); delete the Pod instead, as kubectl drain does "
-                        "by itself here"},
+    "eviction": {"Pod": "kuberay-emu does not serve the eviction subresource "
+                        "(PodDisruptionBudgets are stored, not enforced); delete the Pod "
+                        "instead, as kubectl drain does by itself here"},
     "token": {"ServiceAccount": "kuberay-emu does not issue ServiceAccount tokens "
                                 "(TokenRequest): emu serve accepts no credentials but the one "
                                 "--token it was started with"},
@@ -444,6 +488,10 @@ class _Call:
                 validation = self.params.get("fieldValidation")
                 if validation is not None:
                     options["field_validation"] = validation
+            if "field_manager" not in options and verb in ("update", "update_status"):
+                manager = self.params.get("fieldManager")
+                if manager:  # the Update entry's name on an applied object
+                    options["field_manager"] = manager
             raw = self._raw
             if raw is not None and body is raw[0]:
                 # the request's own bytes are what kube-apiserver's body limit counts (the
@@ -672,7 +720,10 @@ class _Call:
             by_name = f"metadata.name={self.name}"
             sel["field_selector"] = f"{sel['field_selector']},{by_name}" \
                 if sel["field_selector"] else by_name
-        timeout = _int(self.req, "timeoutSeconds")
+        seconds = _int(self.req, "timeoutSeconds")
+        # the client counts wall seconds: under `emu serve --speed N` that is N times as many
+        # virtual seconds (kube's informers expect a watch to last its timeout in real time)
+        timeout = None if seconds is None else seconds * wall_speed()
         areq = ApiRequest("watch", self.info.kind, self.info.api_version, self.namespace, None,
                           None, {k: v for k, v in {
                               "resource_version": self.req.param("resourceVersion") or None,
@@ -769,6 +820,13 @@ class _Call:
                 return await self._patch("status")
         elif sub == "scale" and (paths := scale_paths(self.gw.sim, self.info)) is not None:
             return await self._scale(method, paths)
+        elif sub == "approval" and (self.info.group, self.info.kind) == APPROVABLE:
+            if method == "GET":
+                return self._reply(await self.send("get"), 200, "get")
+            if method == "PUT":
+                return self._reply(await self.send("update_status", approval(
+                    await self.send("get"), self._json_body(), self.gw.sim.api._now())),
+                    200, "update_status")
         elif sub == "log" and self.info.kind == "Pod" and not self.info.group and method == "GET":
             pod = await self.send("get")
             container = self.req.param("container")

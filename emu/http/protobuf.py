@@ -10,8 +10,9 @@ clients of KubeRay write (field numbers as in k8s.io/api's ``generated.proto``).
 
 The tables are strict: a field number a table does not list (``affinity`` of a PodSpec, say)
 gets 415 naming the message and the field, so nothing is dropped silently; the client can send
-that object as JSON. ``status`` is skipped: the main resource ignores it, and a protobuf write
-to a ``/status`` subresource is refused by the gateway. Responses are always JSON, which the
+that object as JSON. ``status`` is skipped (the main resource ignores it, and a protobuf write
+to a ``/status`` subresource is refused by the gateway), but for a CertificateSigningRequest,
+whose conditions ``kubectl certificate approve`` sends to ``/approval``. Responses are always JSON, which the
 clients' ``Accept`` headers allow.
 
 Go writes every non-pointer field, empty or zero; those are left out here (as ``omitempty``
@@ -320,6 +321,11 @@ NonResourceAttributes path:1 verb:2
 SelfSubjectRulesReview metadata:1:ObjectMeta spec:2:SSRRSpec status:3:-
 SSRRSpec namespace:1
 SelfSubjectReview metadata:1:ObjectMeta status:2:-
+
+CertificateSigningRequest metadata:1:ObjectMeta spec:2:CSRSpec status:3:CSRStatus?
+CSRSpec request:1:y username:2 uid:3 groups:4* usages:5* signerName:7 expirationSeconds:8:i?
+CSRStatus conditions:1:CSRCondition* certificate:2:y
+CSRCondition type:1 reason:2 message:3 lastUpdateTime:4:T lastTransitionTime:5:T status:6
 """
 
 #: A field: (JSON name, type, repeated, pointer, inline).
@@ -369,6 +375,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    # read with its status: ``kubectl certificate approve`` PUTs it to ``/approval``
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): "CertificateSigningRequest",
 }
 
 #: Kinds read whatever their apiVersion: a typed client's DELETE sends its DeleteOptions in the

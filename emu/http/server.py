@@ -29,13 +29,13 @@ async def _to_request(request: web.Request, max_body: int) -> HttpRequest | Http
         if length is not None and length > max_body:
             err = RequestEntityTooLarge(f"the request body is {length} bytes; the limit is "
                                         f"{max_body}")
-            return HttpResponse.json(err.status, err.code)
+            return HttpResponse.error(err.status, err.code)
         try:  # to its end: content.read(n) stops at what the socket has delivered so far
             body = await request.read()  # the app's client_max_size is max_body + 1
         except web.HTTPRequestEntityTooLarge:
             err = RequestEntityTooLarge(f"the request body is larger than the limit of "
                                         f"{max_body} bytes")
-            return HttpResponse.json(err.status, err.code)
+            return HttpResponse.error(err.status, err.code)
     # aiohttp's headers are already case-insensitive: no copy
     return HttpRequest(request.method, request.path,
                        tuple(request.query.items()) if request.query_string else (),
@@ -106,7 +106,7 @@ class HttpServer:
             raise asyncio.CancelledError from None
         except Exception as exc:  # a bug here must still answer with a Status
             err = InternalError(f"an error on the server: {type(exc).__name__}: {exc}")
-            return web.Response(status=500, body=HttpResponse.json(err.status).body,
+            return web.Response(status=500, body=HttpResponse.error(err.status, 500).body,
                                 content_type="application/json")
         if isinstance(result, HttpResponse):
             if not result.headers:

@@ -676,6 +676,11 @@ def _columns(sim: Simulation, info: KindInfo) -> tuple[list[Column], Cells]:
     builtin = BUILTIN.get((info.group, info.kind))
     if builtin is not None:
         return builtin
+    from .storedtables import STORED_COLUMNS  # the stored-only kinds' printers use ours
+
+    builtin = STORED_COLUMNS.get((info.group, info.kind))
+    if builtin is not None:
+        return builtin
     custom = _custom_columns(sim, info)
     if custom is None:
         return [("Created At", "date", 0)], lambda o, now: [_meta(o).get("creationTimestamp")]

@@ -69,6 +69,12 @@ class HttpResponse:
     def json(cls, obj: Any, status: int = 200) -> HttpResponse:
         return cls(status, orjson.dumps(obj))
 
+    @classmethod
+    def error(cls, status: dict[str, Any], code: int) -> HttpResponse:
+        """A failure ``Status`` as kube-apiserver writes it: Go's ``json.Encoder`` ends the
+        body with a newline."""
+        return cls(code, orjson.dumps(status) + b"\n")
+
     def decoded(self) -> Any:
         return orjson.loads(self.body)
 

@@ -9,6 +9,7 @@ on for real. It lives in the kernel because only the kernel reads the machine's 
 
 from __future__ import annotations
 
+import asyncio
 import selectors
 import time
 from datetime import UTC, datetime
@@ -62,3 +63,16 @@ def wall_now() -> datetime:
 def real_now_as_virtual() -> float:
     """Virtual seconds that make ``EPOCH + t`` the current real instant."""
     return max(0.0, (wall_now() - EPOCH).total_seconds())
+
+
+def wall_speed() -> float:
+    """Virtual seconds per wall second on the running loop: a `PacedLoop`'s ``speed``, else 1
+    (a client on the world's virtual clock counts in the world's seconds). A duration a client
+    gives in its own seconds (a watch's ``timeoutSeconds``) is that many times longer in
+    virtual time."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return 1.0
+    speed = getattr(loop, "speed", 1.0)
+    return float(speed) if isinstance(speed, int | float) and speed > 0 else 1.0

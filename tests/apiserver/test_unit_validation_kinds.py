@@ -66,7 +66,10 @@ def test_builtin_kinds_have_status_subresources_where_kube_does():
                                   "PersistentVolume", "Deployment", "ReplicaSet", "Job",
                                   "RayCluster", "RayJob", "RayService", "RayCronJob", "StatefulSet",
                                   "Ingress", "GatewayClass", "Gateway", "HTTPRoute",
-                                  "ReplicationController", "DaemonSet", "CronJob"])
+                                  "ReplicationController", "DaemonSet", "CronJob",
+                                  "PodDisruptionBudget", "HorizontalPodAutoscaler",
+                                  "VolumeAttachment", "ValidatingAdmissionPolicy",
+                                  "CertificateSigningRequest", "APIService", "ResourceQuota"])
 
 
 def test_registering_replaces_a_kind_of_the_same_group_and_kind():

@@ -365,3 +365,42 @@ def test_cluster_scoped_objects_lose_a_namespace_they_were_given(api):
                       "status": {"capacity": {"cpu": "4"}}})
     assert "namespace" not in out["metadata"]
     assert out["status"] == {"capacity": {"cpu": "4"}}  # nodes keep the status they register
+
+
+def test_orphan_and_foreground_finalizers_together_are_422(api):
+    """``ValidateFinalizers`` (apimachinery objectmeta.go), on create and on update."""
+    with pytest.raises(ApiError) as err:
+        api.create(cm(finalizers=["orphan", "foregroundDeletion"]))
+    assert err.value.code == 422
+    assert err.value.message == (
+        'ConfigMap "c" is invalid: metadata.finalizers: Invalid value: '
+        '["orphan","foregroundDeletion"]: finalizer orphan and foregroundDeletion cannot be '
+        "both set")
+    created = api.create(cm(finalizers=["orphan"]))
+    created["metadata"]["finalizers"].append("foregroundDeletion")
+    with pytest.raises(ApiError) as err:
+        api.update(created)
+    assert err.value.code == 422
+
+
+def test_a_built_in_kinds_finalizer_without_a_domain_must_be_standard(api):
+    """Core's ``validateKubeFinalizerName``; custom resources take any qualified name."""
+    with pytest.raises(ApiError) as err:
+        api.create(cm(finalizers=["cleanup"]))
+    assert err.value.message == (
+        'ConfigMap "c" is invalid: metadata.finalizers[0]: Invalid value: "cleanup": name is '
+        "neither a standard finalizer name nor is it fully qualified")
+    api.create(cm(finalizers=["kubernetes", "example.com/x"]))
+    rc = raycluster()
+    rc["metadata"]["finalizers"] = ["cleanup"]
+    api.create(rc)
+
+
+def test_an_event_cannot_own_an_object(api):
+    obj = cm()
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Event", "name": "e",
+                                           "uid": "u"}]
+    with pytest.raises(ApiError) as err:
+        api.create(obj)
+    assert err.value.code == 422
+    assert "/v1, Kind=Event is disallowed from being an owner" in err.value.message

@@ -260,3 +260,46 @@ def test_kubectl_scale_a_deployment(served: Served):
     served.kubectl("scale", "-n", ns, "deployment/web", "--replicas=3")
     served.kubectl("wait", "-n", ns, "deployment/web", "--for=jsonpath={.status.readyReplicas}=3",
                    "--timeout=60s")
+
+
+def test_server_side_apply_after_an_empty_map_keeps_the_data(served: Served):
+    """Issue 21's tour step: ``data: {}`` then ``data: {k: v}`` with ``--server-side``."""
+    ns = namespace(served, "kc-ssa-empty")
+    for data in ({}, {"k": "v"}):
+        served.kubectl("apply", "-n", ns, "--server-side", "-f", "-", stdin=json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data}))
+    got = json.loads(served.kubectl("get", "-n", ns, "cm", "c", "-o", "json").stdout)
+    assert got["data"] == {"k": "v"}
+
+
+def test_a_pdb_and_hpa_chart_applies_and_lists(served: Served):
+    """Issue 21's tour step: a chart's PodDisruptionBudget and HorizontalPodAutoscaler."""
+    ns = namespace(served, "kc-pdb-hpa")
+    chart = [
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}},
+        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+         "metadata": {"name": "web"},
+         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "name": "web"}, "minReplicas": 1, "maxReplicas": 3}}]
+    # as `helm template` writes a chart: one YAML document per object
+    out = served.kubectl("apply", "-n", ns, "-f", "-",
+                         stdin="\n---\n".join(json.dumps(o) for o in chart)).stdout
+    assert "poddisruptionbudget.policy/web created" in out
+    assert "horizontalpodautoscaler.autoscaling/web created" in out
+    listed = served.kubectl("get", "-n", ns, "pdb,hpa").stdout
+    assert re.search(r"poddisruptionbudget.policy/web\s+1\s+N/A\s+0", listed), listed
+    assert re.search(r"horizontalpodautoscaler.autoscaling/web\s+Deployment/web\s+"
+                     r"cpu: <unknown>/80%\s+1\s+3\s+0", listed), listed
+
+
+def test_kubectl_certificate_approve(served: Served):
+    served.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "kc-csr"},
+        "spec": {"request": "LS0t", "signerName": "kubernetes.io/kube-apiserver-client",
+                 "usages": ["client auth"]}}))
+    out = served.kubectl("certificate", "approve", "kc-csr").stdout
+    assert "certificatesigningrequest.certificates.k8s.io/kc-csr approved" in out
+    listed = served.kubectl("get", "csr", "kc-csr").stdout
+    assert re.search(r"kc-csr\s+\S+\s+kubernetes.io/kube-apiserver-client\s+.*Approved", listed)
