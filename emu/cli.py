@@ -263,6 +263,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         names = ", ".join(dict.fromkeys(name for name, _ in BENCHMARKS))
         print(f"emu bench: --only matched no benchmark (there are: {names})", file=sys.stderr)
         return 2
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), env.get("PYTHONPATH"))))
     err = Console(stderr=True)
@@ -298,7 +299,56 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             failed += 1
             rows.append({"benchmark": label, "measure": f"FAILED ({why})"})
             err.print(f"[red]  {label}: {why}[/red]")
+    if args.markdown:
+        return _bench_markdown(rows, failed, full=args.full, strict=args.strict, load=load)
     return _bench_report(rows, failed, full=args.full, strict=args.strict)
+
+
+#: The columns of ``emu bench --markdown``'s table, in order.
+MARKDOWN_COLUMNS = ("benchmark", "measure", "figure", "same-run baseline", "ratio", "target",
+                    "met")
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _with_unit(value: object, unit: str) -> str:
+    shown = _fmt(value)
+    return f"{shown} {unit}".strip() if shown else ""
+
+
+def _bench_markdown(rows: list[dict[str, object]], failed: int, *, full: bool, strict: bool,
+                    load: float | None) -> int:
+    """Print ``rows`` as one GitHub Markdown table (what the README shows), after a line naming
+    the command and the machine it ran on, and before the count of missed targets; the exit
+    status as for the terminal table."""
+    import os
+    import platform
+
+    command = "emu bench --full --markdown" if full else "emu bench --markdown"
+    machine = (f"Python {platform.python_version()}, {os.cpu_count()} CPUs"
+               + (f", load average {load:.1f} at the start" if load is not None else ""))
+    lines = [f"Measured by `{command}` ({machine}); each ratio is against a baseline "
+             "measured in the same run.", "",
+             "| " + " | ".join(MARKDOWN_COLUMNS) + " |",
+             "|" + "|".join("---:" if c in ("figure", "same-run baseline", "ratio") else "---"
+                            for c in MARKDOWN_COLUMNS) + "|"]
+    missed = 0
+    for r in rows:
+        met = target_met(r)
+        missed += met is False
+        unit = str(r.get("unit") or "")
+        cells = (str(r.get("benchmark", "")), str(r.get("measure", "")),
+                 _with_unit(r.get("value"), unit), _with_unit(r.get("baseline"), unit),
+                 _fmt(r.get("ratio"), ratio=True), str(r.get("target") or ""),
+                 {True: "met", False: "**missed**", None: ""}[met])
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    targets = sum(target_met(r) is not None for r in rows)
+    lines += ["", f"{targets - missed} of {targets} targets met"
+              + (f", {failed} benchmark(s) failed" if failed else "") + "."]
+    print("\n".join(lines))
+    return 1 if failed or (strict and missed) else 0
 
 
 def _bench_report(rows: list[dict[str, object]], failed: int, *, full: bool, strict: bool) -> int:
@@ -366,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "(default 3600)")
     p_bench.add_argument("--strict", action="store_true",
                          help="exit 1 when a figure misses its target (default: only mark it)")
+    p_bench.add_argument("--markdown", action="store_true",
+                         help="print the figures as one Markdown table (the README's), progress "
+                              "on stderr")
     p_bench.set_defaults(fn=_cmd_bench)
 
     from .http.command import add_serve_parser
