@@ -70,7 +70,7 @@ def test_markdown_prints_one_table_with_units_ratios_and_the_met_column(capsys):
         "| b | untargeted | 0.5 |  |  |  |  |",
         "| c | FAILED (exit 1: ValueError: x) |  |  |  |  |  |",
         "",
-        "1 of 2 targets met, 1 benchmark(s) failed.",
+        "1 of 2 targets met; 1 benchmark(s) failed.",
     ]
     assert out.startswith("Measured by `emu bench --full --markdown` (Python ")
     assert ", load average 2.2 at the start); each ratio is against a baseline measured in the " \
@@ -91,3 +91,30 @@ def test_bench_markdown_runs_a_benchmark_and_prints_its_rows_as_markdown(capsys)
     out = capsys.readouterr().out
     assert "| leader_election | instants with two valid holders | 0 |  |  | 0 | met |" in out
     assert "┃" not in out  # not the terminal table
+
+
+def test_markdown_shows_each_benchmarks_key_figures_and_counts_every_target(capsys):
+    rows = [{"benchmark": "a", "measure": "key", "value": 1.0, "unit": "s", "target": "<= 2 s",
+             "headline": True},
+            {"benchmark": "a", "measure": "detail", "value": 3.0, "unit": "s",
+             "target": "<= 2 s", "headline": False},
+            {"benchmark": "b", "measure": "only one", "value": 5.0, "unit": "ms"}]
+    assert [r["measure"] for r in cli.headline_rows(rows)] == ["key", "only one"]
+    assert cli._bench_markdown(rows, 0, full=True, strict=True, load=None) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[4:] == [
+        "| a | key | 1 s |  |  | <= 2 s | met |",
+        "| b | only one | 5 ms |  |  |  |  |",
+        "",
+        "1 of 1 targets met in these 2 key figures; 1 of 2 in all 3 figures "
+        "(`emu bench --full` prints each one).",
+    ]
+
+
+def test_every_benchmark_emu_bench_runs_marks_its_key_figures():
+    from pathlib import Path
+
+    folder = Path(cli.__file__).resolve().parent.parent / "benchmarks"
+    unmarked = [name for name, _ in cli.BENCHMARKS
+                if "headline=" not in (folder / f"{name}.py").read_text()]
+    assert unmarked == []
