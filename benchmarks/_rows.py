@@ -2,8 +2,10 @@
 
 A row is one measured figure: ``benchmark``, ``measure``, ``value``, ``unit``, and when there is
 one, the same-run ``baseline`` (in the same unit), ``ratio`` (value / baseline) and the issue's
-``target`` as text. With ``--json`` the human-readable tables go to stderr and stdout carries
-only the JSON list, which ``emu bench`` reads. Nothing here asserts.
+``target`` as text, and ``headline`` when the row is one of the benchmark's key figures (the
+ones ``emu bench --markdown`` shows, the README's table). With ``--json`` the human-readable
+tables go to stderr and stdout carries only the JSON list, which ``emu bench`` reads. Nothing
+here asserts.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from typing import Any
 
 
 def row(benchmark: str, measure: str, value: float, unit: str, *,
-        baseline: float | None = None, target: str = "") -> dict[str, Any]:
+        baseline: float | None = None, target: str = "", headline: bool = False
+        ) -> dict[str, Any]:
     ratio = value / baseline if baseline else None
     return {"benchmark": benchmark, "measure": measure, "value": value, "unit": unit,
-            "baseline": baseline, "ratio": ratio, "target": target}
+            "baseline": baseline, "ratio": ratio, "target": target, "headline": headline}
 
 
 @contextlib.contextmanager

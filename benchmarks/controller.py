@@ -127,7 +127,7 @@ def main() -> None:
             ctrl = measure(controller, args.keys, w, args.repeat)
             quiet = measure(controller_untraced, args.keys, w, args.repeat)
             rows.append(row("controller", f"no-op reconciles, {w} workers, traced", ctrl, "/s",
-                            baseline=base))
+                            baseline=base, headline=w == WORKERS[0]))
             rows.append(row("controller", f"no-op reconciles, {w} workers, untraced", quiet,
                             "/s", baseline=base))
             print(f"  {w:>7}  {base:>13,.0f}  {ctrl:>10,.0f}  {ctrl / base:>6.3f}  "

@@ -145,7 +145,8 @@ def main() -> None:
                   f"findings in every mode {same}/{len(specs)}; livelocks stopped {livelocks}")
             rows.append(row("explore", f"{name} runs/s, one core (default: worker, early end)",
                             worker, "runs/s", baseline=before,
-                            target=TARGET if name == "rayjob" else ""))
+                            target=TARGET if name == "rayjob" else "",
+                            headline=name == "rayjob"))
             rows.append(row("explore", f"{name} runs/s, one core, forked from a prepared world",
                             forked, "runs/s", baseline=fresh))
             rows.append(row("explore", f"{name} runs with the same findings in every mode", same,
@@ -161,7 +162,7 @@ def main() -> None:
         print(f"  rayjob search (wall)  -j 1 {one:6.2f} runs/s   -j 2 {two:6.2f} runs/s "
               f"({two / one:.2f}x)")
         rows.append(row("explore", "rayjob search runs/s (wall), -j 2", two, "runs/s",
-                        baseline=one))
+                        baseline=one, headline=True))
         if not args.no_ray:
             ray_rate = search_rate("rayjob", runs, RayExecutor(num_cpus=2))
             print(f"  rayjob search  local Ray (2 CPUs) {ray_rate:6.2f} runs/s "
@@ -176,7 +177,7 @@ def main() -> None:
         print(f"  rayjob first finding: {when} ({result.runs} runs in "
               f"{time.perf_counter() - start:.1f}s, {len(result.findings)} finding(s))")
         if first is not None:
-            rows.append(row("explore", "rayjob time to first finding", first, "s"))
+            rows.append(row("explore", "rayjob time to first finding", first, "s", headline=True))
 
 
 if __name__ == "__main__":

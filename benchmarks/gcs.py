@@ -218,7 +218,8 @@ async def main(actors: int, ops: int, out: list[dict[str, Any]] | None = None) -
     for label, r in rows:
         if out is not None:
             out.append(row("gcs", f"{label}: restart and reload {actors} actors",
-                           r["gcs_reload_s"] * 1000, "ms", baseline=r["raw_reload_s"] * 1000))
+                           r["gcs_reload_s"] * 1000, "ms", baseline=r["raw_reload_s"] * 1000,
+                           headline=True))
             out.append(row("gcs", f"{label}: KV writes via the GCS", r["gcs_writes"], "/s",
                            baseline=r["raw_writes"]))
             out.append(row("gcs", f"{label}: KV reads via the GCS", r["gcs_reads"], "/s",

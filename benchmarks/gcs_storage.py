@@ -182,7 +182,7 @@ async def main(ops: int, reload: int, out: list[dict[str, Any]] | None = None) -
     print("-" * len(header))
     for name, (bw, br, bl), (rw, rr, rl) in rows:
         if out is not None:
-            out.append(row("gcs_storage", f"{name}: writes", bw, "/s", baseline=rw))
+            out.append(row("gcs_storage", f"{name}: writes", bw, "/s", baseline=rw, headline=True))
             out.append(row("gcs_storage", f"{name}: reads", br, "/s", baseline=rr))
             out.append(row("gcs_storage", f"{name}: reload {reload}", bl * 1e3, "ms",
                            baseline=rl * 1e3))

@@ -120,7 +120,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
         p = f[name]
         total = sum(p["reconciles"].values())
         rows.append(row("rayservice", f"{args.services} RayServices, {name}, wall", p["wall"],
-                        "s"))
+                        "s", headline=True))
         rows.append(row("rayservice", f"{args.services} RayServices, {name}, reconciles/s",
                         total / p["wall"], "/s"))
         rows.append(row("rayservice",

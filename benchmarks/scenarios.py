@@ -118,7 +118,7 @@ def main() -> int:
                   f"(bare emu.run {bare:.2f} ms)")
         restored, parked = restored_ms(repeat * 3)
         rows.append(row(b, "world ready: built-ins + KubeRay, restored from a snapshot",
-                        restored, "ms", baseline=built, target="<= 10 ms"))
+                        restored, "ms", baseline=built, target="<= 10 ms", headline=True))
         print(f"world ready (built-ins + KubeRay, restored from a snapshot): {restored:.1f} ms "
               f"median of {repeat * 3} (built: {built:.1f} ms; building and parking the "
               f"snapshot once: {parked:.1f} ms)")
@@ -135,9 +135,10 @@ def main() -> int:
             total_cpu += cpu
             total_virtual += virtual
             rows.append(row(b, f"{name} wall", wall, "s"))
-            rows.append(row(b, f"{name} CPU", cpu, "s", target="<= 0.3 s"))
+            rows.append(row(b, f"{name} CPU", cpu, "s", target="<= 0.3 s",
+                            headline=name == "operator-failover"))
             rows.append(row(b, f"{name} compression (virtual / CPU)", cpu_ratio, "x real",
-                            target=">= 1000"))
+                            target=">= 1000", headline=name == "operator-failover"))
             marks = (("" if cpu <= 0.3 else "cpu>0.3s ")
                      + ("" if cpu_ratio >= 1000 else "ratio<1000x"))
             note = "" if ok else "  (an expectation failed)"

@@ -263,6 +263,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         names = ", ".join(dict.fromkeys(name for name, _ in BENCHMARKS))
         print(f"emu bench: --only matched no benchmark (there are: {names})", file=sys.stderr)
         return 2
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), env.get("PYTHONPATH"))))
     err = Console(stderr=True)
@@ -298,7 +299,74 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             failed += 1
             rows.append({"benchmark": label, "measure": f"FAILED ({why})"})
             err.print(f"[red]  {label}: {why}[/red]")
+    if args.markdown:
+        return _bench_markdown(rows, failed, full=args.full, strict=args.strict, load=load)
     return _bench_report(rows, failed, full=args.full, strict=args.strict)
+
+
+#: The columns of ``emu bench --markdown``'s table, in order.
+MARKDOWN_COLUMNS = ("benchmark", "measure", "figure", "same-run baseline", "ratio", "target",
+                    "met")
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _with_unit(value: object, unit: str) -> str:
+    shown = _fmt(value)
+    return f"{shown} {unit}".strip() if shown else ""
+
+
+def headline_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The rows ``--markdown`` shows: each benchmark's ``headline`` rows (its key figures, marked
+    by its script), or all of its rows when it marks none; in their order."""
+    marked = {str(r.get("benchmark")) for r in rows if r.get("headline")}
+    return [r for r in rows if r.get("headline") or str(r.get("benchmark")) not in marked]
+
+
+def _targets(rows: list[dict[str, object]]) -> tuple[int, int]:
+    """(targets met, targets) among ``rows``."""
+    verdicts = [target_met(r) for r in rows]
+    return sum(v is True for v in verdicts), sum(v is not None for v in verdicts)
+
+
+def _bench_markdown(rows: list[dict[str, object]], failed: int, *, full: bool, strict: bool,
+                    load: float | None) -> int:
+    """Print the key figures of ``rows`` (`headline_rows`) as one GitHub Markdown table, what
+    the README shows, after a line naming the command and the machine it ran on, and before the
+    count of targets met, there and among all the figures; the exit status as for the terminal
+    table."""
+    import os
+    import platform
+
+    command = "emu bench --full --markdown" if full else "emu bench --markdown"
+    machine = (f"Python {platform.python_version()}, {os.cpu_count()} CPUs"
+               + (f", load average {load:.1f} at the start" if load is not None else ""))
+    lines = [f"Measured by `{command}` ({machine}); each ratio is against a baseline "
+             "measured in the same run.", "",
+             "| " + " | ".join(MARKDOWN_COLUMNS) + " |",
+             "|" + "|".join("---:" if c in ("figure", "same-run baseline", "ratio") else "---"
+                            for c in MARKDOWN_COLUMNS) + "|"]
+    shown = headline_rows(rows)
+    for r in shown:
+        unit = str(r.get("unit") or "")
+        cells = (str(r.get("benchmark", "")), str(r.get("measure", "")),
+                 _with_unit(r.get("value"), unit), _with_unit(r.get("baseline"), unit),
+                 _fmt(r.get("ratio"), ratio=True), str(r.get("target") or ""),
+                 {True: "met", False: "**missed**", None: ""}[target_met(r)])
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    met, targets = _targets(shown)
+    summary = f"{met} of {targets} targets met"
+    if len(shown) < len(rows):
+        all_met, all_targets = _targets(rows)
+        plain = "emu bench --full" if full else "emu bench"
+        summary += (f" in these {len(shown)} key figures; {all_met} of {all_targets} in all "
+                    f"{len(rows)} figures (`{plain}` prints each one)")
+    lines += ["", summary + (f"; {failed} benchmark(s) failed" if failed else "") + "."]
+    print("\n".join(lines))
+    missed = _targets(rows)
+    return 1 if failed or (strict and missed[0] < missed[1]) else 0
 
 
 def _bench_report(rows: list[dict[str, object]], failed: int, *, full: bool, strict: bool) -> int:
@@ -366,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "(default 3600)")
     p_bench.add_argument("--strict", action="store_true",
                          help="exit 1 when a figure misses its target (default: only mark it)")
+    p_bench.add_argument("--markdown", action="store_true",
+                         help="print the figures as one Markdown table (the README's), progress "
+                              "on stderr")
     p_bench.set_defaults(fn=_cmd_bench)
 
     from .http.command import add_serve_parser
