@@ -44,6 +44,8 @@ class ServeOptions:
     expose: tuple[str, ...] = ()
     #: Changes watches can resume from (None: the Simulation's default).
     history_window: int | None = None
+    #: Run this KubeRay operator binary as the world's operator (`emu.http.real_operator`).
+    kuberay_binary: str | None = None
 
 
 def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
@@ -111,11 +113,16 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             pass
     background: list[asyncio.Task[Any]] = []
     written: Path | None = None
+    real: Any = None
     try:
         if opts.kuberay:
             for crd in kuberay_crds():  # as the chart does, before the operator
                 await sim.apply(crd)
             await sim.install_kuberay()
+        elif opts.kuberay_binary:
+            from .real_operator import prepare_world
+
+            await prepare_world(sim)
         for fname, text in zip(opts.files, texts, strict=True):
             try:
                 await sim.apply(text)
@@ -164,6 +171,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             written = path  # ours to remove at the end; a --kubeconfig file stays
         path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem))
         os.chmod(path, 0o600)
+        if opts.kuberay_binary:
+            real = await _start_real_operator(sim, opts, path)
         extra = "".join(f" {f.describe()}" for f in forwards)
         print(f"emu serve: ready at {url} (KUBECONFIG={path}){extra}", file=out, flush=True)
         if ready is not None:
@@ -171,6 +180,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         await stop.wait()
         return 0
     finally:
+        if real is not None:
+            await real.stop()  # first: the operator still reaches the API while it stops
         for task in background:
             task.cancel()
         for fwd in forwards:
@@ -183,6 +194,25 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             written.unlink(missing_ok=True)
         for sig in handled:
             loop.remove_signal_handler(sig)
+
+
+async def _start_real_operator(sim: Any, opts: ServeOptions, kubeconfig: Path) -> Any:
+    """``--kuberay-binary``: the forward proxy and the operator process; a `RealOperatorRun`
+    (its line, with the pid and the log's path, printed on stderr)."""
+    from .real_operator import RealOperatorError, RealOperatorRun
+
+    assert opts.kuberay_binary is not None
+    real = RealOperatorRun(sim, opts.kuberay_binary, host=opts.host)
+    try:
+        await real.start(str(kubeconfig))
+    except RealOperatorError as err:
+        await real.stop()
+        raise ServeError(str(err)) from None
+    except BaseException:
+        await real.stop()
+        raise
+    print(f"emu serve: {real.describe()}", file=sys.stderr, flush=True)
+    return real
 
 
 def kuberay_crds() -> list[dict[str, Any]]:
