@@ -16,12 +16,15 @@ What a caller sees when the world cannot deliver: the connection is closed witho
 (Go reports ``EOF``), as a dial that fails behind a transparent network would fail, rather than a
 ``502`` page, which a client would take for a server's answer. A request the network holds (a
 partition) stays unanswered until the caller's own timeout (KubeRay's dashboard client: 2 s).
-HTTPS (``CONNECT``) and WebSockets are not proxied: ``CONNECT`` gets 405.
+HTTPS (``CONNECT``) and WebSockets are not proxied: ``CONNECT`` gets 405. A request line aiohttp
+cannot parse gets its 400 without a traceback on stderr: KubeRay sends
+``GET http://:8000/-/healthz`` while a head Pod has no IP yet, which is the client's mistake.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -34,6 +37,22 @@ if TYPE_CHECKING:
 #: Request headers not passed on: hop-by-hop ones, and those the proxy itself consumes.
 _HOP = frozenset({"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te",
                   "trailer", "transfer-encoding", "upgrade", "content-length"})
+
+
+class _DropClientErrors(logging.Filter):
+    """Keep the server's log for its own errors: a request it could not parse is answered 400
+    and is no news."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, HttpProcessingError)
+
+
+#: The proxy's server log (aiohttp's request handler logs its errors here).
+LOG = logging.getLogger("emu.http.forward_proxy")
+LOG.addFilter(_DropClientErrors())
 
 
 def resolve_address(network: Network, host: str, port: int) -> str:
@@ -73,7 +92,7 @@ class ForwardProxy:
 
         # the low-level server: every request reaches the handler, whatever its target's
         # form (an application's router answers 404 to CONNECT's ``host:port``)
-        server = web.Server(self._handle, handler_cancellation=True)
+        server = web.Server(self._handle, handler_cancellation=True, logger=LOG)
         self._runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)

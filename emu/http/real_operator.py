@@ -2,9 +2,10 @@
 --kuberay-binary PATH``).
 
 The world is prepared as ``helm install kuberay-operator`` prepares a cluster (`prepare_world`):
-KubeRay's CRDs, then the chart's ServiceAccount and RBAC (`emu.kuberay.helm.render`), with RBAC
-enforced and the operator's HTTP identities acting as the chart's ServiceAccount; the ported
-operator is not started. Then `RealOperator` runs the binary as an OS process with the chart's
+KubeRay's CRDs, then the chart's ServiceAccount and RBAC (`emu.kuberay.helm.render`; the
+ClusterRole's rules those of the binary's version, `release_rules`), with RBAC enforced and the
+operator's HTTP identities acting as the chart's ServiceAccount; the ported operator is not
+started. Then `RealOperator` runs the binary as an OS process with the chart's
 container arguments (`operator_args`) and an environment of its own (`operator_env`):
 ``KUBECONFIG`` naming the served API, ``HTTP_PROXY`` naming the world's forward proxy
 (`emu.http.forward_proxy`) through which it reaches the Ray dashboards at their Service names.
@@ -18,9 +19,9 @@ What differs from the chart's Pod, because the binary runs outside any cluster:
 - ``argv[0]`` is the chart's ``/manager``, whatever the binary's file is called, so the
   User-Agent client-go derives from it (``manager/...``, the leader election's client) is the
   one it has in a Pod;
-- the feature gates are those of the binary's own release chart when the binary is a known
-  release (`chart_feature_gates`; a newer chart's gates can be unknown to an older binary, which
-  then exits at once), the ported chart's otherwise.
+- the chart's values are those of the binary's own release chart when the binary is a known
+  release (`RELEASE_CHARTS`: a newer chart's feature gates or flags can be unknown to an older
+  binary, which then exits at once), the ported chart's otherwise.
 
 The process is started in its own session with a parent-death signal (SIGKILL when ``emu
 serve`` dies, Linux), and `RealOperator.stop` ends it by its pid: SIGTERM, then SIGKILL after a
@@ -42,6 +43,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import yaml
+
 from ..kuberay import helm
 
 if TYPE_CHECKING:
@@ -59,15 +62,17 @@ _MODULE = b"github.com/ray-project/kuberay/ray-operator"
 _MOD_LINE = b"\nmod\t" + _MODULE + b"\t"
 _VERSION = re.compile(rb"(v[0-9A-Za-z.+-]+)[\t\n]")
 
-#: The ``featureGates`` of the released charts whose binaries can be built here (each
-#: release's chart lists the gates its ``pkg/features`` defines, with their defaults).
-RELEASE_FEATURE_GATES: dict[str, list[dict[str, Any]]] = {
-    "v1.4": [{"name": "RayClusterStatusConditions", "enabled": True},
-             {"name": "RayJobDeletionPolicy", "enabled": False}],
-    "v1.5": [{"name": "RayClusterStatusConditions", "enabled": True},
-             {"name": "RayJobDeletionPolicy", "enabled": False},
-             {"name": "RayMultiHostIndexing", "enabled": False},
-             {"name": "RayServiceIncrementalUpgrade", "enabled": False}],
+#: What the released charts whose binaries can be built here set differently from the chart the
+#: port follows: their ``featureGates`` (each release's chart lists the gates its
+#: ``pkg/features`` defines, with their defaults) and the values they do not have yet (v1.4's
+#: binary has no ``--qps``/``--burst`` flags, so its chart has no ``kubeClient``).
+RELEASE_CHARTS: dict[str, tuple[list[dict[str, Any]], tuple[str, ...]]] = {
+    "v1.4": ([{"name": "RayClusterStatusConditions", "enabled": True},
+              {"name": "RayJobDeletionPolicy", "enabled": False}], ("kubeClient",)),
+    "v1.5": ([{"name": "RayClusterStatusConditions", "enabled": True},
+              {"name": "RayJobDeletionPolicy", "enabled": False},
+              {"name": "RayMultiHostIndexing", "enabled": False},
+              {"name": "RayServiceIncrementalUpgrade", "enabled": False}], ()),
 }
 
 
@@ -91,23 +96,34 @@ def binary_version(path: str | os.PathLike[str]) -> str | None:
     return found.group(1).decode() if found else None
 
 
+def _release(version: str | None) -> tuple[list[dict[str, Any]], tuple[str, ...]] | None:
+    found = re.match(r"(v\d+\.\d+)\.\d+$", version or "")
+    return RELEASE_CHARTS.get(found.group(1)) if found else None
+
+
 def chart_feature_gates(version: str | None) -> list[dict[str, Any]]:
     """The chart's ``featureGates`` for a binary of ``version``: its release chart's for a
     known release line (``v1.5.x``), else the ported chart's (`helm.DEFAULT_VALUES`)."""
-    found = re.match(r"(v\d+\.\d+)\.\d+$", version or "")
-    gates = RELEASE_FEATURE_GATES.get(found.group(1)) if found else None
-    if gates is None:
-        gates = helm.DEFAULT_VALUES["featureGates"]
+    release = _release(version)
+    gates = release[0] if release else helm.DEFAULT_VALUES["featureGates"]
     return [dict(g) for g in gates]
+
+
+def chart_values(version: str | None, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The chart's values for a binary of ``version`` (`RELEASE_CHARTS`), then ``values`` over
+    them as ``--set`` would."""
+    merged = helm.merge_values(helm.DEFAULT_VALUES, {"featureGates": chart_feature_gates(version)})
+    release = _release(version)
+    for key in release[1] if release else ():
+        merged.pop(key, None)
+    return helm.merge_values(merged, values or {})
 
 
 def operator_args(version: str | None, *, namespace: str, metrics_port: int,
                   probe_port: int, values: Mapping[str, Any] | None = None) -> list[str]:
-    """The chart's container arguments for these values (`helm.operator_args`, with the
-    feature gates of `chart_feature_gates`), then what a process outside a Pod needs."""
-    base: dict[str, Any] = {"featureGates": chart_feature_gates(version)}
-    merged = helm.merge_values(helm.merge_values(helm.DEFAULT_VALUES, base), values or {})
-    args = helm.operator_args(merged, namespace)
+    """The chart's container arguments for a binary of ``version`` (`helm.operator_args` of
+    `chart_values`), then what a process outside a Pod needs."""
+    args = helm.operator_args(chart_values(version, values), namespace)
     return [*args, f"--leader-election-namespace={namespace}",
             f"--metrics-addr=127.0.0.1:{metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{probe_port}"]
@@ -132,17 +148,50 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-async def prepare_world(sim: Simulation, *, namespace: str = "default") -> list[dict[str, Any]]:
+def module_cache() -> Path:
+    """Go's module cache: ``$GOMODCACHE``, else ``$GOPATH/pkg/mod`` (its first entry), else
+    ``~/go/pkg/mod`` (Go's defaults, without running ``go env``)."""
+    if os.environ.get("GOMODCACHE"):
+        return Path(os.environ["GOMODCACHE"])
+    gopath = os.environ.get("GOPATH", "").split(os.pathsep)[0]
+    return Path(gopath or Path.home() / "go") / "pkg" / "mod"
+
+
+def release_rules(version: str | None) -> list[dict[str, Any]] | None:
+    """The operator's ClusterRole rules at ``version``: ``config/rbac/role.yaml`` of the module's
+    source in Go's module cache (``go install`` put it there; the chart's rules are kept equal to
+    it), or None when that source is not there. A release's binary may need what a later chart
+    no longer grants (v1.5 watches core/v1 Endpoints; later releases EndpointSlices)."""
+    if not version:
+        return None
+    path = (module_cache() / "github.com" / "ray-project" / "kuberay" /
+            f"ray-operator@{version}" / "config" / "rbac" / "role.yaml")
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    except (OSError, yaml.YAMLError):
+        return None
+    for doc in docs:
+        if doc.get("kind") == "ClusterRole" and isinstance(doc.get("rules"), list):
+            return [dict(r) for r in doc["rules"]]
+    return None
+
+
+async def prepare_world(sim: Simulation, *, namespace: str = "default",
+                        version: str | None = None) -> list[dict[str, Any]]:
     """What ``helm install kuberay-operator`` puts in a cluster, minus the operator's Pods: the
-    CRDs, the ServiceAccount and its RBAC; RBAC is enforced from then on and the binary's HTTP
-    identities (`HTTP_IDENTITIES`) act as that ServiceAccount. The applied manifests."""
+    CRDs, the ServiceAccount and its RBAC (the ClusterRole's rules those of ``version``'s
+    source when Go's module cache has it, `release_rules`); RBAC is enforced from then on and
+    the binary's HTTP identities (`HTTP_IDENTITIES`) act as that ServiceAccount. The applied
+    manifests."""
     from .serve import kuberay_crds
 
     applied: list[dict[str, Any]] = []
     for crd in kuberay_crds():
         await sim.apply(crd)
         applied.append(crd)
-    manifests = helm.render(namespace=namespace)
+    rules = release_rules(version)
+    manifests = helm.render(chart_values(version), namespace=namespace,
+                            emulated_event_rule=rules is None)
     sa_name = "default"
     for manifest in manifests:
         if manifest["kind"] == "Deployment":
@@ -150,6 +199,8 @@ async def prepare_world(sim: Simulation, *, namespace: str = "default") -> list[
             continue
         if manifest["kind"] == "ConfigMap":
             continue
+        if manifest["kind"] == "ClusterRole" and rules is not None:
+            manifest = {**manifest, "rules": rules}
         await sim.apply(manifest)
         applied.append(manifest)
     rbac = getattr(sim, "rbac", None)

@@ -120,9 +120,9 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
                 await sim.apply(crd)
             await sim.install_kuberay()
         elif opts.kuberay_binary:
-            from .real_operator import prepare_world
+            from .real_operator import binary_version, prepare_world
 
-            await prepare_world(sim)
+            await prepare_world(sim, version=binary_version(opts.kuberay_binary))
         for fname, text in zip(opts.files, texts, strict=True):
             try:
                 await sim.apply(text)

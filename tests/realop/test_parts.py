@@ -26,6 +26,7 @@ from emu.http.real_operator import (
     operator_args,
     operator_env,
     prepare_world,
+    release_rules,
 )
 from emu.kernel.paced import PacedLoop
 
@@ -89,7 +90,7 @@ def test_forward_proxy_sends_absolute_form_requests_into_the_world():
     _run_paced(body)
 
 
-def test_forward_proxy_refuses_connect():
+def test_forward_proxy_refuses_connect_and_unparsable_requests_quietly(caplog):
     async def body() -> None:
         from emu.simulation import Simulation
 
@@ -104,11 +105,19 @@ def test_forward_proxy_refuses_connect():
             status = await asyncio.wait_for(reader.readline(), 10)
             assert status.split()[1] == b"405"
             writer.close()
+            # a head Pod without an IP yet: KubeRay asks for http://:8000/-/healthz
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(b"GET http://:8000/-/healthz HTTP/1.1\r\nHost: :8000\r\n\r\n")
+            await writer.drain()
+            status = await asyncio.wait_for(reader.readline(), 10)
+            assert status.split()[1] == b"400"
+            writer.close()
         finally:
             await proxy.stop()
             sim.close()
 
     _run_paced(body)
+    assert not [r for r in caplog.records if r.name == "emu.http.forward_proxy"]
 
 
 def test_resolve_address_uses_a_headless_services_pod_ips():
@@ -142,9 +151,13 @@ def test_operator_args_are_the_charts_plus_what_a_process_outside_a_pod_needs():
     assert gates == ("--feature-gates=RayClusterStatusConditions=true,"
                      "RayJobDeletionPolicy=false,RayMultiHostIndexing=false,"
                      "RayServiceIncrementalUpgrade=false")
-    # a gate a v1.4 binary does not know would make it exit at once
+    assert "--qps=100" in args and "--burst=200" in args
+    # a gate or flag a v1.4 binary does not know would make it exit at once
     assert [g["name"] for g in chart_feature_gates("v1.4.0")] == [
         "RayClusterStatusConditions", "RayJobDeletionPolicy"]
+    old = operator_args("v1.4.2", namespace="default", metrics_port=1, probe_port=2)
+    assert not [a for a in old if a.startswith(("--qps", "--burst"))]
+    assert "--feature-gates=RayClusterStatusConditions=true,RayJobDeletionPolicy=false" in old
     # an unknown version (a commit's build): the ported chart's list
     assert "RayCronJob" in [g["name"] for g in chart_feature_gates(None)]
     assert "RayCronJob" in [g["name"] for g in chart_feature_gates("v1.9.0")]
@@ -280,6 +293,31 @@ def test_prepare_world_installs_crds_and_rbac_but_no_operator():
     emu.run(body, seed=0, cluster=True)
 
 
+def test_a_releases_own_rbac_rules_come_from_its_source_in_the_module_cache(tmp_path,
+                                                                           monkeypatch):
+    import emu
+
+    source = tmp_path / "github.com/ray-project/kuberay/ray-operator@v1.5.0/config/rbac"
+    source.mkdir(parents=True)
+    (source / "role.yaml").write_text(
+        "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+        "metadata: {name: kuberay-operator}\nrules:\n"
+        "- apiGroups: ['']\n  resources: [endpoints]\n  verbs: [get, list, watch]\n")
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path))
+    assert release_rules("v1.5.0") == [
+        {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get", "list", "watch"]}]
+    assert release_rules("v1.4.0") is None  # not in this cache: the ported chart's rules
+
+    async def body(sim: emu.Simulation) -> None:
+        await prepare_world(sim, version="v1.5.0")
+        user = sim.rbac.identify("manager")
+        assert sim.rbac.can(user, "list", "endpoints", namespace="default")
+        assert not sim.rbac.can(user, "create", "rayclusters", group="ray.io",
+                                namespace="default")  # only what that role.yaml grants
+
+    emu.run(body, seed=0, cluster=True)
+
+
 def test_command_line_checks(tmp_path, capsys):
     binary = tmp_path / "op"
     binary.write_text("#!/bin/sh\n")
@@ -292,6 +330,8 @@ def test_command_line_checks(tmp_path, capsys):
     assert "exclude each other" in capsys.readouterr().err
     assert main(["serve", "--speed", "10", "--kuberay-binary", str(binary)]) == 2
     assert "needs --speed 1" in capsys.readouterr().err
+    assert main(["serve", "--scenario", "rayjob-basic", "--kuberay-binary", str(binary)]) == 2
+    assert "cannot be combined yet" in capsys.readouterr().err
 
 
 def test_serve_fails_with_the_operators_log_when_it_exits_at_start(tmp_path, capsys):
