@@ -202,7 +202,7 @@ async def _start_real_operator(sim: Any, opts: ServeOptions, kubeconfig: Path) -
     from .real_operator import RealOperatorError, RealOperatorRun
 
     assert opts.kuberay_binary is not None
-    real = RealOperatorRun(sim, opts.kuberay_binary, host=opts.host)
+    real = RealOperatorRun(sim, opts.kuberay_binary)  # its proxy on loopback, whatever --host
     try:
         await real.start(str(kubeconfig))
     except RealOperatorError as err:

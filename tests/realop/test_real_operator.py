@@ -149,6 +149,10 @@ def test_a_rayjob_completes_with_its_submitter_job(served: Served):
     assert job["status"].get("succeeded") == 1  # the submitter ran `ray job submit` in it
     # shutdownAfterJobFinishes: the operator deletes the RayCluster it made
     wait_gone(served, "RayCluster", status["rayClusterName"], timeout=60)
+    # the chart's RBAC for this version allowed everything it did
+    _, log = served.operator_line()
+    denied = [line for line in log.read_text().splitlines() if "forbidden" in line]
+    assert not denied, denied[:3]
 
 
 def test_stopping_serve_stops_the_operator_process(kuberay_binary: Path, tmp_path: Path):
