@@ -240,18 +240,56 @@ def test_stop_ends_the_process_by_pid_with_sigkill_after_the_grace(tmp_path):
         op = RealOperator(script, kubeconfig="/tmp/kc", proxy_url="http://127.0.0.1:9",
                           log_path=tmp_path / "op.log")
         await op.start()
-        await op.wait_started(timeout=60)  # its probe port answers
-        pid = op.pid
-        assert pid is not None and op.returncode is None
-        code = await op.stop(grace=0.3)
-        assert code == -signal.SIGKILL  # SIGTERM was ignored
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
-        args = (tmp_path / "args").read_text().split()
-        assert args == op.args
-        assert f"--health-probe-bind-address=127.0.0.1:{op.probe_port}" in args
+        try:
+            await op.wait_started(timeout=60)  # its probe port answers
+            pid = op.pid
+            assert pid is not None and op.returncode is None
+            code = await op.stop(grace=0.3)
+            assert code == -signal.SIGKILL  # SIGTERM was ignored
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+            args = (tmp_path / "args").read_text().split()
+            assert args == op.args
+            assert f"--health-probe-bind-address=127.0.0.1:{op.probe_port}" in args
+        finally:
+            op.kill_now()  # whatever failed above, nothing is left running
 
     _run_paced(body)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_operator_dies_with_a_killed_serve(tmp_path):
+    import select
+    import subprocess
+
+    script = _stubborn_operator(tmp_path)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"""
+import asyncio
+from emu.http.real_operator import RealOperator
+async def main():
+    op = RealOperator({str(script)!r}, kubeconfig="k", proxy_url="http://127.0.0.1:9",
+                      log_path={str(tmp_path / "op.log")!r})
+    await op.start()
+    await op.wait_started(timeout=60)
+    print(op.pid, flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        watch = os.pidfd_open(pid)  # readable once the process has ended
+        try:
+            parent.kill()  # no cleanup runs in it: only the parent-death signal ends the child
+            parent.wait(timeout=30)
+            ended, _, _ = select.select([watch], [], [], 30)
+            assert ended, "the operator outlived its killed parent"
+        finally:
+            os.close(watch)
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
 
 
 def test_a_missing_or_unexecutable_binary_is_refused(tmp_path):
