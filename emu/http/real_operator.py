@@ -148,6 +148,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def kube_config() -> Any:
+    """The built-ins of a world the real operator runs: the defaults plus the core/v1 Endpoints
+    controller (`emu.kube.endpoints`), which KubeRay up to v1.5 reads for RayServices."""
+    import attrs
+
+    from ..kube.config import KubeConfig
+
+    base = KubeConfig()
+    return attrs.evolve(base, controllers=(*base.controllers, "endpoints"))
+
+
 def module_cache() -> Path:
     """Go's module cache: ``$GOMODCACHE``, else ``$GOPATH/pkg/mod`` (its first entry), else
     ``~/go/pkg/mod`` (Go's defaults, without running ``go env``)."""

@@ -82,6 +82,10 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
 
         sc = scenarios.get(opts.scenario)
     sim_options: dict[str, Any] = {"cluster": True}
+    if opts.kuberay_binary:
+        from .real_operator import kube_config
+
+        sim_options["cluster"] = kube_config()
     if sc is not None:
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)

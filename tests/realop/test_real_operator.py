@@ -1,8 +1,9 @@
 """The released KubeRay operator binary as the operator of an emulated world: ``emu serve
 --kuberay-binary`` runs it, the world's kubelets, scheduler, Job controller and fake Ray do the
-rest. A RayCluster becomes ready and a RayJob (K8sJobMode, shaped like KubeRay's
+rest. A RayCluster becomes ready, a RayJob (K8sJobMode, shaped like KubeRay's
 ray-job.sample.yaml) completes: the operator reached the Ray dashboard through the world's
-forward proxy (the job's status comes only from there) and the submitter Job ran in the world."""
+forward proxy (the job's status comes only from there) and the submitter Job ran in the world;
+a RayService runs its Serve application."""
 
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ def _client(srv: Served) -> httpx.Client:
 
 def _path(kind: str, namespace: str, name: str = "") -> str:
     group = {"RayJob": "/apis/ray.io/v1", "RayCluster": "/apis/ray.io/v1",
+             "RayService": "/apis/ray.io/v1",
              "Job": "/apis/batch/v1", "Lease": "/apis/coordination.k8s.io/v1",
              "Pod": "/api/v1"}[kind]
-    plural = {"RayJob": "rayjobs", "RayCluster": "rayclusters", "Job": "jobs",
+    plural = {"RayJob": "rayjobs", "RayCluster": "rayclusters", "RayService": "rayservices",
+              "Job": "jobs",
               "Lease": "leases", "Pod": "pods"}[kind]
     return f"{group}/namespaces/{namespace}/{plural}" + (f"/{name}" if name else "")
 
@@ -164,3 +167,17 @@ def test_stopping_serve_stops_the_operator_process(kuberay_binary: Path, tmp_pat
         os.kill(pid, 0)
     text = log.read_text()
     assert "starting manager" in text  # its output went to the log that was printed
+
+
+def test_a_rayservice_runs_with_a_serve_endpoint(served: Served):
+    with _client(served) as client:
+        made = client.post("/apis/ray.io/v1/namespaces/default/rayservices",
+                           json=yaml.safe_load((HERE / "rayservice.yaml").read_text()))
+        assert made.status_code == 201, made.text
+    running = wait_for(served, "RayService", "realop-svc",
+                       lambda o: o.get("status", {}).get("serviceStatus") == "Running",
+                       timeout=240)
+    # counted from the Serve Service's core/v1 Endpoints (v1.5 and earlier) or EndpointSlices
+    assert running["status"]["numServeEndpoints"] >= 1
+    apps = running["status"]["activeServiceStatus"]["applicationStatuses"]
+    assert apps["fruit_app"]["status"] == "RUNNING"  # read from the fake Serve API via the proxy
