@@ -375,7 +375,7 @@ class RealOperatorRun:
         self.log_path = log_path
         self.operator: RealOperator | None = None
 
-    async def start(self, kubeconfig: str, *, timeout: float = 30.0) -> RealOperator:
+    async def start(self, kubeconfig: str, *, timeout: float = 60.0) -> RealOperator:
         proxy_url = await self.proxy.start()
         self.operator = RealOperator(self.binary, kubeconfig=kubeconfig, proxy_url=proxy_url,
                                      namespace=self.namespace, log_path=self.log_path)

@@ -4,7 +4,8 @@ Virtual time is paced by the wall clock times ``--speed`` (`emu.kernel.paced.Pac
 speed 10 a Lease's 15 s take 1.5 s of real time. Virtual time starts at the real current instant,
 so timestamps and ages look like a real cluster's. The Kubernetes built-ins always run (Pods
 start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay`` (its CRDs
-applied first, as the chart does: `kuberay_crds`); ``-f`` applies
+applied first, as the chart does: `kuberay_crds`), or a real KubeRay operator binary with
+``--kuberay-binary`` (`emu.http.real_operator`, docs/real-operator.md); ``-f`` applies
 manifests first, ``--scenario`` runs a named scenario in the served world. A kubeconfig is
 written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
 SIGTERM) stops it.
