@@ -80,6 +80,7 @@ SYSTEM_COMPONENTS: Mapping[str, str] = {
     "deployment-controller": "system:serviceaccount:kube-system:deployment-controller",
     "replicaset-controller": "system:serviceaccount:kube-system:replicaset-controller",
     "endpointslice-controller": "system:serviceaccount:kube-system:endpointslice-controller",
+    "endpoint-controller": "system:serviceaccount:kube-system:endpoint-controller",
     "persistentvolume-controller": "system:serviceaccount:kube-system:persistent-volume-binder",
     "kube-apiserver": "system:apiserver",
 }

@@ -41,7 +41,34 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--expose", action="append", default=[], metavar="svc/NAME:PORT[:LOCAL]",
                    help="forward a local port to an emulated Service port, like kubectl "
                         "port-forward (repeatable; NAME may be NAMESPACE/NAME)")
+    p.add_argument("--kuberay-binary", metavar="PATH",
+                   help="run this real KubeRay operator binary (scripts/build-kuberay.sh builds "
+                        "one) as the world's operator, with the chart's CRDs, RBAC and flags; "
+                        "needs --speed 1 (docs/real-operator.md)")
     p.set_defaults(fn=cmd_serve)
+
+
+def real_operator_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--kuberay-binary`` and the flags beside it (None: nothing)."""
+    import os
+
+    binary = getattr(args, "kuberay_binary", None)
+    if not binary:
+        return None
+    if args.kuberay:
+        return "--kuberay and --kuberay-binary exclude each other (the ported operator or the " \
+               "real one)"
+    if args.scenario:
+        return ("--scenario and --kuberay-binary cannot be combined yet: scenarios install the "
+                "ported operator")
+    if args.speed != 1.0:
+        return (f"--kuberay-binary needs --speed 1 (got {args.speed:g}): the real operator's "
+                "clock is the wall clock")
+    if not os.path.isfile(binary):
+        return f"--kuberay-binary {binary}: no such file"
+    if not os.access(binary, os.X_OK):
+        return f"--kuberay-binary {binary}: not executable"
+    return None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -61,6 +88,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.history_window is not None and args.history_window < 1:
         print(f"emu serve: --history-window must be at least 1, got {args.history_window}",
               file=sys.stderr)
+        return 2
+    error = real_operator_error(args)
+    if error is not None:
+        print(f"emu serve: {error}", file=sys.stderr)
         return 2
     if args.scenario:
         from .. import scenarios
@@ -83,5 +114,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
                         speed=args.speed, host=args.host, port=args.port,
                         kubeconfig=args.kubeconfig, token=args.token, seed=args.seed,
                         max_body=args.max_body or DEFAULT_MAX_BODY, expose=tuple(args.expose),
-                        history_window=args.history_window)
+                        history_window=args.history_window,
+                        kuberay_binary=args.kuberay_binary)
     return run_serve(opts)

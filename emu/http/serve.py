@@ -4,7 +4,8 @@ Virtual time is paced by the wall clock times ``--speed`` (`emu.kernel.paced.Pac
 speed 10 a Lease's 15 s take 1.5 s of real time. Virtual time starts at the real current instant,
 so timestamps and ages look like a real cluster's. The Kubernetes built-ins always run (Pods
 start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay`` (its CRDs
-applied first, as the chart does: `kuberay_crds`); ``-f`` applies
+applied first, as the chart does: `kuberay_crds`), or a real KubeRay operator binary with
+``--kuberay-binary`` (`emu.http.real_operator`, docs/real-operator.md); ``-f`` applies
 manifests first, ``--scenario`` runs a named scenario in the served world. A kubeconfig is
 written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
 SIGTERM) stops it.
@@ -44,6 +45,8 @@ class ServeOptions:
     expose: tuple[str, ...] = ()
     #: Changes watches can resume from (None: the Simulation's default).
     history_window: int | None = None
+    #: Run this KubeRay operator binary as the world's operator (`emu.http.real_operator`).
+    kuberay_binary: str | None = None
 
 
 def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
@@ -80,6 +83,10 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
 
         sc = scenarios.get(opts.scenario)
     sim_options: dict[str, Any] = {"cluster": True}
+    if opts.kuberay_binary:
+        from .real_operator import kube_config
+
+        sim_options["cluster"] = kube_config()
     if sc is not None:
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)
@@ -111,11 +118,16 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             pass
     background: list[asyncio.Task[Any]] = []
     written: Path | None = None
+    real: Any = None
     try:
         if opts.kuberay:
             for crd in kuberay_crds():  # as the chart does, before the operator
                 await sim.apply(crd)
             await sim.install_kuberay()
+        elif opts.kuberay_binary:
+            from .real_operator import binary_version, prepare_world
+
+            await prepare_world(sim, version=binary_version(opts.kuberay_binary))
         for fname, text in zip(opts.files, texts, strict=True):
             try:
                 await sim.apply(text)
@@ -164,6 +176,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             written = path  # ours to remove at the end; a --kubeconfig file stays
         path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem))
         os.chmod(path, 0o600)
+        if opts.kuberay_binary:
+            real = await _start_real_operator(sim, opts, path)
         extra = "".join(f" {f.describe()}" for f in forwards)
         print(f"emu serve: ready at {url} (KUBECONFIG={path}){extra}", file=out, flush=True)
         if ready is not None:
@@ -171,6 +185,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         await stop.wait()
         return 0
     finally:
+        if real is not None:
+            await real.stop()  # first: the operator still reaches the API while it stops
         for task in background:
             task.cancel()
         for fwd in forwards:
@@ -183,6 +199,25 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             written.unlink(missing_ok=True)
         for sig in handled:
             loop.remove_signal_handler(sig)
+
+
+async def _start_real_operator(sim: Any, opts: ServeOptions, kubeconfig: Path) -> Any:
+    """``--kuberay-binary``: the forward proxy and the operator process; a `RealOperatorRun`
+    (its line, with the pid and the log's path, printed on stderr)."""
+    from .real_operator import RealOperatorError, RealOperatorRun
+
+    assert opts.kuberay_binary is not None
+    real = RealOperatorRun(sim, opts.kuberay_binary)  # its proxy on loopback, whatever --host
+    try:
+        await real.start(str(kubeconfig))
+    except RealOperatorError as err:
+        await real.stop()
+        raise ServeError(str(err)) from None
+    except BaseException:
+        await real.stop()
+        raise
+    print(f"emu serve: {real.describe()}", file=sys.stderr, flush=True)
+    return real
 
 
 def kuberay_crds() -> list[dict[str, Any]]:

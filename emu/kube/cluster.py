@@ -278,6 +278,7 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
     wanted = config.controllers
     from . import (
         deployments,
+        endpoints,
         endpointslices,
         gc,
         jobs,
@@ -300,6 +301,7 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
          statefulsets.StatefulSetController(cluster).main),
         ("endpointslice", "endpointslice-controller",
          endpointslices.EndpointSliceController(cluster).main),
+        ("endpoints", "endpoint-controller", endpoints.EndpointsController(cluster).main),
         ("kube-proxy", "kube-proxy", services.KubeProxy(cluster).main),
         ("persistentvolume", "persistentvolume-controller",
          volumes.PersistentVolumeController(cluster).main),

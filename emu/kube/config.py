@@ -125,7 +125,8 @@ class KubeConfig:
     #: HTTPRoutes and routes the Gateways' traffic by the routes' weights. Defaults to none (no
     #: Gateway API implementation, as on a bare cluster).
     gateway_classes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    #: Which built-ins `install` starts besides the kubelets (all by default). Leave one out to
+    #: Which built-ins `install` starts besides the kubelets (all but ``endpoints`` by default:
+    #: the core/v1 Endpoints controller, `emu.kube.endpoints`, is opt-in). Leave one out to
     #: observe the cluster without it. (Namespace termination is done by the API server.)
     controllers: tuple[str, ...] = (
         "scheduler", "node-lifecycle", "pod-gc", "garbage-collector", "job",
