@@ -136,6 +136,8 @@ class RunResult:
     actions: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple, repr=False)
     #: ``{"fault": repr, "why": text}`` for each fault of the run that never took effect.
     unperformed: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
+    #: What the run exercised (`guide.Signature`): the guided search's measure of novelty.
+    signature: tuple[str, ...] = attrs.field(converter=_as_tuple, factory=tuple, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -151,7 +153,7 @@ class RunResult:
         return {"spec": self.spec.to_dict(), "violations": list(self.violations),
                 "digest": self.digest, "performed": list(self.performed), "error": self.error,
                 "virtual": self.virtual, "wall": self.wall, "actions": list(self.actions),
-                "unperformed": list(self.unperformed)}
+                "unperformed": list(self.unperformed), "signature": list(self.signature)}
 
     @classmethod
     def from_dict(cls, item: Obj) -> RunResult:
@@ -159,7 +161,8 @@ class RunResult:
                    digest=item.get("digest", ""), performed=item.get("performed") or (),
                    error=item.get("error", ""), virtual=item.get("virtual", 0.0),
                    wall=item.get("wall", 0.0), actions=item.get("actions") or (),
-                   unperformed=item.get("unperformed") or ())
+                   unperformed=item.get("unperformed") or (),
+                   signature=item.get("signature") or ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,6 +561,9 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
     monitors = _attach(sim, invariants)
     quiet = Quiet(sim, workload) if EARLY_STOP else None
     recorder = _Recorder(sim, workload) if record else None
+    from .guide import Signature
+
+    sim.explore_signature = Signature(sim, workload)  # type: ignore[attr-defined]
     arming = _Arming(sim, spec, branches)
     if quiet is not None:
         quiet.arming = arming
@@ -1036,6 +1042,11 @@ def _branch_batch(workload: Workload, seed: int, items: list[tuple[int, RunSpec]
     return branches.played
 
 
+def _signature(sim: Simulation, found: Sequence[Obj]) -> tuple[str, ...]:
+    signature = getattr(sim, "explore_signature", None)
+    return signature.features(found) if signature is not None else ()
+
+
 def _unperformed(sim: Simulation) -> list[Obj]:
     """Each fault that never took effect in the run, with why (`Faults.unperformed`)."""
     return [{"fault": repr(f), "why": str(why)} for f, why in sim.faults.unperformed()]
@@ -1090,6 +1101,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         box["digest"], box["now"] = sim.trace.digest(), sim.now
         box["performed"] = [repr(f) for f in sim.faults.performed()]
         box["unperformed"] = _unperformed(sim)
+        box["signature"] = _signature(sim, box["found"])
 
     from ..faults import UnperformedFaults
 
@@ -1107,7 +1119,8 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
     yield RunResult(spec, box.get("found") or (), box.get("digest") or "",
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
-                    box.get("actions") or (), box.get("unperformed") or ())
+                    box.get("actions") or (), box.get("unperformed") or (),
+                    () if error else box.get("signature") or ())
 
 
 def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
@@ -1210,7 +1223,8 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
         result = RunResult(spec, found, "" if error else sim.trace.digest(),
                            [] if error else [repr(f) for f in sim.faults.performed()], error,
                            0.0 if error else round(sim.now, 6), 0.0, actions,
-                           [] if error else _unperformed(sim))
+                           [] if error else _unperformed(sim),
+                           () if error else _signature(sim, found))
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:
