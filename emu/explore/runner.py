@@ -19,9 +19,14 @@ Every way plays the same run — same trace, same digest (tests/explore checks i
 keep runs short: `Watchdog` stops a run whose virtual clock stands still (a livelock), and
 `Quiet` ends a run's final settle once nothing can change what it finds.
 
-About 950 lines, one module: the run's two halves, its two guards and the three ways of
-playing many runs share `RunSpec`/`RunResult`, the result framing and the fault-time helpers, and
-each way must play exactly the run the others play; split, that sameness would span files.
+A worker also plays the runs whose plan arms late (`RunSpec.arm_at`) as forks of one shared run
+without faults (`_Branches`): `_Arming` schedules a plan at the end of its instant in every way
+of playing, so the fork and the fresh run are the same run.
+
+About 1,250 lines, one module: the run's two halves, its two guards, the arming and the ways of
+playing many runs (fresh, worker, shared run, fork-server) share `RunSpec`/`RunResult`, the
+result framing and the fault-time helpers, and each way must play exactly the run the others
+play; split, that sameness would span files.
 """
 
 from __future__ import annotations
