@@ -65,6 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only these plan families (crash-after-writes, pause-before-writes, "
                         "lose-responses, pod-loss, outages, perturbations, serve-failures); "
                         "default: the workload's, else all but serve-failures")
+    p.add_argument("--search", choices=("uniform", "guided"), default=None,
+                   help="uniform: the candidate plans in order (default); guided: most of each "
+                        "round of runs mutates the runs that reached something new")
     p.add_argument("--json", action="store_true", help="end with one JSON object")
     p.add_argument("--known", action="store_true",
                    help="list the known KubeRay findings (F1..) with what to do about each, "
@@ -86,11 +89,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: The explorer's options a legacy ``--seeds`` sweep has no use for, by their flag.
 SEARCH_ONLY = {"file": "-f", "budget": "--budget", "seed": "--seed", "ray": "--ray",
                "ray_cpus": "--ray-cpus", "out": "--out", "json": "--json",
-               "families": "--families",
+               "families": "--families", "search": "--search",
                "shrink_budget": "--shrink-budget", "per_invariant": "--per-invariant",
                "no_fork": "--no-fork"}
 #: What an option left out means (the parser keeps None, so a given option can be told apart).
-DEFAULTS = {"budget": "200", "seed": 0, "shrink_budget": 60, "per_invariant": 3, "start": 0}
+DEFAULTS = {"budget": "200", "seed": 0, "shrink_budget": 60, "per_invariant": 3, "start": 0,
+            "search": "uniform"}
 
 
 def mode_error(args: argparse.Namespace) -> str | None:
@@ -179,7 +183,8 @@ def run_explore(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("emu-explore") / f"{workload.name}-seed{args.seed}"
     source = f"-f {args.file}" if args.file else workload.name
     command = f"emu explore {source} --seed {args.seed} --budget {args.budget}" + (
-        f" --families {','.join(workload.families)}" if args.families is not None else "")
+        f" --families {','.join(workload.families)}" if args.families is not None else "") + (
+        " --search guided" if args.search == "guided" else "")
     return _explore(args, workload, budget, duration, out, command)
 
 
@@ -225,7 +230,7 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
             result = explore(workload, budget=budget, duration=duration, seed=args.seed,
                              executor=executor, out=out, shrink_budget=args.shrink_budget,
                              progress=progress, replay_command=command,
-                             per_invariant=args.per_invariant)
+                             per_invariant=args.per_invariant, search=args.search)
     except (StoreMismatch, ReferenceRunError, NoPlans) as err:
         return _fail(str(err))
     finally:

@@ -53,7 +53,13 @@ class AtCall(Fault):
         if self.n < 1:
             raise ValueError(f"AtCall.n counts from 1, not {self.n}")
         match = Match(self.verb, self.kind, self.name, None, None, self.dst)
-        seen = [0]
+        # A run that arms its plan late (`runner.RunSpec.arm_at`) counts its calls from the
+        # start of the run, as the same plan armed at the start would
+        counter = getattr(sim, "explore_calls", None)
+        seen = [counter.count(match, self.caller) if counter is not None else 0]
+        if seen[0] >= self.n:
+            return (f"its call came before the plan was armed ({seen[0]} matching call(s) by "
+                    f"then, n={self.n})")
         rule: list[int] = []
 
         def fire(info: CallInfo) -> None:

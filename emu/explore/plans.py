@@ -26,6 +26,7 @@ Every plan is a `FaultPlan` of fault values, so it prints as code and replays ex
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -304,6 +305,79 @@ def idle_alone(plan: FaultPlan, actions: Sequence[Obj]) -> str | None:
     return None
 
 
+#: The instants a plan arms at are multiples of this (virtual seconds), so that the plans of
+#: a batch share a few shared-run instants (`runner._Branches`).
+ARM_GRID = 0.5
+#: Before a dashboard call, a plan arms this much earlier still: the call's hop to a Pod IP
+#: (which an `AtCall` counts too) is not in the reference run's log and may come first.
+HOP_MARGIN = 1.0
+#: API verbs the reference run logs every call of (an `AtCall` on another verb may match calls
+#: the log does not show).
+LOGGED_WRITES = ("create", "update", "update_status", "patch", "delete", "delete_collection")
+
+
+def _first_call(fault: AtCall, actions: Sequence[Obj], operator: str) -> float | None:
+    """When the reference run made the first call ``fault`` counts (None: the reference run's
+    log may not show all of them, or shows none)."""
+    if fault.verb is None or fault.caller is None or operator not in fault.caller:
+        return None  # a call by any process, or by one the log does not follow
+    if fault.dst == "apiserver":
+        if fault.verb not in LOGGED_WRITES or fault.kind in (None, "Lease", "Event"):
+            return None
+        margin, nth = 0.0, fault.n  # every such call is logged: the n-th one's time
+    elif fault.dst is None and fault.verb == fault.verb.upper():
+        margin, nth = HOP_MARGIN, 1  # hops are not logged: before the first logged one
+    else:
+        return None  # an API verb to any endpoint (reads are not logged), another endpoint
+    seen = 0
+    for a in actions:
+        if a["type"] == "call" and a["verb"] == fault.verb and fault.caller in str(a["src"]) \
+                and (fault.kind is None or a["kind"] == fault.kind) \
+                and (fault.name is None or a["name"] == fault.name) \
+                and (fault.dst is None or a["dst"] == fault.dst):
+            seen += 1
+            if seen == nth:
+                return float(a["t"]) - margin
+    return None
+
+
+def first_effect(fault: Any, actions: Sequence[Obj], operator: str) -> float | None:
+    """The earliest virtual time at which ``fault``, scheduled at the start of a run without
+    other faults, can change anything: its ``at`` (a fault does nothing before its timer
+    fires), or for an `AtCall` at 0 the reference run's call it acts after (for a dashboard
+    call, whose hops to a Pod IP the log lacks, a little before the first it counts). None:
+    from the start."""
+    if isinstance(fault, AtCall) and fault.at <= 0:
+        return _first_call(fault, actions, operator)
+    return float(fault.at) if fault.at > 0 else None
+
+
+def arm_time(spec: RunSpec, workload: Workload, actions: Sequence[Obj]) -> float | None:
+    """When ``spec`` may arm its plan (`RunSpec.arm_at`): the last multiple of `ARM_GRID`
+    strictly before every fault's `first_effect`, when that is after the reference run's
+    start of `runner.play` and the spec keeps the default knobs (the reference run shows when
+    things happen at those only); else None (the plan is scheduled at the start)."""
+    if workload.scenario is not None or workload.changed(spec.knob_map) or not spec.plan.faults:
+        return None
+    starts = [float(a["t"]) for a in actions if a["type"] == "operator"]
+    if not starts:
+        return None
+    effects = [first_effect(f, actions, workload.setup.operator) for f in spec.plan]
+    if any(e is None for e in effects):
+        return None
+    first = min(e for e in effects if e is not None)
+    at = math.floor(first / ARM_GRID) * ARM_GRID
+    while at >= first:
+        at -= ARM_GRID
+    return round(at, 6) if at > min(starts) else None
+
+
+def arm_times(workload: Workload, actions: Sequence[Obj], specs: Sequence[RunSpec]
+              ) -> list[RunSpec]:
+    """``specs``, each with its `arm_time`."""
+    return [attrs.evolve(s, arm_at=arm_time(s, workload, actions)) for s in specs]
+
+
 def candidates(workload: Workload, actions: Sequence[Obj], seed: int, count: int,
                knobs: dict[str, Any] | None = None) -> list[RunSpec]:
     """``count`` run specs: the systematic single-fault plans (on ``knobs``) alternating with
@@ -324,4 +398,4 @@ def candidates(workload: Workload, actions: Sequence[Obj], seed: int, count: int
         if len(specs) < count:
             specs.append(RunSpec(random_knobs(workload, rng),
                                  random_combination(workload, actions, pool, rng)))
-    return specs
+    return arm_times(workload, actions, specs)

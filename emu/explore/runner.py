@@ -19,9 +19,14 @@ Every way plays the same run — same trace, same digest (tests/explore checks i
 keep runs short: `Watchdog` stops a run whose virtual clock stands still (a livelock), and
 `Quiet` ends a run's final settle once nothing can change what it finds.
 
-About 950 lines, one module: the run's two halves, its two guards and the three ways of
-playing many runs share `RunSpec`/`RunResult`, the result framing and the fault-time helpers, and
-each way must play exactly the run the others play; split, that sameness would span files.
+A worker also plays the runs whose plan arms late (`RunSpec.arm_at`) as forks of one shared run
+without faults (`_Branches`): `_Arming` schedules a plan at the end of its instant in every way
+of playing, so the fork and the fresh run are the same run.
+
+About 1,250 lines, one module: the run's two halves, its two guards, the arming and the ways of
+playing many runs (fresh, worker, shared run, fork-server) share `RunSpec`/`RunResult`, the
+result framing and the fault-time helpers, and each way must play exactly the run the others
+play; split, that sameness would span files.
 """
 
 from __future__ import annotations
@@ -80,24 +85,40 @@ def _plan(value: FaultPlan | Iterable[Any]) -> FaultPlan:
     return value if isinstance(value, FaultPlan) else FaultPlan(value)
 
 
+def _arm_at(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
 @attrs.frozen
 class RunSpec:
-    """What one run does: the knobs set (by name; the rest at their defaults) and the plan."""
+    """What one run does: the knobs set (by name; the rest at their defaults) and the plan.
+
+    ``arm_at`` (virtual seconds, or None) is when the plan is scheduled: None, at the start of
+    `play` (as a plan given to `emu.run` is); a time, at the *end* of that virtual instant, once
+    everything runnable then has run. Until then the run is the run without faults (with the
+    same knobs), so it can start from a snapshot of that run taken at ``arm_at`` — a forked copy
+    of a world that played it — instead of from scratch, with the same digest
+    (`plans.arm_times` sets it before the plan's first fault can act)."""
 
     knobs: tuple[tuple[str, Any], ...] = attrs.field(converter=_knobs, factory=tuple)
     plan: FaultPlan = attrs.field(converter=_plan, factory=FaultPlan)
+    arm_at: float | None = attrs.field(default=None, converter=_arm_at)
 
     @property
     def knob_map(self) -> dict[str, Any]:
         return dict(self.knobs)
 
     def to_dict(self) -> Obj:
-        return {"knobs": dict(self.knobs), "plan": orjson.loads(self.plan.to_json())}
+        out = {"knobs": dict(self.knobs), "plan": orjson.loads(self.plan.to_json())}
+        if self.arm_at is not None:
+            out["arm_at"] = self.arm_at
+        return out
 
     @classmethod
     def from_dict(cls, item: Obj) -> RunSpec:
         return cls(knobs=item.get("knobs") or {},
-                   plan=FaultPlan(fault_from_dict(f) for f in item.get("plan") or []))
+                   plan=FaultPlan(fault_from_dict(f) for f in item.get("plan") or []),
+                   arm_at=item.get("arm_at"))
 
     def key(self) -> str:
         """A stable text key (the store's and the dedup's)."""
@@ -123,6 +144,8 @@ class RunResult:
     #: ``{"check", "at", "detail"}`` for each of the emulator's own consistency checks the run
     #: broke (`emu.explore.checks`): its findings may be the emulator's artefacts.
     emulator: tuple[Obj, ...] = attrs.field(converter=_as_tuple, factory=tuple)
+    #: What the run exercised (`guide.Signature`): the guided search's measure of novelty.
+    signature: tuple[str, ...] = attrs.field(converter=_as_tuple, factory=tuple, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -138,7 +161,8 @@ class RunResult:
         return {"spec": self.spec.to_dict(), "violations": list(self.violations),
                 "digest": self.digest, "performed": list(self.performed), "error": self.error,
                 "virtual": self.virtual, "wall": self.wall, "actions": list(self.actions),
-                "unperformed": list(self.unperformed), "emulator": list(self.emulator)}
+                "unperformed": list(self.unperformed), "emulator": list(self.emulator),
+                "signature": list(self.signature)}
 
     @classmethod
     def from_dict(cls, item: Obj) -> RunResult:
@@ -147,7 +171,8 @@ class RunResult:
                    error=item.get("error", ""), virtual=item.get("virtual", 0.0),
                    wall=item.get("wall", 0.0), actions=item.get("actions") or (),
                    unperformed=item.get("unperformed") or (),
-                   emulator=item.get("emulator") or ())
+                   emulator=item.get("emulator") or (),
+                   signature=item.get("signature") or ())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +347,7 @@ class Quiet:
         self.kinds = tuple(sorted({str(m.get("kind")) for m in workload.manifests}
                                   | set(ROOT_KINDS)))
         self.last = sim.now
+        self.arming: _Arming | None = None
         sim.trace.subscribe(self._on_event)
 
     def _on_event(self, ev: Any) -> None:
@@ -330,6 +356,8 @@ class Quiet:
         self.last = ev.t
 
     def _faults_done(self) -> bool:
+        if self.arming is not None and self.arming.pending:
+            return False  # the plan is not even scheduled yet
         records = getattr(self.sim.faults, "_records", None)
         if records is None:
             return False
@@ -454,12 +482,92 @@ class _Recorder:
                              "caller": str(ev.fields.get("caller")), **extra})
 
 
+class CallCounter:
+    """Every call made on the world's network since `play` began (``sim.explore_calls``), so a
+    plan armed late (`RunSpec.arm_at`) has its `AtCall` count the calls made before, as the
+    same plan armed at the start counts them. Its network hook changes nothing in the run (the
+    reference run's recorder has one too: same digest as without)."""
+
+    def __init__(self, sim: Simulation) -> None:
+        from ..kernel.network import Match
+
+        self.calls: list[Any] = []
+        sim.network.after_call(Match(), self.calls.append, count=None)
+
+    def count(self, match: Any, caller: str | None) -> int:
+        return sum(1 for info in self.calls if match.matches(info)
+                   and (caller is None or caller in info.src))
+
+
+class _Arming:
+    """Schedules a run's plan: at once when ``spec.arm_at`` is None or past, else at the end of
+    the instant ``arm_at`` (a task that waits for exactly that time, then lets everything
+    runnable at that instant run first). The task does nothing the world can see until then —
+    no trace event, no rule on the network, no draw from the seeded RNG; its timer and its turns
+    in the ready queue do not reorder anyone else's — so up to ``arm_at`` the run is the run
+    without faults, and a snapshot of that run taken at the end of ``arm_at`` continues exactly
+    as this run does.
+
+    With ``branches`` (a `_Branches`: the worker's shared run), the task instead visits each of
+    the branches' instants in turn and hands it the world there: in the process that played the
+    shared run nothing is armed (it is stopped after the last instant); in a forked copy, the
+    copy's own plan is armed at that instant, exactly as a fresh run of it arms it."""
+
+    def __init__(self, sim: Simulation, spec: RunSpec, branches: _Branches | None) -> None:
+        self.sim = sim
+        self.pending = False
+        self.task: Any = None
+        if branches is not None or (spec.arm_at is not None and spec.arm_at > sim.now):
+            sim.explore_calls = CallCounter(sim)  # type: ignore[attr-defined]
+        if branches is not None:
+            self.pending = True
+            self.task = sim.loop.create_task(self._branch(branches))
+        elif spec.arm_at is None or spec.arm_at <= sim.now:
+            sim.faults.schedule(spec.plan)
+        else:
+            self.pending = True
+            self.task = sim.loop.create_task(self._later(spec.arm_at, spec.plan))
+
+    async def _until(self, at: float) -> None:
+        """Wait until exactly ``at`` (a timer at that deadline: no float drift from a relative
+        sleep), then until nothing else can run at that instant."""
+        from ..snapshots import _settle
+
+        loop = self.sim.loop
+        if loop.time() < at:
+            woken: asyncio.Future[None] = loop.create_future()
+            loop.call_at(at, _wake, woken)
+            await woken
+        await _settle(loop)
+
+    async def _later(self, at: float, plan: FaultPlan) -> None:
+        await self._until(at)
+        self.pending = False
+        self.sim.faults.schedule(plan)
+
+    async def _branch(self, branches: _Branches) -> None:
+        for at in branches.instants:
+            await self._until(at)
+            spec = branches.fork(self.sim, at)
+            if spec is not None:  # a forked copy: it plays this spec from here
+                self.pending = False
+                self.sim.faults.schedule(spec.plan)
+                return
+        branches.finished(self.sim)
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 async def play(sim: Simulation, workload: Workload, spec: RunSpec,
-               invariants: Sequence[Any] | None = None, *, record: bool = False
-               ) -> tuple[list[Obj], list[Obj], list[Obj]]:
+               invariants: Sequence[Any] | None = None, *, record: bool = False,
+               branches: _Branches | None = None) -> tuple[list[Obj], list[Obj], list[Obj]]:
     """The second half of a run: the violations it found (as dicts), with ``record`` the
     actions it saw (the reference run's log), and the emulator's own consistency checks it
-    broke (`emu.explore.checks`)."""
+    broke (`emu.explore.checks`). ``branches``: the worker's shared run (spec without a plan),
+    from which forked copies start the runs that arm their plan later."""
     from .checks import EmulatorChecks
 
     invariants = default_invariants() if invariants is None else list(invariants)
@@ -467,7 +575,12 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
     monitors = _attach(sim, invariants)
     quiet = Quiet(sim, workload) if EARLY_STOP else None
     recorder = _Recorder(sim, workload) if record else None
-    sim.faults.schedule(spec.plan)
+    from .guide import Signature
+
+    sim.explore_signature = Signature(sim, workload)  # type: ignore[attr-defined]
+    arming = _Arming(sim, spec, branches)
+    if quiet is not None:
+        quiet.arming = arming
     found: list[Obj] = []
     if workload.scenario is not None:
         from .. import scenarios
@@ -486,8 +599,9 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
         found.append({"invariant": v.invariant, "message": v.message, "at": round(v.at, 6),
                       "objects": list(v.objects)})
     found.sort(key=lambda v: (v["at"], v["invariant"], v["message"]))
-    return (found, recorder.actions if recorder is not None else [],
-            checks.finish(spec.plan))
+    # a forked copy of a shared run judges the plan it armed, not the shared run's empty one
+    armed = branches.child[0] if branches is not None and branches.child is not None else spec
+    return (found, recorder.actions if recorder is not None else [], checks.finish(armed.plan))
 
 
 def _last_fault_end(sim: Simulation) -> float:
@@ -714,12 +828,14 @@ _FRAME = struct.Struct("!Q")
 def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
                   invariants: Sequence[Any] | None, record: bool,
                   emit: Callable[[RunResult], None]) -> None:
-    """Fresh runs in a forked worker: each result is a length-prefixed JSON frame on a pipe;
-    a run past `WALL_LIMIT` (or a worker that died) is reported and the rest go to a new
-    worker."""
+    """Runs in a forked worker: each result is a length-prefixed JSON frame on a pipe, tagged
+    with its spec's index (the worker plays shared-prefix runs first, `_worker_main`), and each
+    run's start is a frame too; a run past `WALL_LIMIT` (or a worker that died) is reported and
+    the rest go to a new worker. Results are emitted in spec order."""
     checks = default_invariants() if invariants is None else list(invariants)
-    todo = list(specs)
-    while todo:
+    results: dict[int, RunResult] = {}
+    left = list(range(len(specs)))
+    while left:
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker
@@ -727,10 +843,7 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
             gc.freeze()  # the inherited heap is never garbage: keep the collector off it
             code = 0
             try:
-                for spec in todo:
-                    [result] = list(_run_fresh(workload, seed, spec, checks, record))
-                    data = orjson.dumps(result.to_dict(), default=str)
-                    _write_all(w, _FRAME.pack(len(data)) + data)
+                _worker_main(workload, seed, [(i, specs[i]) for i in left], checks, record, w)
                 os.close(w)
             except BaseException:
                 # the parent only sees the wait status: say what killed the worker
@@ -740,26 +853,216 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
                 os._exit(code)
         os.close(w)
         buf = b""
+        current: int | None = None
         stopped = False
+        wall = time.perf_counter()
         try:
-            while todo:
-                wall = time.perf_counter()
-                frame, buf, why = _read_frame(r, buf, wall + WALL_LIMIT)
+            while left:
+                frame, buf, why = _read_frame(r, buf, time.perf_counter() + WALL_LIMIT + 10.0)
                 if frame is None:
                     if why == "timeout":
                         os.kill(pid, signal.SIGKILL)
                     _, status = os.waitpid(pid, 0)
                     stopped = True
-                    emit(RunResult(todo.pop(0), wall=time.perf_counter() - wall, error=(
-                        _wall_limit_error() if why == "timeout"
-                        else f"the run's worker died (wait status {status})")))
+                    blamed = current if current is not None else left[0]
+                    results[blamed] = RunResult(specs[blamed], wall=time.perf_counter() - wall,
+                                                error=(_wall_limit_error() if why == "timeout"
+                                                       else "the run's worker died (wait "
+                                                       f"status {status})"))
+                    left.remove(blamed)
                     break
-                emit(RunResult.from_dict(orjson.loads(frame)))
-                todo.pop(0)
+                item = orjson.loads(frame)
+                if "start" in item:
+                    current, wall = int(item["start"]), time.perf_counter()
+                    continue
+                index = int(item["index"])
+                results[index] = RunResult.from_dict(item["result"])
+                left.remove(index)
+                current = None
         finally:
             os.close(r)
             if not stopped:
                 os.waitpid(pid, 0)
+    for i in range(len(specs)):
+        emit(results[i])
+
+
+#: Specs that arm their plan at the same knobs a worker batch must hold for it to play their
+#: shared prefix once (below that, a fork costs more than the prefix it saves).
+MIN_SHARED = 2
+
+
+def _worker_main(workload: Workload, seed: int, items: list[tuple[int, RunSpec]],
+                 checks: list[Any], record: bool, fd: int) -> None:
+    """A worker's body: first the specs whose plans arm late (``arm_at``), by knobs: one shared
+    run of the knobs without faults, forked at each instant some of them arm at (`_Branches`);
+    then every spec not played that way, in a fresh world. Each run's start and result go to
+    ``fd`` as frames."""
+
+    def send(item: Obj) -> None:
+        data = orjson.dumps(item, default=str)
+        _write_all(fd, _FRAME.pack(len(data)) + data)
+
+    def start(index: int) -> None:
+        send({"start": index})
+
+    def done(index: int, result: RunResult) -> None:
+        send({"index": index, "result": result.to_dict()})
+
+    played: set[int] = set()
+    if SHARE_PREFIXES and not record and workload.scenario is None:
+        groups: dict[tuple[tuple[str, Any], ...], list[tuple[int, RunSpec]]] = {}
+        for index, spec in items:
+            if spec.arm_at is not None:
+                groups.setdefault(spec.knobs, []).append((index, spec))
+        for group in groups.values():
+            if len(group) >= MIN_SHARED:
+                played |= _branch_batch(workload, seed, group, checks, start, done)
+    for index, spec in items:
+        if index not in played:
+            start(index)
+            [result] = list(_run_fresh(workload, seed, spec, checks, record))
+            done(index, result)
+
+
+#: Play the runs that arm their plan late from forks of one shared run (``EMU_EXPLORE_SHARE=0``:
+#: each in a fresh world; the results are the same, digests included).
+SHARE_PREFIXES = os.environ.get("EMU_EXPLORE_SHARE", "1") != "0"
+
+
+class _Branches:
+    """The shared run of a worker batch: the runs of ``items`` (all of the same knobs) as forks
+    of one run of those knobs without faults, each forked at the end of the instant its spec
+    arms its plan (``arm_at``). The forking process waits for each fork before the shared world
+    moves on, so every fork starts from the state a fresh run of its spec has at that instant
+    (`_Arming`): the same run, the same digest. ``start(index)`` and ``done(index, result)``
+    are told about each."""
+
+    def __init__(self, items: list[tuple[int, RunSpec]], start: Callable[[int], None],
+                 done: Callable[[int, RunResult], None]) -> None:
+        self.by_at: dict[float, list[tuple[int, RunSpec]]] = {}
+        for index, spec in items:
+            assert spec.arm_at is not None
+            self.by_at.setdefault(spec.arm_at, []).append((index, spec))
+        self.instants = sorted(self.by_at)
+        self.start = start
+        self.done = done
+        self.played: set[int] = set()
+        #: In a fork: its spec, the pipe to answer on and its start (wall seconds).
+        self.child: tuple[RunSpec, int] | None = None
+        self.stopped = False
+
+    def fork(self, sim: Simulation, at: float) -> RunSpec | None:
+        """In the shared run's process: play each spec armed at ``at`` in a fork, one after
+        another, and return None. In a fork: return its spec."""
+        from ..snapshots import _own_workdir, _tree, layer_blockers
+
+        if layer_blockers(sim):
+            return None  # files on disk a fork would share: these run in fresh worlds
+        tree = _tree(sim)
+        gc.freeze()  # the shared heap: keep the collector off its pages in every fork
+        try:
+            for index, spec in self.by_at[at]:
+                self.start(index)
+                wall = time.perf_counter()
+                r, w = os.pipe()
+                pid = os.fork()
+                if pid == 0:
+                    os.close(r)
+                    # asyncio forgets the running loop in a forked child (it records the pid)
+                    asyncio.events._set_running_loop(sim.loop)
+                    _own_workdir(sim, tree)
+                    self.child = (spec, w)
+                    return spec
+                os.close(w)
+                data, why = _await_child(pid, r, wall)
+                if data is not None:
+                    item = orjson.loads(data)
+                    item["wall"] = time.perf_counter() - wall
+                    result = RunResult.from_dict(item)
+                else:
+                    result = RunResult(spec, error=why, wall=time.perf_counter() - wall)
+                self.played.add(index)
+                self.done(index, result)
+        finally:
+            if self.child is None:
+                gc.unfreeze()
+        return None
+
+    def finished(self, sim: Simulation) -> None:
+        """The shared run's last instant is behind it: stop it."""
+        self.stopped = True
+        task = getattr(sim.loop, "focus_task", None)
+        if task is not None:
+            task.cancel()
+
+
+def _await_child(pid: int, fd: int, wall: float) -> tuple[bytes | None, str]:
+    """A forked run's result bytes (read from ``fd`` until its end), or None with why: it ran
+    past `WALL_LIMIT` (killed) or died."""
+    chunks = []
+    timed_out = False
+    while True:
+        left = wall + WALL_LIMIT - time.perf_counter()
+        ready, _, _ = select.select([fd], [], [], max(0.0, left))
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            timed_out = True
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if data and not timed_out:
+        return data, ""
+    return None, (_wall_limit_error() if timed_out
+                  else f"the forked run died (wait status {status})")
+
+
+def _branch_batch(workload: Workload, seed: int, items: list[tuple[int, RunSpec]],
+                  checks: list[Any], start: Callable[[int], None],
+                  done: Callable[[int, RunResult], None]) -> set[int]:
+    """Play ``items`` (specs of the same knobs that arm late) as forks of one shared run
+    (`_Branches`); the indices played. A shared run that ends or fails before an instant (or
+    meets files on disk there) leaves that instant's specs to fresh worlds."""
+    from ..simulation import run
+
+    branches = _Branches(items, start, done)
+    base = RunSpec(knobs=items[0][1].knobs)
+
+    async def main(sim: Simulation) -> None:
+        watchdog = Watchdog(sim)
+        await prepare(sim, workload)
+        error = ""
+        found: list[Obj] = []
+        actions: list[Obj] = []
+        emulator: list[Obj] = []
+        try:
+            found, actions, emulator = await play(sim, workload, base, checks,
+                                                  branches=branches)
+        except BaseException as exc:
+            if branches.child is None:
+                raise  # the shared run itself: stopped after its last instant, or failed
+            error = watchdog.error or f"{type(exc).__name__}: {exc}"
+        if branches.child is not None:  # a fork: its result, and the process ends
+            spec, fd = branches.child
+            _report(sim, spec, [] if error else found, actions, error, fd, False, emulator)
+
+    from ..faults import UnperformedFaults
+
+    try:
+        run(main, seed=seed, **world_options(workload))
+    except (Exception, asyncio.CancelledError, UnperformedFaults):
+        pass  # stopped after its last instant; or it failed: the rest run in fresh worlds
+    return branches.played
+
+
+def _signature(sim: Simulation, found: Sequence[Obj]) -> tuple[str, ...]:
+    signature = getattr(sim, "explore_signature", None)
+    return signature.features(found) if signature is not None else ()
 
 
 def _unperformed(sim: Simulation) -> list[Obj]:
@@ -817,6 +1120,7 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
         box["digest"], box["now"] = sim.trace.digest(), sim.now
         box["performed"] = [repr(f) for f in sim.faults.performed()]
         box["unperformed"] = _unperformed(sim)
+        box["signature"] = _signature(sim, box["found"])
 
     from ..faults import UnperformedFaults
 
@@ -835,7 +1139,8 @@ def _run_fresh(workload: Workload, seed: int, spec: RunSpec, invariants: Sequenc
                     box.get("performed") or (), error,
                     round(box.get("now", 0.0), 6), time.perf_counter() - wall,
                     box.get("actions") or (), box.get("unperformed") or (),
-                    box.get("emulator") or ())
+                    box.get("emulator") or (),
+                    () if error else box.get("signature") or ())
 
 
 def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
@@ -939,7 +1244,8 @@ def _report(sim: Simulation, spec: RunSpec, found: list[Obj], actions: list[Obj]
         result = RunResult(spec, found, "" if error else sim.trace.digest(),
                            [] if error else [repr(f) for f in sim.faults.performed()], error,
                            0.0 if error else round(sim.now, 6), 0.0, actions,
-                           [] if error else _unperformed(sim), [] if error else emulator)
+                           [] if error else _unperformed(sim), [] if error else emulator,
+                           () if error else _signature(sim, found))
         data = orjson.dumps(result.to_dict(), default=str)
         view = memoryview(data)
         while view:

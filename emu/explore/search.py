@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from ..faults import FaultPlan
-from . import plans
+from . import guide, plans
 from .faults import AtCall
 from .known import Verdict, classify
 from .runner import ForkServer, RunResult, RunSpec
@@ -32,6 +32,8 @@ Obj = dict[str, Any]
 
 #: Runs per fork-server batch (one `prepare` each).
 BATCH = 16
+#: How the search picks its plans (`explore`'s ``search``).
+SEARCHES = ("uniform", "guided")
 
 
 @attrs.frozen
@@ -291,7 +293,7 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
             shrink_budget: int = 60, export: bool = True,
             progress: Callable[[int, int, int], None] | None = None,
             replay_command: str = "", batch: int = BATCH, per_invariant: int = 3,
-            invariants: Sequence[Any] | None = None) -> ExploreResult:
+            invariants: Sequence[Any] | None = None, search: str = "uniform") -> ExploreResult:
     """Search ``workload`` for invariant violations with ``budget`` runs (or for ``duration``
     wall seconds) from ``seed``; shrink and export each distinct finding (into ``out``/findings
     when ``out`` is given). ``progress(done, total, findings)`` is told after each batch. At
@@ -299,7 +301,12 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
     fault family before one already shrunk, skipping a run whose plan contains a finding's
     minimized shape; the findings are what remains distinct by (invariant, minimized plan
     shape), and every failing shape not shrunk is listed in `ExploreResult.unshrunk`. ``invariants``
-    replace `emu.invariants.kuberay_invariants()` (values, so they travel to workers)."""
+    replace `emu.invariants.kuberay_invariants()` (values, so they travel to workers).
+    ``search``: ``uniform`` runs the candidate plans in their order; ``guided`` runs them in
+    rounds and gives most of each round to mutations of the runs that reached something new
+    (`guide.Guided`)."""
+    if search not in SEARCHES:
+        raise ValueError(f"search is one of {', '.join(SEARCHES)}, not {search!r}")
     from .export import export_finding
 
     executor = executor or Executor()
@@ -323,42 +330,61 @@ def explore(workload: Workload, *, budget: int | None = 200, duration: float | N
                       f"{workload.name!r}, whose reference run had {calls} call(s) by a process "
                       f"named like {workload.setup.operator!r} and {moves} state "
                       "transition(s); check Setup.operator and the families")
-    # 2. run them (the store's results are reused), in order
-    results: list[RunResult | None] = [None] * len(specs)
+    # 2. run them (the store's results are reused), in order: all of them (uniform), or in
+    # rounds whose plans the runs before them choose (guided)
     reused = 0
-    todo: list[int] = []
-    for i, spec in enumerate(specs):
-        hit = store.get(spec.key())
-        if hit is not None:
-            results[i] = hit
-            reused += 1
-        else:
-            todo.append(i)
     first_finding: float | None = None
-    done = reused
     findings_seen = 0
-    if progress:
-        progress(done, len(specs), 0)
-    # a small search still gives every worker a batch (a batch's size never changes what a
-    # budget of runs finds: results are put back in plan order)
-    batch = max(1, min(batch, -(-len(todo) // max(1, executor.jobs))))
-    batches = _batches([specs[i] for i in todo], batch)
-    offsets = [todo[j * batch:(j + 1) * batch] for j in range(len(batches))]
+    results: list[RunResult | None] = []
     stopped = False
-    for bi, batch_results in executor.map(workload, seed, batches):
-        for idx, r in zip(offsets[bi], batch_results, strict=True):
-            results[idx] = r
-            store.add(r)
-            done += 1
-            if r.violations:
-                findings_seen += 1
-                if first_finding is None:
-                    first_finding = time.perf_counter() - start
-        if progress:
-            progress(done, len(specs), findings_seen)
-        if duration is not None and time.perf_counter() - start >= duration:
-            stopped = True
-            break
+    guided = (guide.Guided(workload, reference.actions, specs, seed) if search == "guided"
+              else None)
+
+    def run_round(round_specs: list[RunSpec]) -> bool:
+        """Play ``round_specs`` (appended to ``results`` in order); False once the duration
+        is spent."""
+        nonlocal reused, first_finding, findings_seen
+        base = len(results)
+        results.extend([None] * len(round_specs))
+        todo: list[int] = []
+        for i, spec in enumerate(round_specs):
+            hit = store.get(spec.key())
+            if hit is not None:
+                results[base + i] = hit
+                reused += 1
+            else:
+                todo.append(i)
+        if progress and base == 0:
+            progress(reused, len(specs), 0)
+        # a small search still gives every worker a batch (a batch's size never changes what
+        # a budget of runs finds: results are put back in plan order)
+        size = max(1, min(batch, -(-len(todo) // max(1, executor.jobs))))
+        batches = _batches([round_specs[i] for i in todo], size)
+        offsets = [todo[j * size:(j + 1) * size] for j in range(len(batches))]
+        for bi, batch_results in executor.map(workload, seed, batches):
+            for idx, r in zip(offsets[bi], batch_results, strict=True):
+                results[base + idx] = r
+                store.add(r)
+                if r.violations:
+                    findings_seen += 1
+                    if first_finding is None:
+                        first_finding = time.perf_counter() - start
+            if progress:
+                progress(sum(r is not None for r in results), len(specs), findings_seen)
+            if duration is not None and time.perf_counter() - start >= duration:
+                return False
+        return True
+
+    if guided is None:
+        stopped = not run_round(list(specs))
+    else:
+        while len(results) < total and not stopped:
+            round_specs = guided.next(min(guide.ROUND, total - len(results)))
+            if not round_specs:
+                break
+            stopped = not run_round(round_specs)
+            if not stopped:
+                guided.observe([r for r in results[-len(round_specs):] if r is not None])
     if stopped:
         # keep only the prefix of runs that finished, so the outcome is a prefix of the order
         cut = next((i for i, r in enumerate(results) if r is None), len(results))

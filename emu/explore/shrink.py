@@ -66,6 +66,20 @@ def _candidates(workload: Workload, spec: RunSpec) -> Iterator[RunSpec]:
                 [*faults[:i], alt, *faults[i + 1:]], key=lambda x: x.at)))
 
 
+def _rearmed(cand: RunSpec, spec: RunSpec) -> RunSpec:
+    """``cand`` arming its plan when ``spec`` does (`RunSpec.arm_at`) while that still comes
+    before the plan can act — the same knobs, every fault timed after it or an `AtCall` from
+    the start (counting the same calls) — else at the start: a fault moved earlier must not
+    wait for the arming."""
+    at = cand.arm_at
+    if at is None:
+        return cand
+    if cand.knobs == spec.knobs and all(
+            f.at > at or (isinstance(f, AtCall) and f.at <= 0) for f in cand.plan):
+        return cand
+    return attrs.evolve(cand, arm_at=None)
+
+
 def _simpler(f: Any) -> Iterator[Any]:
     if f.at > 0:
         yield attrs.evolve(f, at=0.0)
@@ -92,6 +106,7 @@ def shrink(workload: Workload, result: RunResult, invariant: str,
         batch = []
         seen = set()
         for cand in _candidates(workload, best.spec):
+            cand = _rearmed(cand, best.spec)
             key = cand.key()
             if key not in seen:
                 seen.add(key)
