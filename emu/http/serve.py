@@ -5,7 +5,10 @@ speed 10 a Lease's 15 s take 1.5 s of real time. Virtual time starts at the real
 so timestamps and ages look like a real cluster's. The Kubernetes built-ins always run (Pods
 start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay`` (its CRDs
 applied first, as the chart does: `kuberay_crds`); ``-f`` applies
-manifests first, ``--scenario`` runs a named scenario in the served world. A kubeconfig is
+manifests first (a directory: its manifest files), ``--scenario`` runs a named scenario in the
+served world. ``--bare`` serves the API server alone, as envtest's control plane is (CRDs, RBAC,
+admission; nothing runs Pods or reconciles), for Go controller suites with
+``USE_EXISTING_CLUSTER=true``. A kubeconfig is
 written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
 SIGTERM) stops it.
 """
@@ -32,6 +35,9 @@ from .wire import DEFAULT_MAX_BODY
 @attrs.frozen
 class ServeOptions:
     kuberay: bool = False
+    #: The API server alone (`Simulation` without ``cluster``), RBAC enforced: envtest's
+    #: control plane.
+    bare: bool = False
     files: tuple[str, ...] = ()
     scenario: str | None = None
     speed: float = 1.0
@@ -73,13 +79,20 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
 
     out = out or sys.stdout
     exposes = [parse_expose(e) for e in opts.expose]
-    texts = [Path(f).read_text() if f != "-" else sys.stdin.read() for f in opts.files]
+    from .command import manifest_files
+
+    files = [name for f in opts.files for name in (manifest_files(f) if f != "-" else ["-"])]
+    texts = [Path(f).read_text() if f != "-" else sys.stdin.read() for f in files]
     sc = None
     if opts.scenario:
         from .. import scenarios
 
         sc = scenarios.get(opts.scenario)
     sim_options: dict[str, Any] = {"cluster": True}
+    if opts.bare:
+        # envtest's kube-apiserver: RBAC on (its clients are system:masters, as ours are), no
+        # Pod ever runs, so no Ray images either.
+        sim_options = {"cluster": False, "ray": False, "rbac": True}
     if sc is not None:
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)
@@ -116,7 +129,7 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             for crd in kuberay_crds():  # as the chart does, before the operator
                 await sim.apply(crd)
             await sim.install_kuberay()
-        for fname, text in zip(opts.files, texts, strict=True):
+        for fname, text in zip(files, texts, strict=True):
             try:
                 await sim.apply(text)
             except (ApiError, yaml.YAMLError, ValueError, TypeError) as err:
