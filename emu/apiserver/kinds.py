@@ -94,6 +94,10 @@ class KindInfo:
     #: delete of an object removed at once returns it (Pods) rather than a Status.
     return_deleted_object: bool = False
     short_names: tuple[str, ...] = ()
+    #: A CRD's other served versions: listed in discovery (clients such as envtest wait for
+    #: every served version to appear), while requests at them get a 404 that says only
+    #: ``version`` is served (no conversion between versions is emulated).
+    also_served: tuple[str, ...] = ()
     api_version: str = attrs.field(init=False)
     resource: str = attrs.field(init=False)
     list_kind: str = attrs.field(init=False)
@@ -449,7 +453,8 @@ def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
 
 def crd_kind_info(crd: Obj) -> KindInfo:
     """The kind a CustomResourceDefinition serves: its storage version (or first served one),
-    scope, plural, short names, and a status subresource when it declares one."""
+    scope, plural, short names, and a status subresource when it declares one; its other served
+    versions as ``also_served``."""
     spec = crd["spec"]
     versions = [ver for ver in spec["versions"] if ver.get("served", True)] or spec["versions"]
     chosen = next((ver for ver in versions if ver.get("storage")), versions[0])
@@ -464,7 +469,9 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                     namespaced=spec["scope"] == "Namespaced", has_status=has_status,
                     has_generation=True, allow_unconditional_update=False,
                     short_names=tuple(names.get("shortNames") or ()),
-                    defaulter=defaulter, validator=validator)
+                    defaulter=defaulter, validator=validator,
+                    also_served=tuple(ver["name"] for ver in versions if ver is not chosen
+                                      and ver.get("served", True)))
 
 
 def default_statefulset(obj: Obj, old: Obj | None) -> None:
