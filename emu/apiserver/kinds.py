@@ -104,6 +104,10 @@ class KindInfo:
     custom: bool = False
     #: server-side apply's list types (from a CRD schema); None: the built-in types'.
     list_types: ListTypes | None = attrs.field(default=None, eq=False)
+    #: A CRD's other served versions: listed in discovery (clients such as envtest wait for
+    #: every served version to appear), while requests at them get a 404 that says only
+    #: ``version`` is served (no conversion between versions is emulated).
+    also_served: tuple[str, ...] = ()
     api_version: str = attrs.field(init=False)
     resource: str = attrs.field(init=False)
     list_kind: str = attrs.field(init=False)
@@ -470,7 +474,8 @@ def validate_crd(obj: Obj, old: Obj | None) -> list[StatusCause]:
 
 def crd_kind_info(crd: Obj) -> KindInfo:
     """The kind a CustomResourceDefinition serves: its storage version (or first served one),
-    scope, plural, short names, and a status subresource when it declares one."""
+    scope, plural, short names, and a status subresource when it declares one; its other served
+    versions as ``also_served``."""
     spec = crd["spec"]
     versions = [ver for ver in spec["versions"] if ver.get("served", True)] or spec["versions"]
     chosen = next((ver for ver in versions if ver.get("storage")), versions[0])
@@ -489,7 +494,9 @@ def crd_kind_info(crd: Obj) -> KindInfo:
                     defaulter=schema.defaulter if schema is not None else None,
                     validator=schema.validator if schema is not None else None,
                     unknown_fields=schema.unknown_fields if schema is not None else None,
-                    list_types=schema_list_types(openapi), custom=True)
+                    list_types=schema_list_types(openapi), custom=True,
+                    also_served=tuple(ver["name"] for ver in versions if ver is not chosen
+                                      and ver.get("served", True)))
 
 
 def default_statefulset(obj: Obj, old: Obj | None) -> None:

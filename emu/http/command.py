@@ -21,8 +21,12 @@ def add_serve_parser(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve an emulated cluster over the Kubernetes HTTP API "
                                      "(for kubectl and any client)")
     p.add_argument("--kuberay", action="store_true", help="run the KubeRay operator too")
+    p.add_argument("--bare", action="store_true",
+                   help="the API server alone (CRDs, RBAC, admission), as envtest's control "
+                        "plane is: no kubelets, scheduler, controllers or operator")
     p.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
-                   help="apply this manifest file before serving (repeatable; - is stdin)")
+                   help="apply this manifest file, or every .yaml/.yml/.json file of this "
+                        "directory, before serving (repeatable; - is stdin)")
     p.add_argument("--scenario", metavar="NAME", help="run a named scenario in the served world")
     p.add_argument("--speed", type=_speed, default=1.0,
                    help="virtual seconds per wall-clock second (default 1)")
@@ -69,6 +73,23 @@ def real_operator_error(args: argparse.Namespace) -> str | None:
     if not os.access(binary, os.X_OK):
         return f"--kuberay-binary {binary}: not executable"
     return None
+def manifest_files(path: str) -> list[str]:
+    """What ``-f PATH`` applies: the file itself, or a directory's ``.yaml``, ``.yml`` and
+    ``.json`` files in name order (as ``kubectl apply -f DIR``; not recursive). Raises OSError
+    when a file cannot be read, ValueError for a directory without manifests."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_dir():
+        open(p).close()
+        return [path]
+    found = sorted(str(f) for f in p.iterdir()
+                   if f.suffix in (".yaml", ".yml", ".json") and f.is_file())
+    if not found:
+        raise ValueError("the directory holds no .yaml, .yml or .json file")
+    for f in found:
+        open(f).close()
+    return found
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -78,12 +99,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         print(f"emu serve: --port must be 0..65535, got {args.port}", file=sys.stderr)
         return 2
+    if args.bare and (args.kuberay or args.scenario or args.expose or args.kuberay_binary):
+        given = [flag for flag, on in (("--kuberay", args.kuberay),
+                                       ("--kuberay-binary", args.kuberay_binary),
+                                       ("--scenario", args.scenario),
+                                       ("--expose", args.expose)) if on]
+        print(f"emu serve: --bare serves the API server alone; {', '.join(given)} needs the "
+              f"cluster's built-ins (drop --bare)", file=sys.stderr)
+        return 2
     for f in args.filename:
         if f != "-":
             try:
-                open(f).close()
-            except OSError as exc:
-                print(f"emu serve: cannot read -f {f}: {exc.strerror}", file=sys.stderr)
+                manifest_files(f)
+            except (OSError, ValueError) as exc:
+                print(f"emu serve: cannot read -f {f}: {getattr(exc, 'strerror', None) or exc}",
+                      file=sys.stderr)
                 return 2
     if args.history_window is not None and args.history_window < 1:
         print(f"emu serve: --history-window must be at least 1, got {args.history_window}",
@@ -110,7 +140,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             except ValueError as err:
                 print(f"emu serve: {err}", file=sys.stderr)
                 return 2
-    opts = ServeOptions(kuberay=args.kuberay, files=tuple(args.filename), scenario=args.scenario,
+    opts = ServeOptions(kuberay=args.kuberay, bare=args.bare, files=tuple(args.filename),
+                        scenario=args.scenario,
                         speed=args.speed, host=args.host, port=args.port,
                         kubeconfig=args.kubeconfig, token=args.token, seed=args.seed,
                         max_body=args.max_body or DEFAULT_MAX_BODY, expose=tuple(args.expose),

@@ -59,8 +59,9 @@ def _groups(kinds: KindRegistry) -> dict[str, list[str]]:
     for info in kinds.all():
         if info.group:
             versions = out.setdefault(info.group, [])
-            if info.version not in versions:
-                versions.append(info.version)
+            for version in (info.version, *info.also_served):
+                if version not in versions:
+                    versions.append(version)
     return out
 
 
@@ -82,8 +83,10 @@ def group(kinds: KindRegistry, name: str) -> Obj | None:
 
 
 def served(kinds: KindRegistry, group_name: str, version_name: str) -> list[KindInfo]:
-    return sorted((i for i in kinds.all() if i.group == group_name and i.version == version_name),
-                  key=lambda i: i.plural)
+    """The kinds discovery lists at ``group/version``: served there, or listed there only
+    (`KindInfo.also_served`)."""
+    return sorted((i for i in kinds.all() if i.group == group_name and (
+        i.version == version_name or version_name in i.also_served)), key=lambda i: i.plural)
 
 
 def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
@@ -132,8 +135,9 @@ def wants_aggregated(accept: str) -> bool:
     return "as=apigroupdiscoverylist" in first and "v=v2;" in first + ";"
 
 
-def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]]) -> Obj:
-    gvk = {"group": info.group, "version": info.version, "kind": info.kind}
+def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]],
+                        version: str) -> Obj:
+    gvk = {"group": info.group, "version": version, "kind": info.kind}
     entry: Obj = {"resource": info.plural, "responseKind": gvk,
                   "scope": "Namespaced" if info.namespaced else "Cluster",
                   "singularResource": info.kind.lower(), "verbs": VERBS}
@@ -167,7 +171,8 @@ def aggregated(kinds: KindRegistry, core: bool,
     by_group: dict[str, dict[str, list[KindInfo]]] = {}
     for info in kinds.all():
         if (info.group == "") == core:
-            by_group.setdefault(info.group, {}).setdefault(info.version, []).append(info)
+            for version in (info.version, *info.also_served):
+                by_group.setdefault(info.group, {}).setdefault(version, []).append(info)
     if not core:
         for name, group_versions in reviews.groups().items():
             for version in group_versions:
@@ -176,7 +181,7 @@ def aggregated(kinds: KindRegistry, core: bool,
     for name in sorted(by_group):
         versions: list[Obj] = []
         for version, infos in by_group[name].items():
-            resources = [_resource_discovery(i, scalable)
+            resources = [_resource_discovery(i, scalable, version)
                          for i in sorted(infos, key=lambda i: i.plural)]
             resources += reviews.aggregated_resources(name, version)
             versions.append({"version": version, "resources": resources,

@@ -205,13 +205,18 @@ class Gateway:
             self._followers = LogFollowers(self.sim)
         return self._followers
 
-    def kind_at(self, group: str, version: str, plural: str) -> KindInfo | None:
+    def kind_at(self, group: str, version: str, plural: str, *,
+                listed_at: str | None = None) -> KindInfo | None:
         """The kind served at ``<group>/<version>/<plural>``; the index is rebuilt when the
-        registry changes (a CRD applied), since this runs on every request."""
+        registry changes (a CRD applied), since this runs on every request. With ``listed_at``
+        (and any ``version``): the kind only listed at that version (`KindInfo.also_served`)."""
         kinds = self.sim.api.kinds
         if self._index_gen != kinds.generation:
             self._index = {(i.group, i.version, i.plural): i for i in kinds.all()}
             self._index_gen = kinds.generation
+        if listed_at is not None:
+            return next((i for i in kinds.all() if i.group == group and i.plural == plural
+                         and listed_at in i.also_served), None)
         return self._index.get((group, version, plural))
 
     # -- entry point -------------------------------------------------------------------------
@@ -463,6 +468,14 @@ class _Call:
             raise _no_resource()
         info = gw.kind_at(group, version, rest[0])
         if info is None:
+            listed = gw.kind_at(group, "", rest[0], listed_at=version)
+            if listed is not None:
+                raise ApiError.from_status({
+                    "code": 404, "reason": "NotFound",
+                    "message": f"{group}/{version} {listed.plural} is listed in discovery (the "
+                               f"CustomResourceDefinition serves it) but the emulator serves "
+                               f"{listed.kind} at its storage version {listed.api_version} only "
+                               f"(no conversion between versions)"})
             raise _no_resource()
         if ns is not None and not info.namespaced:
             raise _no_resource()
@@ -613,10 +626,7 @@ class _Call:
         if ctype == "application/vnd.kubernetes.protobuf":
             from .protobuf import decode
 
-            if self.sub == "status":  # the tables skip status: refuse rather than drop it
-                raise UnsupportedMediaType(
-                    "protobuf bodies are not read on the status subresource; send it as JSON")
-            return decode(body)
+            return decode(body, status=self.sub == "status")
         strict = self.params.get("fieldValidation") == "Strict"
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
             if strict and body:

@@ -6,14 +6,16 @@ client-go's generated clientsets, controller-runtime's client and kubectl's type
 (``typeMeta``, ``raw``) around the object's own message. client-go never retries such a write
 as JSON (its 415 fallback is for CBOR only), so the server must read it. This module reads it
 into the JSON-shaped dict the API server takes, from field tables written here for the kinds Go
-clients of KubeRay write (field numbers as in k8s.io/api's ``generated.proto``).
+clients of KubeRay write (field numbers as in k8s.io/api's ``generated.proto``), and the status
+of Pods and Jobs that tests write through the ``/status`` subresource (KubeRay's envtest suite
+marks Pods Running and Jobs Complete so).
 
 The tables are strict: a field number a table does not list (``affinity`` of a PodSpec, say)
 gets 415 naming the message and the field, so nothing is dropped silently; the client can send
-that object as JSON. ``status`` is skipped (the main resource ignores it, and a protobuf write
-to a ``/status`` subresource is refused by the gateway), but for a CertificateSigningRequest,
-whose conditions ``kubectl certificate approve`` sends to ``/approval``. Responses are always JSON, which the
-clients' ``Accept`` headers allow.
+that object as JSON. ``status`` is skipped on the main resource, which ignores it; on a
+``/status`` write it is read for the kinds in `STATUS` and refused with 415 for the others; for a
+CertificateSigningRequest it is read on ``/approval`` too, where ``kubectl certificate approve``
+sends its conditions. Responses are always JSON, which the clients' ``Accept`` headers allow.
 
 Go writes every non-pointer field, empty or zero; those are left out here (as ``omitempty``
 would in JSON), except the fields marked as pointers, whose zero was set on purpose
@@ -257,6 +259,24 @@ NodeSpec podCIDR:1 externalID:2 providerID:3 unschedulable:4:b taints:5:Taint* p
 Taint key:1 value:2 effect:3 timeAdded:4:T?
 EventSeries count:1:i lastObservedTime:2:MT
 
+PodStatus phase:1 conditions:2:PodCondition* message:3 reason:4 hostIP:5 podIP:6
+  startTime:7:T? containerStatuses:8:ContainerStatus* qosClass:9
+  initContainerStatuses:10:ContainerStatus* nominatedNodeName:11 podIPs:12:PodIP*
+  ephemeralContainerStatuses:13:ContainerStatus* resize:14 hostIPs:16:PodIP*
+  observedGeneration:17:i
+PodCondition type:1 status:2 lastProbeTime:3:T lastTransitionTime:4:T reason:5 message:6
+  observedGeneration:7:i
+PodIP ip:1
+ContainerStatus name:1 state:2:ContainerState lastState:3:ContainerState ready:4:b
+  restartCount:5:i image:6 imageID:7 containerID:8 started:9:b? allocatedResources:10:mQ
+  resources:11:ResourceRequirements? stopSignal:15?
+ContainerState waiting:1:ContainerStateWaiting? running:2:ContainerStateRunning?
+  terminated:3:ContainerStateTerminated?
+ContainerStateWaiting reason:1 message:2
+ContainerStateRunning startedAt:1:T
+ContainerStateTerminated exitCode:1:i signal:2:i reason:3 message:4 startedAt:5:T
+  finishedAt:6:T containerID:7
+
 Lease metadata:1:ObjectMeta spec:2:LeaseSpec
 LeaseSpec holderIdentity:1? leaseDurationSeconds:2:i? acquireTime:3:MT? renewTime:4:MT?
   leaseTransitions:5:i? strategy:6? preferredHolder:7?
@@ -277,6 +297,11 @@ CronJobSpec schedule:1 startingDeadlineSeconds:2:i? concurrencyPolicy:3 suspend:
   jobTemplate:5:JobTemplateSpec successfulJobsHistoryLimit:6:i? failedJobsHistoryLimit:7:i?
   timeZone:8?
 JobTemplateSpec metadata:1:ObjectMeta spec:2:JobSpec
+JobStatus conditions:1:JobCondition* startTime:2:T? completionTime:3:T? active:4:i
+  succeeded:5:i failed:6:i completedIndexes:7 uncountedTerminatedPods:8:UncountedTerminatedPods?
+  ready:9:i? failedIndexes:10? terminating:11:i?
+JobCondition type:1 status:2 lastProbeTime:3:T lastTransitionTime:4:T reason:5 message:6
+UncountedTerminatedPods succeeded:1* failed:2*
 Deployment metadata:1:ObjectMeta spec:2:DeploymentSpec status:3:-
 DeploymentSpec replicas:1:i? selector:2:LabelSelector? template:3:PodTemplateSpec
   strategy:4:DeploymentStrategy minReadySeconds:5:i revisionHistoryLimit:6:i? paused:7:b
@@ -378,6 +403,9 @@ KINDS: dict[tuple[str, str], str] = {
     # read with its status: ``kubectl certificate approve`` PUTs it to ``/approval``
     ("certificates.k8s.io/v1", "CertificateSigningRequest"): "CertificateSigningRequest",
 }
+
+#: The kinds whose status a ``/status`` write is read for: message → (field, status message).
+STATUS: dict[str, tuple[int, str]] = {"Pod": (3, "PodStatus"), "Job": (3, "JobStatus")}
 
 #: Kinds read whatever their apiVersion: a typed client's DELETE sends its DeleteOptions in the
 #: client's own group version (``apps/v1``, ``batch/v1``...).
@@ -483,9 +511,10 @@ def message(name: str, raw: bytes) -> Obj:
     return out
 
 
-def decode(body: bytes) -> Obj:
+def decode(body: bytes, *, status: bool = False) -> Obj:
     """The object in a Kubernetes protobuf body; 415 for a kind (or a field) this module does
-    not read."""
+    not read. ``status`` (a ``/status`` write): its status is read too, for the kinds in
+    `STATUS` (415 for the others)."""
     if not body.startswith(MAGIC):
         raise BadRequest("a protobuf body must start with the Kubernetes magic number")
     envelope = fields(body[len(MAGIC):])
@@ -499,9 +528,22 @@ def decode(body: bytes) -> Obj:
             f"{', '.join(sorted({k for _, k in KINDS}))}; {api_version} {kind} must be sent as "
             "JSON (kubectl apply -f; Go clients: ContentType application/json on the "
             "rest.Config)")
+    if status and name not in STATUS:
+        raise UnsupportedMediaType(
+            f"protobuf bodies are read on the status subresource of "
+            f"{' and '.join(sorted(STATUS))} only; send the status of {api_version} {kind} as "
+            "JSON (Go clients: ContentType application/json on the rest.Config)")
     raw = envelope.get(2, [b""])[-1]
+    raw = raw if isinstance(raw, bytes) else b""
     obj: Obj = {"apiVersion": api_version, "kind": kind}
-    obj.update(message(name, raw if isinstance(raw, bytes) else b""))
+    obj.update(message(name, raw))
+    if status:
+        number, status_message = STATUS[name]
+        values = fields(raw).get(number)
+        if values:
+            if not isinstance(values[-1], bytes):
+                raise BadRequest(f"field {number} of {name} is not a message")
+            obj["status"] = message(status_message, values[-1])
     if name != "DeleteOptions":
         obj.setdefault("metadata", {})
     return obj

@@ -6,7 +6,10 @@ so timestamps and ages look like a real cluster's. The Kubernetes built-ins alwa
 start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay`` (its CRDs
 applied first, as the chart does: `kuberay_crds`), or a real KubeRay operator binary with
 ``--kuberay-binary`` (`emu.http.real_operator`, docs/real-operator.md); ``-f`` applies
-manifests first, ``--scenario`` runs a named scenario in the served world. A kubeconfig is
+manifests first (a directory: its manifest files), ``--scenario`` runs a named scenario in the
+served world. ``--bare`` serves the API server alone, as envtest's control plane is (CRDs, RBAC,
+admission; nothing runs Pods or reconciles), for Go controller suites with
+``USE_EXISTING_CLUSTER=true``. A kubeconfig is
 written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
 SIGTERM) stops it.
 """
@@ -33,6 +36,9 @@ from .wire import DEFAULT_MAX_BODY
 @attrs.frozen
 class ServeOptions:
     kuberay: bool = False
+    #: The API server alone (`Simulation` without ``cluster``), RBAC enforced: envtest's
+    #: control plane.
+    bare: bool = False
     files: tuple[str, ...] = ()
     scenario: str | None = None
     speed: float = 1.0
@@ -76,7 +82,10 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
 
     out = out or sys.stdout
     exposes = [parse_expose(e) for e in opts.expose]
-    texts = [Path(f).read_text() if f != "-" else sys.stdin.read() for f in opts.files]
+    from .command import manifest_files
+
+    files = [name for f in opts.files for name in (manifest_files(f) if f != "-" else ["-"])]
+    texts = [Path(f).read_text() if f != "-" else sys.stdin.read() for f in files]
     sc = None
     if opts.scenario:
         from .. import scenarios
@@ -87,6 +96,10 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
         from .real_operator import kube_config
 
         sim_options["cluster"] = kube_config()
+    if opts.bare:
+        # envtest's kube-apiserver: RBAC on (its clients are system:masters, as ours are), no
+        # Pod ever runs, so no Ray images either.
+        sim_options = {"cluster": False, "ray": False, "rbac": True}
     if sc is not None:
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)
@@ -128,7 +141,7 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             from .real_operator import binary_version, prepare_world
 
             await prepare_world(sim, version=binary_version(opts.kuberay_binary))
-        for fname, text in zip(opts.files, texts, strict=True):
+        for fname, text in zip(files, texts, strict=True):
             try:
                 await sim.apply(text)
             except (ApiError, yaml.YAMLError, ValueError, TypeError) as err:

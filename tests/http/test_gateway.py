@@ -79,6 +79,42 @@ async def test_crd_applied_at_run_time_is_discovered_and_served(sim):
         assert doc["info"]["version"] == (await c.get("/version")).json()["gitVersion"]
 
 
+async def test_a_crds_other_served_versions_are_discovered_and_refused_by_name(sim):
+    """envtest waits until every served version of a CRD is in discovery (KubeRay's have v1 and
+    v1alpha1): both are listed; requests at the non-storage version get a 404 that says why."""
+    version = {"served": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "gadgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
+                    "versions": [{"name": "v1", "storage": True, **version},
+                                 {"name": "v1alpha1", "storage": False, **version},
+                                 {"name": "v0", "storage": False, **version, "served": False}]}}
+    async with client(sim) as c:
+        r = await c.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
+        assert r.status_code == 201, r.text
+        group = (await c.get("/apis/example.com")).json()
+        assert [v["version"] for v in group["versions"]] == ["v1", "v1alpha1"]
+        assert group["preferredVersion"]["version"] == "v1"
+        listed = (await c.get("/apis/example.com/v1alpha1")).json()
+        assert listed["groupVersion"] == "example.com/v1alpha1"
+        assert [r["name"] for r in listed["resources"]] == ["gadgets"]
+        assert (await c.get("/apis/example.com/v0")).status_code == 404
+        agg = (await c.get("/apis", headers={
+            "accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}
+        )).json()
+        [item] = [i for i in agg["items"] if i["metadata"].get("name") == "example.com"]
+        assert [(v["version"], v["resources"][0]["responseKind"]["version"])
+                for v in item["versions"]] == [("v1", "v1"), ("v1alpha1", "v1alpha1")]
+        assert (await c.get("/apis/example.com/v1/namespaces/default/gadgets")).status_code == 200
+        r = await c.get("/apis/example.com/v1alpha1/namespaces/default/gadgets")
+        assert r.status_code == 404
+        assert r.json()["message"] == (
+            "example.com/v1alpha1 gadgets is listed in discovery (the CustomResourceDefinition "
+            "serves it) but the emulator serves Gadget at its storage version example.com/v1 "
+            "only (no conversion between versions)")
+
+
 async def test_every_verb_on_configmaps(sim):
     async with client(sim) as c:
         r = await c.post(CM, json=cm("a", app="x"))

@@ -284,3 +284,83 @@ def test_a_large_body_arriving_in_pieces_is_read_whole():
             sim.close()
 
     _run_paced(body)
+
+
+def test_bare_refuses_flags_that_need_the_cluster(capsys):
+    assert main(["serve", "--bare", "--kuberay"]) == 2
+    assert capsys.readouterr().err == (
+        "emu serve: --bare serves the API server alone; --kuberay needs the cluster's built-ins "
+        "(drop --bare)\n")
+    assert main(["serve", "--bare", "--scenario", "apiserver-churn", "--expose", "svc/a:80"]) == 2
+    assert "; --scenario, --expose needs" in capsys.readouterr().err
+
+
+def test_f_with_a_directory_without_manifests_exits_2(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    assert main(["serve", "-f", str(tmp_path)]) == 2
+    assert (f"cannot read -f {tmp_path}: the directory holds no .yaml, .yml or .json file"
+            in capsys.readouterr().err)
+
+
+def test_bare_serves_the_api_server_alone_with_a_directory_of_manifests(tmp_path):
+    """``--bare`` is envtest's control plane: CRDs applied from ``-f DIR`` are served, RBAC is
+    enforced, and nothing runs Pods (no Nodes, so a Pod stays unscheduled)."""
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    (crds / "a-crd.yaml").write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "metadata: {name: widgets.example.com}\n"
+        "spec:\n  group: example.com\n  scope: Namespaced\n"
+        "  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n"
+        "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
+        "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n")
+    (crds / "b-widget.json").write_text(orjson.dumps(
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}).decode())
+    (crds / "README.md").write_text("ignored: not a manifest file")
+
+    async def body() -> None:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        lines: list[str] = []
+
+        class Out:
+            def write(self, text: str) -> None:
+                lines.append(text)
+
+            def flush(self) -> None:
+                pass
+
+        opts = ServeOptions(bare=True, files=(str(crds),), kubeconfig=str(tmp_path / "kc"))
+        server = asyncio.get_running_loop().create_task(
+            serve_main(opts, stop=stop, out=Out(), ready=ready))
+        await asyncio.wait_for(ready.wait(), 60)
+        url = lines[0].split("ready at ")[1].split()[0]
+        try:
+            async with aiohttp.ClientSession() as session:
+                async with session.get(f"{url}/readyz") as resp:
+                    assert resp.status == 200
+                async with session.get(
+                        f"{url}/apis/example.com/v1/namespaces/default/widgets/w") as resp:
+                    assert resp.status == 200
+                async with session.get(f"{url}/api/v1/nodes") as resp:
+                    assert (await resp.json())["items"] == []
+                pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                       "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+                async with session.post(f"{url}/api/v1/namespaces/default/pods",
+                                        json=pod) as resp:
+                    assert resp.status == 201
+                review = {"apiVersion": "authorization.k8s.io/v1",
+                          "kind": "SelfSubjectAccessReview",
+                          "spec": {"resourceAttributes": {"verb": "delete",
+                                                          "resource": "nodes"}}}
+                async with session.post(
+                        f"{url}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                        json=review) as resp:
+                    status = (await resp.json())["status"]
+                # Allowed as a member of system:masters, not because RBAC is off.
+                assert status["allowed"] is True
+                assert "not enforced" not in status.get("reason", "")
+        finally:
+            stop.set()
+            assert await asyncio.wait_for(server, 30) == 0
+
+    _run_paced(body)

@@ -227,10 +227,64 @@ async def test_a_go_client_creates_a_deployment_in_protobuf(sim):
         stored = r.json()
         assert stored["spec"]["replicas"] == 0
         assert stored["spec"]["template"]["spec"]["containers"][0]["name"] == "ray-head"
-        # status is never read from protobuf: a status write in it is refused, not dropped
+        # a Deployment's status is not read from protobuf: its status write is refused, not
+        # dropped
         r = await c.put("/apis/apps/v1/namespaces/default/deployments/ray-head/status",
                         content=deployment(), headers=PROTO)
-        assert r.status_code == 415 and "status" in r.json()["message"]
+        assert r.status_code == 415
+        assert r.json()["message"] == (
+            "protobuf bodies are read on the status subresource of Job and Pod only; send the "
+            "status of apps/v1 Deployment as JSON (Go clients: ContentType application/json on "
+            "the rest.Config)")
+
+
+async def test_a_go_client_writes_pod_and_job_status_in_protobuf(sim):
+    """What KubeRay's envtest suite does with controller-runtime's client: mark a Pod Running
+    and Ready, and a Job Complete, through ``/status`` with protobuf bodies."""
+    time = num(1, 1_700_000_000)  # a Time message: seconds
+    running = ld(2, ld(1, time))  # ContainerState.running.startedAt
+    container_status = (ld(1, "ray-head") + ld(2, running) + ld(3, b"") + num(4, 1) + num(5, 2)
+                        + ld(6, "rayproject/ray:2.9.0") + ld(7, "") + ld(8, "") + num(9, 0))
+    status = (ld(1, "Running") + ld(2, ld(1, "Ready") + ld(2, "True") + ld(3, b"") + ld(4, time))
+              + ld(5, "10.0.0.1") + ld(6, "10.0.0.7") + ld(12, ld(1, "10.0.0.7"))
+              + ld(7, time) + ld(8, container_status) + ld(9, "Burstable"))
+    async with client(sim) as c:
+        r = await c.post("/api/v1/namespaces/default/pods", content=envelope(
+            "v1", "Pod", ld(1, meta("head")) + ld(2, pod_spec())), headers=PROTO)
+        assert r.status_code == 201, r.text
+        rv = r.json()["metadata"]["resourceVersion"]
+        back = ld(1, "head") + ld(3, "default") + ld(6, rv)
+        r = await c.put("/api/v1/namespaces/default/pods/head/status", content=envelope(
+            "v1", "Pod", ld(1, back) + ld(2, pod_spec()) + ld(3, status)), headers=PROTO)
+        assert r.status_code == 200, r.text
+        got = r.json()["status"]
+        assert got["phase"] == "Running" and got["podIP"] == "10.0.0.7"
+        assert got["conditions"] == [{"type": "Ready", "status": "True",
+                                      "lastTransitionTime": "2023-11-14T22:13:20Z"}]
+        # started: false is a *bool and kept; ready: true; restartCount read as a number
+        assert got["containerStatuses"] == [{
+            "name": "ray-head", "state": {"running": {"startedAt": "2023-11-14T22:13:20Z"}},
+            "ready": True, "restartCount": 2, "image": "rayproject/ray:2.9.0",
+            "started": False}]
+        job_spec = ld(6, ld(2, ld(2, container()) + ld(3, "Never"))) + num(7, 0)
+        r = await c.post("/apis/batch/v1/namespaces/default/jobs", content=envelope(
+            "batch/v1", "Job", ld(1, meta("submit")) + ld(2, job_spec)), headers=PROTO)
+        assert r.status_code == 201, r.text
+        created = r.json()
+        back = ld(1, "submit") + ld(3, "default") + ld(6, created["metadata"]["resourceVersion"])
+        condition = ld(1, "Complete") + ld(2, "True") + ld(4, time)
+        job_status = ld(1, condition) + ld(2, time) + ld(3, time) + num(4, 0) + num(5, 1)
+        spec = ld(4, ld(1, b"".join(entry(1, k, v) for k, v in
+                                    created["spec"]["selector"]["matchLabels"].items())))
+        r = await c.put("/apis/batch/v1/namespaces/default/jobs/submit/status", content=envelope(
+            "batch/v1", "Job", ld(1, back) + ld(2, spec + job_spec) + ld(3, job_status)),
+            headers=PROTO)
+        assert r.status_code == 200, r.text
+        assert r.json()["status"] == {
+            "conditions": [{"type": "Complete", "status": "True",
+                            "lastTransitionTime": "2023-11-14T22:13:20Z"}],
+            "startTime": "2023-11-14T22:13:20Z", "completionTime": "2023-11-14T22:13:20Z",
+            "succeeded": 1}
 
 
 async def test_a_go_client_deletes_and_scales_in_protobuf(sim):
