@@ -88,6 +88,7 @@ def test_evict_is_a_known_way_to_lose_a_pod() -> None:
 
 
 def test_knob_values_are_checked_before_anything_runs() -> None:
-    wl = attrs.evolve(builtin("raycluster"), knobs=(Knob("k", "RayCluster", "spec.x", (1, 2)),))
+    wl = attrs.evolve(builtin("raycluster"),
+                      knobs=(Knob("k", "RayCluster", "spec.suspend", (False, True)),))
     with pytest.raises(ValueError, match="takes one of"):
         wl.check_knobs({"k": 3})
