@@ -80,6 +80,9 @@ class Raylet:
         self.workers: dict[str, ActorWorker] = {}
         self.serve = NodeServe(self)
         self._gcs_restarted = asyncio.Event()
+        #: Worker failures the GCS has not taken yet, oldest first (`_report_failures`).
+        self._failures: list[dict[str, Any]] = []
+        self._reporting = False
         self.tasks_run = 0
         #: Job driver logs on this node (the files a driver writes), by submission id.
         self.job_logs: dict[str, list[str]] = {}
@@ -201,6 +204,8 @@ class Raylet:
             if since is not None:
                 self.log("gcs_reconnected", after=self.now - since)
                 since = None
+            if self._failures:
+                await self._report_failures()
             await self.ctx.process.sleep(self.config.heartbeat_period)
 
     def _kill_workers(self) -> None:
@@ -297,16 +302,31 @@ class Raylet:
         if worker.killed or not self.ctx.process.alive:
             return
 
-        async def report() -> None:
-            try:
-                await self.gcs.rpc("ReportActorFailure", actor_id=worker.actor_id,
-                                   node_id=self.node_id,
-                                   reason=f"The actor's worker process exited "
-                                          f"({worker.process.exit_reason}).")
-            except (NetworkError, RpcError):
-                pass
+        self._failures.append({"actor_id": worker.actor_id, "node_id": self.node_id,
+                               "reason": f"The actor's worker process exited "
+                                         f"({worker.process.exit_reason})."})
 
-        self.ctx.process.spawn(report(), name="raylet:report-actor-failure")
+        self.ctx.process.spawn(self._report_failures(), name="raylet:report-actor-failure")
+
+    async def _report_failures(self) -> None:
+        """``NodeManager::DisconnectClient`` → ``ReportWorkerFailure``: the raylet's GCS client
+        keeps a report the GCS did not take and sends it again once a GCS answers (a restarted
+        one too, before anything else the raylet sends it), so an actor whose worker exited
+        while the GCS was down is not left ALIVE in the GCS that comes back."""
+        if self._reporting:
+            return
+        self._reporting = True
+        try:
+            while self._failures:
+                try:
+                    await self.gcs.rpc("ReportActorFailure", **self._failures[0])
+                except NetworkError:
+                    return  # kept: `_report_loop` sends it after its next answered heartbeat
+                except RpcError:
+                    pass
+                self._failures.pop(0)
+        finally:
+            self._reporting = False
 
     async def rpc_actor_call(self, req: dict[str, Any]) -> dict[str, Any]:
         worker = self.workers.get(req["actor_id"])
