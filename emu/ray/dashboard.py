@@ -29,7 +29,7 @@ from emu.kernel.network import NetworkError
 from emu.kernel.programs import ContainerContext
 
 from .config import RayConfig, SubmissionRecord
-from .jobs import TERMINAL, JobManager, duplicate_message
+from .jobs import TERMINAL, JobManager, duplicate_message, submit_request_error
 from .net import HttpRequest, RpcError, json_response, response, serve_http
 from .serve import CONTROLLER_NAME, EMPTY_DETAILS, SERVE_NAMESPACE, validate_deploy_config
 from .workloads import RayClient, RayError
@@ -64,6 +64,16 @@ _AGENT_TRACE = (
     "ValueError: {message}\n"
 )
 
+
+#: The head's 400 for a submit body ``JobSubmitRequest`` rejects (``parse_and_validate_request``);
+#: the ``TypeError`` line follows.
+_INVALID_TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "ray/dashboard/modules/job/utils.py", in parse_and_validate_request\n'
+    "    return validate_request_type(json_data, request_type)\n"
+    '  File "ray/dashboard/modules/job/utils.py", in validate_request_type\n'
+    "    return request_type(**json_data)\n"
+)
 
 _VERSION_TAG = re.compile(r":(\d+\.\d+\.\d+)(?:[-@]|$)")
 
@@ -228,10 +238,11 @@ class Dashboard:
             body = req.json()
         except ValueError as err:
             return self._record("", "", response(400, f"Invalid JSON in request body: {err}"))
-        if not isinstance(body, dict) or not isinstance(body.get("entrypoint"), str):
-            return self._record("", "", response(
-                400, "TypeError: JobSubmitRequest.__init__() missing 1 required positional "
-                     "argument: 'entrypoint'"))
+        if not isinstance(body, dict):
+            body = {}
+        invalid = submit_request_error(body)
+        if invalid is not None:
+            return self._record("", "", response(400, _INVALID_TRACE + f"TypeError: {invalid}\n"))
         sid = str(body.get("submission_id") or body.get("job_id") or "")
         try:
             submission_id = await self._waiting(GCS_WAIT_LIST_S,

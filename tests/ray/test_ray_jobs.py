@@ -394,3 +394,33 @@ async def test_a_job_ending_during_a_head_outage_longer_than_60s_fails_once_the_
     await rw.sleep(120)
     assert (await status(rw, "rayjob-1"))["status"] == "FAILED"
 
+
+@pytest.mark.parametrize(("extra", "error"), [
+    ({"metadata": "team-a"}, "TypeError: metadata must be a dict, got <class 'str'>"),
+    ({"metadata": {"n": 1}}, "TypeError: metadata values must be strings, got <class 'int'>"),
+    ({"runtime_env": ["pip"]}, "TypeError: runtime_env must be a dict, got <class 'list'>"),
+    ({"entrypoint_num_cpus": "1"},
+     "TypeError: entrypoint_num_cpus must be a number, got <class 'str'>"),
+    ({"entrypoint_memory": 1.5},
+     "TypeError: entrypoint_memory must be an integer, got <class 'float'>"),
+    ({"submission_id": 7},
+     "TypeError: submission_id must be a string if provided, got <class 'int'>"),
+    ({"colour": "red"},
+     "TypeError: JobSubmitRequest.__init__() got an unexpected keyword argument 'colour'"),
+])
+async def test_a_submit_body_of_the_wrong_types_is_400_with_rays_type_error(ray_world, extra,
+                                                                          error):
+    rw = ray_world
+    await cluster(rw)
+    answer = await submit(rw, "echo hi", None if "submission_id" in extra else "rayjob-1",
+                          **extra)
+    assert answer.status == 400
+    assert answer.body.rstrip("\n").split("\n")[-1] == error
+    assert (await rw.http(DASH, "GET", "/api/jobs/rayjob-1")).status == 404
+
+
+async def test_null_fields_are_dropped_before_the_submit_is_checked(ray_world):
+    rw = ray_world
+    await cluster(rw)
+    answer = await submit(rw, "echo hi", "rayjob-1", metadata=None, runtime_env=None)
+    assert answer.status == 200, answer.body
