@@ -274,7 +274,8 @@ class JobSupervisor:
             job_id = counter.to_bytes(4, "little").hex()
             await self._retry(lambda: rt.gcs.add_job({
                 "job_id": job_id, "driver_node_id": rt.node_id, "entrypoint": self.entrypoint,
-                "submission_id": self.submission_id, "is_dead": False}))
+                "submission_id": self.submission_id, "is_dead": False,
+                "driver_ip_address": rt.node_ip, "driver_pid": str(rt.process.pid)}))
             self.job_id = job_id
             await self._retry(lambda: info.put_status(self.submission_id, "RUNNING", rt.now,
                                                       job_id=job_id))

@@ -56,6 +56,11 @@ class ActorWorker:
     killed: bool = False
 
 
+#: The death reason of a node whose ``ray start`` got SIGTERM (Ray 2.60's drain on SIGTERM, as
+#: the GCS node table shows it).
+SIGTERM_DEATH_REASON = "Node received SIGTERM; draining before shutdown."
+
+
 class Raylet:
     """One node. Run `run` as the main of the raylet process (its ``ctx.process``)."""
 
@@ -119,13 +124,13 @@ class Raylet:
 
     async def shutdown_gracefully(self) -> None:
         """SIGTERM (its Pod deleted, ``ray stop``): unregister the node from the GCS at once
-        (``UnregisterSelf``, EXPECTED_TERMINATION "received SIGTERM"), so the GCS marks it DEAD
-        now rather than after its health checks, then exit 0. An unreachable GCS leaves the
-        node to the health checks."""
+        (EXPECTED_TERMINATION, `SIGTERM_DEATH_REASON`), so the GCS marks it DEAD now rather
+        than after its health checks, then exit 0. An unreachable GCS leaves the node to the
+        health checks."""
         if self.registered.is_set():
             try:
                 await self.gcs.rpc("UnregisterNode", node_id=self.node_id,
-                                   reason="received SIGTERM")
+                                   reason=SIGTERM_DEATH_REASON)
                 self.log("raylet_unregistered")
             except (NetworkError, RpcError) as err:
                 self.log("raylet_unregister_failed", error=str(err))

@@ -80,6 +80,13 @@ async def test_an_entrypoint_that_calls_ray_init_gets_a_ray_job_id_and_driver_in
     # 01000000 is the dashboard's own driver (its job manager's ray.init), as in real Ray.
     assert (done["status"], done["job_id"], done["driver_info"]["id"]) == (
         "SUCCEEDED", "02000000", "02000000")
+    # The driver's address and pid, as strings (Ray 2.60: "192.0.2.2", "19134").
+    info = done["driver_info"]
+    assert sorted(info) == ["id", "node_ip_address", "pid"]
+    assert isinstance(info["node_ip_address"], str) and info["node_ip_address"].count(".") == 3
+    assert isinstance(info["pid"], str) and info["pid"].isdigit()
+    listed = (await rw.http(DASH, "GET", "/api/jobs/")).json()
+    assert [j["driver_info"] for j in listed if j["submission_id"] == "rayjob-1"] == [info]
 
 
 async def test_pending_message_hints_only_at_what_was_asked_for(ray_world):
