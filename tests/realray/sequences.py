@@ -22,6 +22,9 @@ KV_FIELDS = ("@namespace_cluster:ray_cluster_id", "@namespace_job:_ray_internal_
 
 #: Ray's answer to a submit when the dashboard has no job agent yet; its text asks to retry.
 NO_AGENT = "No available agent to submit job, please try again later."
+#: How long `head_restart` polls a lost head's job with GET alone (real Ray kept it RUNNING for
+#: at least 73 s; the fake's optional self-start would show at 60 s).
+GET_ONLY_S = 65.0
 
 
 class Side(Protocol):
@@ -35,6 +38,7 @@ class Side(Protocol):
     async def kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
     async def kv_get(self, namespace: str, key: str) -> bytes | None: ...
     def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]: ...
+    async def nodes(self) -> list[tuple[str, bool, str]]: ...
 
 
 class SideFailed(AssertionError):
@@ -139,6 +143,43 @@ def call(status: int, text: str) -> dict[str, Any]:
     return {"status": status, "body": body}
 
 
+#: An entrypoint that connects to Ray (``ray.init``): a driver with a Ray job id.
+DRIVER = "python -c \"import ray; ray.init(); print('connected')\""
+#: Submit bodies ``JobSubmitRequest`` rejects (400 with a TypeError).
+INVALID_BODIES = {
+    "metadata_not_a_dict": {"entrypoint": "echo hi", "submission_id": "bad1",
+                            "metadata": "team-a"},
+    "metadata_value_not_a_string": {"entrypoint": "echo hi", "submission_id": "bad2",
+                                    "metadata": {"n": 1}},
+    "runtime_env_not_a_dict": {"entrypoint": "echo hi", "submission_id": "bad3",
+                               "runtime_env": ["pip"]},
+}
+
+
+def last_line(status: int, text: str) -> tuple[int, str]:
+    """An error answer as status and the last line of its body (a traceback's exception)."""
+    lines = [line for line in text.strip().split("\n") if line.strip()]
+    return status, lines[-1] if lines else ""
+
+
+def driver_shape(details: dict[str, Any]) -> dict[str, Any]:
+    """A driver job's ids and driver info, without the machine's address and pid."""
+    info = details.get("driver_info")
+    shape: Any = None
+    if isinstance(info, dict):
+        shape = {"keys": sorted(info), "id_is_job_id": info.get("id") == details["job_id"],
+                 "ip_is_text": isinstance(info.get("node_ip_address"), str),
+                 "pid_is_digits": str(info.get("pid") or "").isdigit()}
+    return {"status": details["status"], "job_id": details["job_id"], "driver_info": shape}
+
+
+async def run_driver(side: Side, sid: str) -> dict[str, Any]:
+    """Submit `DRIVER` as ``sid`` and follow it to its end; what a client sees of its driver."""
+    await submit(side, {"entrypoint": DRIVER, "submission_id": sid})
+    _seen, _messages, done = await follow(side, sid)
+    return driver_shape(done)
+
+
 async def jobs_api(side: Side) -> dict[str, Any]:
     """Submit, duplicate id, transitions, stop, list, logs, delete, unknown ids."""
     out: dict[str, Any] = {}
@@ -161,6 +202,10 @@ async def jobs_api(side: Side) -> dict[str, Any]:
                                ("stop_unknown", "POST", "/api/jobs/nope/stop"),
                                ("delete_unknown", "DELETE", "/api/jobs/nope")):
         out[what] = call(*await side.http(method, path))
+    for what, body in INVALID_BODIES.items():
+        out[what] = last_line(*await side.http("POST", "/api/jobs/", body))
+    out["invalid_not_created"] = (await side.http("GET", "/api/jobs/bad1"))[0]
+    out["driver_d1"] = await run_driver(side, "d1")
     out["submit_s2"] = await submit(side, {"entrypoint": "sleep 600", "submission_id": "s2"})
     await follow(side, "s2", ("RUNNING", *TERMINAL))
     status, text = await side.http("DELETE", "/api/jobs/s2")
@@ -174,7 +219,7 @@ async def jobs_api(side: Side) -> dict[str, Any]:
     # rely on is that a repeated stop settles at ``stopped: false`` once the supervisor is gone.
     out["stop_again"] = await stop_until_settled(side, "s2")
     out["stop_succeeded"] = call(*await side.http("POST", "/api/jobs/s1/stop"))
-    out["list"] = sorted((j["submission_id"], j["status"], j["type"])
+    out["list"] = sorted((j.get("submission_id") or "", j["status"], j["type"])
                          for j in await ok(side, "GET", "/api/jobs/"))
     out["version_keys"] = sorted(await ok(side, "GET", "/api/version"))
     out["healthz"] = await side.http("GET", "/api/gcs_healthz")
@@ -209,13 +254,30 @@ async def head_restart(side: Side) -> dict[str, Any]:
     out["kv_after"] = await side.kv_get("myns", "k1")
     out["cluster_id_kept"] = await side.kv_get("cluster", "ray_cluster_id") == cluster
     out["session_kept"] = (await ok(side, "GET", "/api/version"))["session_name"] == session
+    out["nodes_after_restart"] = await side.nodes()
+    # GET polling alone for longer than a minute: the job manager must not start by itself.
     polled = []
-    for _ in range(10):
+    start = side.clock()
+    while side.clock() - start < GET_ONLY_S:
         polled.append((await job(side, "long"))["status"])
-        await side.sleep(0.5)
+        await side.sleep(2.0)
     out["polled_only_get"] = sorted(set(polled))
     status, _text = await side.http("GET", "/api/jobs/long/logs")
     out["logs_after_restart"] = status
     seen, _m, done = await follow(side, "long", every=0.5)
     out["after_logs"] = (done["status"], done["message"], done["error_type"])
+    out["delete_failed"] = call(*await side.http("DELETE", "/api/jobs/long"))
+    out["get_deleted"] = call(*await side.http("GET", "/api/jobs/long"))
+    # Job ids go on from the counter kept in Redis.
+    out["driver_after_restart"] = await run_driver(side, "d2")
+    # Stop and delete of a job running on the new head.
+    await submit(side, {"entrypoint": "sleep 600", "submission_id": "s3"})
+    await follow(side, "s3", ("RUNNING", *TERMINAL))
+    out["stop_running"] = call(*await side.http("POST", "/api/jobs/s3/stop"))
+    seen, messages, done = await follow(side, "s3")
+    out["s3_after_stop"] = (seen[-1], messages[seen[-1]], done["error_type"])
+    out["delete_stopped"] = call(*await side.http("DELETE", "/api/jobs/s3"))
+    out["list_after_restart"] = sorted(
+        (j.get("submission_id") or "", j["status"], j["type"], j.get("job_id") or "")
+        for j in await ok(side, "GET", "/api/jobs/"))
     return out

@@ -105,6 +105,13 @@ class RealSide:
     def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]:
         return _keys(self.url, self.head.namespace)
 
+    async def nodes(self) -> list[tuple[str, bool, str]]:
+        from ray.core.generated.gcs_pb2 import GcsNodeInfo
+
+        infos = self.head.gcs().get_all_node_info(timeout=30)
+        return sorted((GcsNodeInfo.GcsNodeState.Name(n.state), bool(n.is_head_node),
+                       n.death_info.reason_message) for n in infos.values())
+
 
 class FakeSide:
     name = "fake"
@@ -131,7 +138,11 @@ class FakeSide:
         await self.rw.sleep(seconds)
 
     async def restart_head(self) -> None:
-        """The head container stops (about as long as ``ray stop`` takes) and starts again."""
+        """The head container stops as ``ray start`` does on SIGTERM (its raylet unregisters the
+        node), about as long as that takes, and starts again."""
+        assert self.head.ctx is not None
+        for handler in self.head.ctx.sigterm_handlers:
+            await handler()
         self.head.crash()
         await self.rw.sleep(10)
         self.head.start()
@@ -145,6 +156,10 @@ class FakeSide:
 
     def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]:
         return _keys(self.url, self.namespace)
+
+    async def nodes(self) -> list[tuple[str, bool, str]]:
+        return sorted((n["state"], bool(n.get("is_head")), n.get("death_reason") or "")
+                      for n in await self.rw.driver().gcs.nodes())
 
 
 async def _observe(side: Any) -> dict[str, Any]:
