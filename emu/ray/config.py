@@ -227,9 +227,10 @@ class RayConfig:
     #: starts the manager with the dashboard (the emulator's older, eager behaviour).
     lazy_job_manager: bool = True
     #: With ``lazy_job_manager``, the manager also starts by itself this long after the
-    #: dashboard (measured on Ray 2.60: GET polling alone saw such a job RUNNING for 30-80 s
-    #: after the restart; the trigger is not identified). None: only a request starts it.
-    job_manager_starts_after: float | None = 60.0
+    #: dashboard. None (real Ray 2.60: the job agent creates its ``JobManager`` only in
+    #: ``get_job_manager``, called by the submit, stop, delete and logs routes): only such a
+    #: request starts it, and GET polling alone sees a lost head's job RUNNING for ever.
+    job_manager_starts_after: float | None = None
     #: Real Ray's dashboard hangs while the GCS is down (health 503 after ~1 s, job list and submit
     #: 500 after ~30 s, job get and logs after ~59 s), so KubeRay's 2 s client sees timeouts; False
     #: answers 500/503 at once, as the emulator used to.

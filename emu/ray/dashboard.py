@@ -29,7 +29,7 @@ from emu.kernel.network import NetworkError
 from emu.kernel.programs import ContainerContext
 
 from .config import RayConfig, SubmissionRecord
-from .jobs import TERMINAL, JobManager, duplicate_message
+from .jobs import TERMINAL, JobManager, duplicate_message, submit_request_error
 from .net import HttpRequest, RpcError, json_response, response, serve_http
 from .serve import CONTROLLER_NAME, EMPTY_DETAILS, SERVE_NAMESPACE, validate_deploy_config
 from .workloads import RayClient, RayError
@@ -65,6 +65,16 @@ _AGENT_TRACE = (
 )
 
 
+#: The head's 400 for a submit body ``JobSubmitRequest`` rejects (``parse_and_validate_request``);
+#: the ``TypeError`` line follows.
+_INVALID_TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "ray/dashboard/modules/job/utils.py", in parse_and_validate_request\n'
+    "    return validate_request_type(json_data, request_type)\n"
+    '  File "ray/dashboard/modules/job/utils.py", in validate_request_type\n'
+    "    return request_type(**json_data)\n"
+)
+
 _VERSION_TAG = re.compile(r":(\d+\.\d+\.\d+)(?:[-@]|$)")
 
 
@@ -82,11 +92,21 @@ def duplicate_submission_body(submission_id: str, through_head: bool = True) -> 
     return _HEAD_TRACE.replace("{agent}", agent) if through_head else agent
 
 
-def job_details(submission_id: str, info: dict[str, Any]) -> dict[str, Any]:
-    """``JobDetails`` of a submission job."""
+def driver_info(job: dict[str, Any]) -> dict[str, Any]:
+    """``DriverInfo`` of a driver in the GCS JOB table: its job id, its address and pid (as
+    strings, as the real dashboard answers them)."""
+    return {"id": job["job_id"], "node_ip_address": job.get("driver_ip_address"),
+            "pid": job.get("driver_pid")}
+
+
+def job_details(submission_id: str, info: dict[str, Any],
+                drivers: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``JobDetails`` of a submission job; ``drivers``: the GCS JOB table by job id, for the
+    driver info of a job whose entrypoint connected to Ray."""
     driver = None
     if info.get("job_id"):
-        driver = {"id": info.get("job_id"), "node_ip_address": None, "pid": None}
+        record = (drivers or {}).get(info["job_id"]) or {"job_id": info["job_id"]}
+        driver = driver_info(record)
     return {
         "type": "SUBMISSION", "job_id": info.get("job_id"), "submission_id": submission_id,
         "driver_info": driver, "status": info["status"], "entrypoint": info["entrypoint"],
@@ -103,7 +123,7 @@ def driver_job_details(job: dict[str, Any]) -> dict[str, Any]:
     """``JobDetails`` of a driver that was not submitted (``ray.init`` from a script)."""
     return {
         "type": "DRIVER", "job_id": job["job_id"], "submission_id": None,
-        "driver_info": {"id": job["job_id"], "node_ip_address": None, "pid": None},
+        "driver_info": driver_info(job),
         "status": "SUCCEEDED" if job.get("is_dead") else "RUNNING",
         "entrypoint": job.get("entrypoint") or "", "message": None, "error_type": None,
         "start_time": job.get("start_time_ms"), "end_time": job.get("end_time_ms"),
@@ -228,10 +248,11 @@ class Dashboard:
             body = req.json()
         except ValueError as err:
             return self._record("", "", response(400, f"Invalid JSON in request body: {err}"))
-        if not isinstance(body, dict) or not isinstance(body.get("entrypoint"), str):
-            return self._record("", "", response(
-                400, "TypeError: JobSubmitRequest.__init__() missing 1 required positional "
-                     "argument: 'entrypoint'"))
+        if not isinstance(body, dict):
+            body = {}
+        invalid = submit_request_error(body)
+        if invalid is not None:
+            return self._record("", "", response(400, _INVALID_TRACE + f"TypeError: {invalid}\n"))
         sid = str(body.get("submission_id") or body.get("job_id") or "")
         try:
             submission_id = await self._waiting(GCS_WAIT_LIST_S,
@@ -257,8 +278,10 @@ class Dashboard:
 
     async def _list_jobs(self) -> dict[str, Any]:
         infos = await self.jobs.info.all()
-        out = [job_details(sid, info) for sid, info in infos.items()]
-        for job in await self.client.gcs.jobs():
+        jobs = await self.client.gcs.jobs()
+        drivers = {job["job_id"]: job for job in jobs}
+        out = [job_details(sid, info, drivers) for sid, info in infos.items()]
+        for job in jobs:
             if not job.get("submission_id") and not _internal(job):
                 out.append(driver_job_details(job))
         return json_response(200, out)
@@ -275,7 +298,9 @@ class Dashboard:
                 return json_response(200, driver_job_details(drivers[0]))
             return response(404, f"Job {sid} does not exist")
         if req.method == "GET" and not action:
-            return json_response(200, job_details(sid, info))
+            by_id = {job["job_id"]: job for job in await self.client.gcs.jobs()} \
+                if info.get("job_id") else {}
+            return json_response(200, job_details(sid, info, by_id))
         if req.method == "POST" and action == "stop":
             return json_response(200, {"stopped": await self._job_manager().stop(sid)})
         if req.method == "DELETE" and not action:

@@ -75,6 +75,67 @@ def pending_message(info: dict[str, Any]) -> str:
     return message
 
 
+#: ``JobSubmitRequest``'s fields (``dashboard/modules/job/common.py``).
+SUBMIT_FIELDS = ("entrypoint", "submission_id", "job_id", "runtime_env", "metadata",
+                 "entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_memory",
+                 "entrypoint_resources", "entrypoint_label_selector")
+
+
+def _pytype(value: Any) -> str:
+    """``type(value)`` as Python prints it, for a value decoded from JSON."""
+    return f"<class '{type(value).__name__}'>"
+
+
+def submit_request_error(body: dict[str, Any]) -> str | None:
+    """``parse_and_validate_request`` → ``JobSubmitRequest(**body).__post_init__``: the
+    ``TypeError`` message a submit body earns (keys whose value is null are dropped first, as
+    ``strip_keys_with_value_none`` does), or None when it is valid."""
+    body = {k: v for k, v in body.items() if v is not None}
+    for key in body:
+        if key not in SUBMIT_FIELDS:
+            return f"JobSubmitRequest.__init__() got an unexpected keyword argument '{key}'"
+    if "entrypoint" not in body:
+        return "JobSubmitRequest.__init__() missing 1 required positional argument: 'entrypoint'"
+    entrypoint = body["entrypoint"]
+    if not isinstance(entrypoint, str):
+        return f"entrypoint must be a string, got {_pytype(entrypoint)}"
+    for key in ("submission_id", "job_id"):
+        if key in body and not isinstance(body[key], str):
+            return f"{key} must be a string if provided, got {_pytype(body[key])}"
+    for key in ("runtime_env", "metadata"):
+        if key not in body:
+            continue
+        value = body[key]
+        if not isinstance(value, dict):
+            return f"{key} must be a dict, got {_pytype(value)}"
+        # JSON object keys are always strings; metadata values must be too.
+        if key == "metadata":
+            for v in value.values():
+                if not isinstance(v, str):
+                    return f"metadata values must be strings, got {_pytype(v)}"
+    for key in ("entrypoint_num_cpus", "entrypoint_num_gpus"):
+        if key in body and not isinstance(body[key], (int, float)):
+            return f"{key} must be a number, got {_pytype(body[key])}"
+    if "entrypoint_memory" in body and not isinstance(body["entrypoint_memory"], int):
+        return ("entrypoint_memory must be an integer, "
+                f"got {_pytype(body['entrypoint_memory'])}")
+    if "entrypoint_resources" in body:
+        value = body["entrypoint_resources"]
+        if not isinstance(value, dict):
+            return f"entrypoint_resources must be a dict, got {_pytype(value)}"
+        for v in value.values():
+            if not isinstance(v, (int, float)):
+                return f"entrypoint_resources values must be numbers, got {_pytype(v)}"
+    if "entrypoint_label_selector" in body:
+        value = body["entrypoint_label_selector"]
+        if not isinstance(value, dict):
+            return f"entrypoint_label_selector must be a dict, got {_pytype(value)}"
+        for v in value.values():
+            if not isinstance(v, str):
+                return f"entrypoint_label_selector values must be strings, got {_pytype(v)}"
+    return None
+
+
 def info_key(submission_id: str) -> str:
     return JOB_INFO_PREFIX + submission_id
 
@@ -213,7 +274,8 @@ class JobSupervisor:
             job_id = counter.to_bytes(4, "little").hex()
             await self._retry(lambda: rt.gcs.add_job({
                 "job_id": job_id, "driver_node_id": rt.node_id, "entrypoint": self.entrypoint,
-                "submission_id": self.submission_id, "is_dead": False}))
+                "submission_id": self.submission_id, "is_dead": False,
+                "driver_ip_address": rt.node_ip, "driver_pid": str(rt.process.pid)}))
             self.job_id = job_id
             await self._retry(lambda: info.put_status(self.submission_id, "RUNNING", rt.now,
                                                       job_id=job_id))

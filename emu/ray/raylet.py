@@ -56,6 +56,11 @@ class ActorWorker:
     killed: bool = False
 
 
+#: The death reason of a node whose ``ray start`` got SIGTERM (Ray 2.60's drain on SIGTERM, as
+#: the GCS node table shows it).
+SIGTERM_DEATH_REASON = "Node received SIGTERM; draining before shutdown."
+
+
 class Raylet:
     """One node. Run `run` as the main of the raylet process (its ``ctx.process``)."""
 
@@ -80,6 +85,9 @@ class Raylet:
         self.workers: dict[str, ActorWorker] = {}
         self.serve = NodeServe(self)
         self._gcs_restarted = asyncio.Event()
+        #: Worker failures the GCS has not taken yet, oldest first (`_report_failures`).
+        self._failures: list[dict[str, Any]] = []
+        self._reporting = False
         self.tasks_run = 0
         #: Job driver logs on this node (the files a driver writes), by submission id.
         self.job_logs: dict[str, list[str]] = {}
@@ -116,13 +124,13 @@ class Raylet:
 
     async def shutdown_gracefully(self) -> None:
         """SIGTERM (its Pod deleted, ``ray stop``): unregister the node from the GCS at once
-        (``UnregisterSelf``, EXPECTED_TERMINATION "received SIGTERM"), so the GCS marks it DEAD
-        now rather than after its health checks, then exit 0. An unreachable GCS leaves the
-        node to the health checks."""
+        (EXPECTED_TERMINATION, `SIGTERM_DEATH_REASON`), so the GCS marks it DEAD now rather
+        than after its health checks, then exit 0. An unreachable GCS leaves the node to the
+        health checks."""
         if self.registered.is_set():
             try:
                 await self.gcs.rpc("UnregisterNode", node_id=self.node_id,
-                                   reason="received SIGTERM")
+                                   reason=SIGTERM_DEATH_REASON)
                 self.log("raylet_unregistered")
             except (NetworkError, RpcError) as err:
                 self.log("raylet_unregister_failed", error=str(err))
@@ -201,6 +209,8 @@ class Raylet:
             if since is not None:
                 self.log("gcs_reconnected", after=self.now - since)
                 since = None
+            if self._failures:
+                await self._report_failures()
             await self.ctx.process.sleep(self.config.heartbeat_period)
 
     def _kill_workers(self) -> None:
@@ -297,16 +307,31 @@ class Raylet:
         if worker.killed or not self.ctx.process.alive:
             return
 
-        async def report() -> None:
-            try:
-                await self.gcs.rpc("ReportActorFailure", actor_id=worker.actor_id,
-                                   node_id=self.node_id,
-                                   reason=f"The actor's worker process exited "
-                                          f"({worker.process.exit_reason}).")
-            except (NetworkError, RpcError):
-                pass
+        self._failures.append({"actor_id": worker.actor_id, "node_id": self.node_id,
+                               "reason": f"The actor's worker process exited "
+                                         f"({worker.process.exit_reason})."})
 
-        self.ctx.process.spawn(report(), name="raylet:report-actor-failure")
+        self.ctx.process.spawn(self._report_failures(), name="raylet:report-actor-failure")
+
+    async def _report_failures(self) -> None:
+        """``NodeManager::DisconnectClient`` → ``ReportWorkerFailure``: the raylet's GCS client
+        keeps a report the GCS did not take and sends it again once a GCS answers (a restarted
+        one too, before anything else the raylet sends it), so an actor whose worker exited
+        while the GCS was down is not left ALIVE in the GCS that comes back."""
+        if self._reporting:
+            return
+        self._reporting = True
+        try:
+            while self._failures:
+                try:
+                    await self.gcs.rpc("ReportActorFailure", **self._failures[0])
+                except NetworkError:
+                    return  # kept: `_report_loop` sends it after its next answered heartbeat
+                except RpcError:
+                    pass
+                self._failures.pop(0)
+        finally:
+            self._reporting = False
 
     async def rpc_actor_call(self, req: dict[str, Any]) -> dict[str, Any]:
         worker = self.workers.get(req["actor_id"])

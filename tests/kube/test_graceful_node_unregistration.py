@@ -1,9 +1,9 @@
 """SIGTERM on Pod deletion: a gracefully stopped raylet unregisters its node from the GCS.
 
 Ray's raylet handles SIGTERM by unregistering its node (``UnregisterSelf``, EXPECTED_TERMINATION,
-"received SIGTERM"), so the GCS marks it DEAD at once. An abrupt loss — the Node's machine gone,
-the container killed (SIGKILL) — runs no handler: the GCS finds the node dead by its health
-checks (5 x (10 s timeout or refusal + 3 s period)).
+"Node received SIGTERM; draining before shutdown."), so the GCS marks it DEAD at once. An abrupt
+loss — the Node's machine gone, the container killed (SIGKILL) — runs no handler: the GCS finds
+the node dead by its health checks (5 x (10 s timeout or refusal + 3 s period)).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ async def test_a_deleted_worker_pod_is_dead_in_the_gcs_at_once(sim: Simulation) 
     await sim.client().delete("Pod", worker["metadata"]["name"], "default")
     await sim.wait_until(lambda: worker_deaths(sim), timeout=120)
     [dead] = worker_deaths(sim)
-    assert dead.fields["reason"] == "received SIGTERM"
+    assert dead.fields["reason"] == "Node received SIGTERM; draining before shutdown."
     assert dead.t == pytest.approx(deleted_at, abs=0.01)
     [sigterm] = [e for e in sim.trace.select(event="sigterm")
                  if e.process.startswith(f"default/{worker['metadata']['name']}/")]

@@ -8,8 +8,10 @@ scripts/redis-server.sh and stopped at the end.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,9 +65,25 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run(["bash", str(script), "stop", str(state)], capture_output=True, check=False)
 
 
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """A SIGTERM to pytest (a CI timeout, a user's kill) raises instead of ending the process at
+    once, so the ``finally`` that stops the real head's processes still runs."""
+    def unwind(signum: int, _frame: object) -> None:
+        raise SystemExit(f"pytest got signal {signum}: stopping the real Ray head first")
+
+    saved = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+
+
 @pytest.fixture(scope="module")
-def real_head(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealHead]:
-    """A real Ray head with Redis GCS FT in its own namespace; its keys are deleted at the end."""
+def real_head(redis_url: str) -> Iterator[RealHead]:
+    """A real Ray head with Redis GCS FT in its own namespace; its processes are stopped and its
+    keys deleted at the end whatever happened; its temp dir (logs) is kept when a step failed
+    (``head.keep``, set by the tests), else removed."""
     try:
         import ray  # noqa: F401
     except ImportError as err:
@@ -79,18 +97,24 @@ def real_head(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     head = RealHead(tmp, host_port, namespace)
     saved = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"  # this process's GcsClient, as the head's
-    try:
-        head.start()
-        yield head
-    finally:
-        head.stop()
-        if saved is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = saved
-        shutil.rmtree(tmp, ignore_errors=True)
-        client = redis.Redis.from_url(redis_url)
-        keys = list(client.scan_iter(match=f"RAY{namespace}@*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
+    with _sigterm_unwinds():
+        try:
+            try:
+                head.start()
+            except BaseException:
+                head.keep = True
+                raise
+            yield head
+        finally:
+            head.stop()
+            if saved is None:
+                os.environ.pop("RAY_AUTH_MODE", None)
+            else:
+                os.environ["RAY_AUTH_MODE"] = saved
+            if not head.keep:
+                shutil.rmtree(tmp, ignore_errors=True)
+            client = redis.Redis.from_url(redis_url)
+            keys = list(client.scan_iter(match=f"RAY{namespace}@*"))
+            if keys:
+                client.delete(*keys)
+            client.close()

@@ -20,59 +20,119 @@ KV_FIELDS = ("@namespace_cluster:ray_cluster_id", "@namespace_job:_ray_internal_
              "gcs_pid", "@namespace_myns:k1")
 
 
+#: Ray's answer to a submit when the dashboard has no job agent yet; its text asks to retry.
+NO_AGENT = "No available agent to submit job, please try again later."
+#: How long `head_restart` polls a lost head's job with GET alone (real Ray kept it RUNNING for
+#: at least 73 s; the fake's optional self-start would show at 60 s).
+GET_ONLY_S = 65.0
+
+
 class Side(Protocol):
+    name: str
+
     async def http(self, method: str, path: str, body: Any = None) -> tuple[int, str]: ...
     async def sleep(self, seconds: float) -> None: ...
+    def clock(self) -> float: ...
+    def where(self) -> str: ...
     async def restart_head(self) -> None: ...
     async def kv_put(self, namespace: str, key: str, value: bytes) -> None: ...
     async def kv_get(self, namespace: str, key: str) -> bytes | None: ...
     def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]: ...
+    async def nodes(self) -> list[tuple[str, bool, str]]: ...
+
+
+class SideFailed(AssertionError):
+    """A step's answer was not what the sequence needs to go on; says which side, which request,
+    the answer, and where that side's logs are."""
+
+
+def fail(side: Side, what: str) -> SideFailed:
+    return SideFailed(f"{side.name} side: {what} ({side.where()})")
+
+
+#: Python source paths as a traceback prints them: everything up to an installation's
+#: ``site-packages/`` / ``dist-packages/``, or a source checkout's ``python/`` before ``ray/``,
+#: is the machine's and is cut (so is nothing of the package's own path).
+_INSTALL_PREFIX = re.compile(r'File "(?:[^"]*/)?(?:(?:site|dist)-packages/|python/(?=ray/))')
 
 
 def normalise_trace(text: str) -> str:
     """A Python traceback without install paths, line numbers and caret lines."""
-    text = re.sub(r'File "[^"]*?/(ray/[^"]*)"', r'File "\1"', text)
+    text = _INSTALL_PREFIX.sub('File "', text)
     text = re.sub(r", line \d+,", ",", text)
     return "\n".join(line for line in text.split("\n")
                      if not (line.strip() and set(line.strip()) <= set("^~")))
 
 
+async def ok(side: Side, method: str, path: str, body: Any = None) -> Any:
+    """A request that must answer 200 with JSON; its body."""
+    status, text = await side.http(method, path, body)
+    if status != 200:
+        raise fail(side, f"{method} {path} answered {status}: {text[:3000]}")
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as err:
+        raise fail(side, f"{method} {path} answered 200 with no JSON ({err}): {text[:3000]}") \
+            from err
+
+
+async def submit(side: Side, body: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
+    """POST /api/jobs/ until it is answered other than Ray's "try again later" (``NO_AGENT``);
+    it must be 200 with the asked submission id. The answer, as `call` records it."""
+    start = side.clock()
+    while True:
+        status, text = await side.http("POST", "/api/jobs/", body)
+        if status == 500 and text.strip() == NO_AGENT and side.clock() - start < timeout:
+            await side.sleep(1.0)
+            continue
+        answer = call(status, text)
+        wanted = body.get("submission_id")
+        if status != 200 or not isinstance(answer["body"], dict) \
+                or (wanted and answer["body"].get("submission_id") != wanted):
+            raise fail(side, f"submit of {body!r} answered {status}: {text[:3000]}")
+        return answer
+
+
 async def job(side: Side, sid: str) -> dict[str, Any]:
-    status, text = await side.http("GET", f"/api/jobs/{sid}")
-    assert status == 200, (status, text)
-    details: dict[str, Any] = orjson.loads(text)
+    details: dict[str, Any] = await ok(side, "GET", f"/api/jobs/{sid}")
     return details
 
 
-async def follow(side: Side, sid: str, timeout: float, every: float = 0.2
+async def follow(side: Side, sid: str, until: tuple[str, ...] = TERMINAL,
+                 timeout: float = 180.0, every: float = 0.2
                  ) -> tuple[list[str], dict[str, str], dict[str, Any]]:
-    """Poll until terminal: the statuses seen (consecutive repeats dropped), each status's
-    message, the last details."""
+    """Poll until the job's status is one of ``until`` (failing after ``timeout`` seconds of the
+    side's clock): the statuses seen (consecutive repeats dropped), each status's message, the
+    last details."""
     seen: list[str] = []
     messages: dict[str, str] = {}
-    waited = 0.0
+    start = side.clock()
     while True:
         details = await job(side, sid)
         if not seen or seen[-1] != details["status"]:
             seen.append(details["status"])
         messages[details["status"]] = details["message"]
-        if details["status"] in TERMINAL or waited >= timeout:
+        if details["status"] in until:
             return seen, messages, details
+        if side.clock() - start >= timeout:
+            raise fail(side, f"job {sid} not {'/'.join(until)} after {timeout:g}s: "
+                             f"statuses {seen}, last {details!r}")
         await side.sleep(every)
-        waited += every
 
 
-async def stop_until_settled(side: Side, sid: str, timeout: float, every: float = 0.2
+async def stop_until_settled(side: Side, sid: str, timeout: float = 60.0, every: float = 0.2
                              ) -> dict[str, Any]:
-    """Repeat a stop of a terminal job until it answers ``stopped: false`` (or the timeout); the
-    last answer."""
-    waited = 0.0
+    """Repeat a stop of a terminal job until it answers ``stopped: false`` (failing after the
+    timeout); the last answer."""
+    start = side.clock()
     while True:
         answer = call(*await side.http("POST", f"/api/jobs/{sid}/stop"))
-        if answer["body"] != {"stopped": True} or waited >= timeout:
+        if answer["body"] != {"stopped": True}:
             return answer
+        if side.clock() - start >= timeout:
+            raise fail(side, f"stop of the stopped job {sid} still answers stopped: true "
+                             f"after {timeout:g}s")
         await side.sleep(every)
-        waited += every
 
 
 def call(status: int, text: str) -> dict[str, Any]:
@@ -83,14 +143,51 @@ def call(status: int, text: str) -> dict[str, Any]:
     return {"status": status, "body": body}
 
 
+#: An entrypoint that connects to Ray (``ray.init``): a driver with a Ray job id.
+DRIVER = "python -c \"import ray; ray.init(); print('connected')\""
+#: Submit bodies ``JobSubmitRequest`` rejects (400 with a TypeError).
+INVALID_BODIES = {
+    "metadata_not_a_dict": {"entrypoint": "echo hi", "submission_id": "bad1",
+                            "metadata": "team-a"},
+    "metadata_value_not_a_string": {"entrypoint": "echo hi", "submission_id": "bad2",
+                                    "metadata": {"n": 1}},
+    "runtime_env_not_a_dict": {"entrypoint": "echo hi", "submission_id": "bad3",
+                               "runtime_env": ["pip"]},
+}
+
+
+def last_line(status: int, text: str) -> tuple[int, str]:
+    """An error answer as status and the last line of its body (a traceback's exception)."""
+    lines = [line for line in text.strip().split("\n") if line.strip()]
+    return status, lines[-1] if lines else ""
+
+
+def driver_shape(details: dict[str, Any]) -> dict[str, Any]:
+    """A driver job's ids and driver info, without the machine's address and pid."""
+    info = details.get("driver_info")
+    shape: Any = None
+    if isinstance(info, dict):
+        shape = {"keys": sorted(info), "id_is_job_id": info.get("id") == details["job_id"],
+                 "ip_is_text": isinstance(info.get("node_ip_address"), str),
+                 "pid_is_digits": str(info.get("pid") or "").isdigit()}
+    return {"status": details["status"], "job_id": details["job_id"], "driver_info": shape}
+
+
+async def run_driver(side: Side, sid: str) -> dict[str, Any]:
+    """Submit `DRIVER` as ``sid`` and follow it to its end; what a client sees of its driver."""
+    await submit(side, {"entrypoint": DRIVER, "submission_id": sid})
+    _seen, _messages, done = await follow(side, sid)
+    return driver_shape(done)
+
+
 async def jobs_api(side: Side) -> dict[str, Any]:
     """Submit, duplicate id, transitions, stop, list, logs, delete, unknown ids."""
     out: dict[str, Any] = {}
-    out["submit"] = call(*await side.http(
-        "POST", "/api/jobs/", {"entrypoint": "echo hi; sleep 3; echo bye", "submission_id": "s1"}))
+    out["submit"] = await submit(side, {"entrypoint": "echo hi; sleep 3; echo bye",
+                                        "submission_id": "s1"})
     out["duplicate"] = call(*await side.http(
         "POST", "/api/jobs/", {"entrypoint": "echo hi", "submission_id": "s1"}))
-    seen, messages, done = await follow(side, "s1", 60)
+    seen, messages, done = await follow(side, "s1")
     out["s1_statuses"] = seen
     out["s1_messages"] = messages
     out["s1_details"] = {k: done[k] for k in ("type", "job_id", "submission_id", "driver_info",
@@ -98,35 +195,33 @@ async def jobs_api(side: Side) -> dict[str, Any]:
                                               "metadata", "runtime_env", "driver_exit_code")}
     out["s1_details_keys"] = sorted(done)
     out["s1_end_after_start"] = done["end_time"] > done["start_time"]
-    status, text = await side.http("GET", "/api/jobs/s1/logs")
-    logs = orjson.loads(text)["logs"] if status == 200 else text
-    out["s1_logs"] = (status, [line for line in logs.split("\n") if "Running entrypoint" in line])
+    logs = (await ok(side, "GET", "/api/jobs/s1/logs"))["logs"]
+    out["s1_logs"] = [line for line in logs.split("\n") if "Running entrypoint" in line]
     for what, method, path in (("get_unknown", "GET", "/api/jobs/nope"),
                                ("logs_unknown", "GET", "/api/jobs/nope/logs"),
                                ("stop_unknown", "POST", "/api/jobs/nope/stop"),
                                ("delete_unknown", "DELETE", "/api/jobs/nope")):
         out[what] = call(*await side.http(method, path))
-    out["submit_s2"] = call(*await side.http(
-        "POST", "/api/jobs/", {"entrypoint": "sleep 600", "submission_id": "s2"}))
-    seen, _m, _d = await follow(side, "s2", 60)
-    while seen[-1] == "PENDING":
-        seen, _m, _d = await follow(side, "s2", 60)
+    for what, body in INVALID_BODIES.items():
+        out[what] = last_line(*await side.http("POST", "/api/jobs/", body))
+    out["invalid_not_created"] = (await side.http("GET", "/api/jobs/bad1"))[0]
+    out["driver_d1"] = await run_driver(side, "d1")
+    out["submit_s2"] = await submit(side, {"entrypoint": "sleep 600", "submission_id": "s2"})
+    await follow(side, "s2", ("RUNNING", *TERMINAL))
     status, text = await side.http("DELETE", "/api/jobs/s2")
     out["delete_running"] = {"status": status, "mentions_non_terminal":
                              "non-terminal state RUNNING" in text}
     out["stop"] = call(*await side.http("POST", "/api/jobs/s2/stop"))
-    seen, messages, done = await follow(side, "s2", 60)
+    seen, messages, done = await follow(side, "s2")
     out["s2_after_stop"] = (seen[-1], messages[seen[-1]], done["error_type"])
     # Real Ray answers ``stopped: true`` while the job's supervisor actor is still alive, which it
     # may be for a moment after the status reads STOPPED (JobManager.stop_job); what a client can
     # rely on is that a repeated stop settles at ``stopped: false`` once the supervisor is gone.
-    out["stop_again"] = await stop_until_settled(side, "s2", 30)
+    out["stop_again"] = await stop_until_settled(side, "s2")
     out["stop_succeeded"] = call(*await side.http("POST", "/api/jobs/s1/stop"))
-    status, text = await side.http("GET", "/api/jobs/")
-    out["list"] = (status, sorted((j["submission_id"], j["status"], j["type"])
-                                  for j in orjson.loads(text)))
-    status, text = await side.http("GET", "/api/version")
-    out["version_keys"] = (status, sorted(orjson.loads(text)))
+    out["list"] = sorted((j.get("submission_id") or "", j["status"], j["type"])
+                         for j in await ok(side, "GET", "/api/jobs/"))
+    out["version_keys"] = sorted(await ok(side, "GET", "/api/version"))
     out["healthz"] = await side.http("GET", "/api/gcs_healthz")
     return out
 
@@ -148,27 +243,41 @@ async def head_restart(side: Side) -> dict[str, Any]:
     the job's status evolves when only GET polls it, then after a logs request."""
     out: dict[str, Any] = {}
     await side.kv_put("myns", "k1", b"v1")
-    _s, text = await side.http("GET", "/api/version")
-    session = orjson.loads(text)["session_name"]
+    session = (await ok(side, "GET", "/api/version"))["session_name"]
     cluster = await side.kv_get("cluster", "ray_cluster_id")
-    _s, text = await side.http("POST", "/api/jobs/", {"entrypoint": "sleep 600",
-                                                      "submission_id": "long"})
-    seen, _m, _d = await follow(side, "long", 30)
-    while seen[-1] == "PENDING":
-        seen, _m, _d = await follow(side, "long", 30)
+    if not cluster:
+        raise fail(side, "no cluster id in the internal KV")
+    await submit(side, {"entrypoint": "sleep 600", "submission_id": "long"})
+    seen, _m, _d = await follow(side, "long", ("RUNNING", *TERMINAL))
     out["before"] = seen[-1]
     await side.restart_head()
     out["kv_after"] = await side.kv_get("myns", "k1")
     out["cluster_id_kept"] = await side.kv_get("cluster", "ray_cluster_id") == cluster
-    _s, text = await side.http("GET", "/api/version")
-    out["session_kept"] = orjson.loads(text)["session_name"] == session
+    out["session_kept"] = (await ok(side, "GET", "/api/version"))["session_name"] == session
+    out["nodes_after_restart"] = await side.nodes()
+    # GET polling alone for longer than a minute: the job manager must not start by itself.
     polled = []
-    for _ in range(10):
+    start = side.clock()
+    while side.clock() - start < GET_ONLY_S:
         polled.append((await job(side, "long"))["status"])
-        await side.sleep(0.5)
+        await side.sleep(2.0)
     out["polled_only_get"] = sorted(set(polled))
     status, _text = await side.http("GET", "/api/jobs/long/logs")
     out["logs_after_restart"] = status
-    seen, _m, done = await follow(side, "long", 30, every=0.5)
+    seen, _m, done = await follow(side, "long", every=0.5)
     out["after_logs"] = (done["status"], done["message"], done["error_type"])
+    out["delete_failed"] = call(*await side.http("DELETE", "/api/jobs/long"))
+    out["get_deleted"] = call(*await side.http("GET", "/api/jobs/long"))
+    # Job ids go on from the counter kept in Redis.
+    out["driver_after_restart"] = await run_driver(side, "d2")
+    # Stop and delete of a job running on the new head.
+    await submit(side, {"entrypoint": "sleep 600", "submission_id": "s3"})
+    await follow(side, "s3", ("RUNNING", *TERMINAL))
+    out["stop_running"] = call(*await side.http("POST", "/api/jobs/s3/stop"))
+    seen, messages, done = await follow(side, "s3")
+    out["s3_after_stop"] = (seen[-1], messages[seen[-1]], done["error_type"])
+    out["delete_stopped"] = call(*await side.http("DELETE", "/api/jobs/s3"))
+    out["list_after_restart"] = sorted(
+        (j.get("submission_id") or "", j["status"], j["type"], j.get("job_id") or "")
+        for j in await ok(side, "GET", "/api/jobs/"))
     return out

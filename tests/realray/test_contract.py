@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pprint
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import httpx
 import pytest
 from raytestworld import HEAD_SVC, RayTestWorld
 from realhead import RealHead
-from sequences import head_restart, jobs_api, redis_layout
+from sequences import fail, head_restart, jobs_api, redis_layout
 
 from emu.kernel.loop import VirtualTimeLoop
 from emu.kernel.world import World
@@ -62,13 +63,27 @@ def _keys(url: str, namespace: str) -> dict[str, tuple[str, list[bytes]]]:
 
 
 class RealSide:
+    name = "real"
+
     def __init__(self, head: RealHead, url: str) -> None:
         self.head = head
         self.url = url
-        self.client = httpx.AsyncClient(base_url=head.dashboard, timeout=120)
+        # No kept-alive connections: a restarted head listens on the same port, and a connection
+        # to the old dashboard would be reused and dropped ("Server disconnected").
+        self.client = httpx.AsyncClient(base_url=head.dashboard, timeout=180,
+                                        limits=httpx.Limits(max_keepalive_connections=0))
+
+    def where(self) -> str:
+        return self.head.logs_hint()
+
+    def clock(self) -> float:
+        return time.monotonic()
 
     async def http(self, method: str, path: str, body: Any = None) -> tuple[int, str]:
-        r = await self.client.request(method, path, json=body)
+        try:
+            r = await self.client.request(method, path, json=body)
+        except httpx.HTTPError as err:
+            raise fail(self, f"{method} {path}: {type(err).__name__} {err}") from err
         return r.status_code, r.text
 
     async def sleep(self, seconds: float) -> None:
@@ -78,23 +93,29 @@ class RealSide:
         await asyncio.to_thread(self.head.stop)
         await asyncio.to_thread(self.head.start)
 
-    def _gcs(self) -> Any:
-        from ray._raylet import GcsClient
-
-        return GcsClient(address=self.head.gcs_address)
-
     async def kv_put(self, namespace: str, key: str, value: bytes) -> None:
-        self._gcs().internal_kv_put(key.encode(), value, True, namespace.encode())
+        self.head.gcs().internal_kv_put(key.encode(), value, True, namespace.encode(),
+                                        timeout=30)
 
     async def kv_get(self, namespace: str, key: str) -> bytes | None:
-        got: bytes | None = self._gcs().internal_kv_get(key.encode(), namespace.encode())
+        got: bytes | None = self.head.gcs().internal_kv_get(key.encode(), namespace.encode(),
+                                                            timeout=30)
         return got
 
     def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]:
         return _keys(self.url, self.head.namespace)
 
+    async def nodes(self) -> list[tuple[str, bool, str]]:
+        from ray.core.generated.gcs_pb2 import GcsNodeInfo
+
+        infos = self.head.gcs().get_all_node_info(timeout=30)
+        return sorted((GcsNodeInfo.GcsNodeState.Name(n.state), bool(n.is_head_node),
+                       n.death_info.reason_message) for n in infos.values())
+
 
 class FakeSide:
+    name = "fake"
+
     def __init__(self, rw: RayTestWorld, url: str, namespace: str) -> None:
         self.rw = rw
         self.url = url
@@ -102,6 +123,12 @@ class FakeSide:
         rw.config.redis_urls["redis:6379"] = url
         self.head = rw.head("raycluster-head-0", extra="--num-cpus=1", env={
             "RAY_REDIS_ADDRESS": "redis:6379", "RAY_external_storage_namespace": namespace})
+
+    def where(self) -> str:
+        return f"the fake world at virtual t={self.clock():g}s"
+
+    def clock(self) -> float:
+        return asyncio.get_running_loop().time()
 
     async def http(self, method: str, path: str, body: Any = None) -> tuple[int, str]:
         answer = await self.rw.http(DASH, method, path, body)
@@ -111,7 +138,11 @@ class FakeSide:
         await self.rw.sleep(seconds)
 
     async def restart_head(self) -> None:
-        """The head container stops (about as long as ``ray stop`` takes) and starts again."""
+        """The head container stops as ``ray start`` does on SIGTERM (its raylet unregisters the
+        node), about as long as that takes, and starts again."""
+        assert self.head.ctx is not None
+        for handler in self.head.ctx.sigterm_handlers:
+            await handler()
         self.head.crash()
         await self.rw.sleep(10)
         self.head.start()
@@ -126,6 +157,10 @@ class FakeSide:
     def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]:
         return _keys(self.url, self.namespace)
 
+    async def nodes(self) -> list[tuple[str, bool, str]]:
+        return sorted((n["state"], bool(n.get("is_head")), n.get("death_reason") or "")
+                      for n in await self.rw.driver().gcs.nodes())
+
 
 async def _observe(side: Any) -> dict[str, Any]:
     out = {"jobs": await jobs_api(side)}
@@ -136,7 +171,11 @@ async def _observe(side: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def real(real_head: RealHead, redis_url: str) -> dict[str, Any]:
-    return asyncio.run(_observe(RealSide(real_head, redis_url)))
+    try:
+        return asyncio.run(_observe(RealSide(real_head, redis_url)))
+    except BaseException:
+        real_head.keep = True  # its logs, named in the failure, stay for a look
+        raise
 
 
 @pytest.fixture(scope="module")
