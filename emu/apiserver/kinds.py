@@ -11,7 +11,7 @@ deeper dict or list before changing it (copy-on-write), so the caller's object i
 the hot path never deep-copies.
 
 Custom resources (the built-in ray.io kinds and any applied CRD) are defaulted, pruned and
-validated by their structural schema (`schema_hooks`, `emu.apiserver.schema`); the helper kinds
+validated by their structural schema (`emu.apiserver.schema.compile_schema`); the helper kinds
 samples create (StatefulSet, Ingress, NetworkPolicy, Gateway API, RBAC) have small validators.
 
 Over 500 lines because it is the table of every built-in kind with its defaulting and validating
@@ -373,15 +373,6 @@ def default_job(obj: Obj, old: Obj | None) -> None:
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     _default_template(obj)
-
-
-def schema_hooks(openapi: Obj) -> tuple[Defaulter, Validator]:
-    """The defaulter (pruning, null dropping, schema defaults) and validator of a structural
-    schema (`emu.apiserver.schema`)."""
-    from .schema import compile_schema
-
-    schema = compile_schema(openapi)
-    return schema.defaulter, schema.validator
 
 
 def ray_kind(kind: str, plural: str) -> KindInfo:
