@@ -51,7 +51,8 @@ ShuffleLists    cached lists and list deliveries in a seeded random order     af
 Kubernetes faults (`DeletePod`, `KillContainer`, `FailNode`, `RecoverNode`, `SlowKubelet`,
 `DelayEndpoints`, defined in ``emu.kube.faults``) and Ray faults (`KillGcs`, `KillRaylet`,
 `RedisDown`, `FlushRedis`, `WipeRedisNamespace`, `SlowServeDeployment`, `FailServeDeployment`,
-`FailJob`) are values here too, so one plan can mix them all.
+`FailJob`) are values here too, so one plan can mix them all, with the admission faults
+`FillQuota` (someone else uses up a ResourceQuota) and `ReleaseQuota` (its undo).
 """
 
 from __future__ import annotations
@@ -75,9 +76,11 @@ from .kube.faults import DelayEndpoints, DeletePod, FailNode, KillContainer, Rec
 
 __all__ = [
     "AfterRequest", "CoalesceEvents", "Crash", "DelayEndpoints", "DeletePod", "FailJob", "FailNode",
-    "FailRequests", "FailServeDeployment", "Fault", "FaultPlan", "Faults", "FlushRedis", "Heal",
+    "FailRequests", "FailServeDeployment", "Fault", "FaultPlan", "Faults", "FillQuota",
+    "FlushRedis", "Heal",
     "InformerLag", "KillContainer", "KillGcs", "KillRaylet", "Latency", "LoseResponses", "Outage",
-    "Partition", "Pause", "RecoverNode", "RedisDown", "Restart", "Restore", "Resume",
+    "Partition", "Pause", "RecoverNode", "RedisDown", "ReleaseQuota", "Restart", "Restore",
+    "Resume",
     "ShuffleLists", "SlowKubelet", "SlowServeDeployment", "StaleList", "UnperformedFaults",
     "WipeRedisNamespace",
 ]
@@ -683,6 +686,54 @@ class FailServeDeployment(Fault):
         fail_serve_deployment(sim.ray_config, self.import_path, self.message)
 
 
+def _check_quota_resource(fault: Any) -> None:
+    if not isinstance(fault.resource, str) or not fault.resource:
+        raise ValueError(f"{type(fault).__name__}: resource is a quota's resource name such as "
+                         f"'pods' or 'requests.cpu', not {fault.resource!r}")
+
+
+@attrs.frozen
+class FillQuota(Fault):
+    """Someone else uses up ``resource`` (``pods``, ``requests.cpu``, ``count/services`` …) of
+    the ResourceQuotas in ``namespace``: their ``status.used`` reads as ``status.hard`` for it,
+    so every create charged for it is refused with kube's "exceeded quota" 403. Undo:
+    `ReleaseQuota`, or after ``duration`` seconds when given. Not performed (and reported) when
+    no ResourceQuota of the namespace limits ``resource``."""
+
+    namespace: str = "default"
+    resource: str = "pods"
+    duration: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        _check_quota_resource(self)
+
+    def apply(self, sim: Simulation) -> Any:
+        admission = sim.api.admission
+        why = admission.fill(self.namespace, self.resource)
+        if why is not None:
+            return f"{why} at t={sim.now:g}s"
+        if self.duration is not None:
+            sim.loop.call_later(self.duration, admission.release, self.namespace, self.resource)
+        return None
+
+
+@attrs.frozen
+class ReleaseQuota(Fault):
+    """End a `FillQuota` of ``resource`` in ``namespace``: its quotas count real usage again."""
+
+    namespace: str = "default"
+    resource: str = "pods"
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        _check_quota_resource(self)
+
+    def apply(self, sim: Simulation) -> Any:
+        why = sim.api.admission.release(self.namespace, self.resource)
+        return None if why is None else f"{why} at t={sim.now:g}s"
+
+
 @attrs.frozen
 class FailJob(Fault):
     """Ray jobs running ``entrypoint`` exit with ``exit_code`` after ``after`` seconds.
@@ -1055,6 +1106,16 @@ class Faults:
         """Matching calls fail with HTTP ``code``, for ``count`` calls or ``duration`` seconds."""
         self.do(FailRequests(verb=verb, kind=kind, name=name, namespace=namespace, caller=caller,
                              dst=dst, code=code, count=count, duration=duration))
+
+    def fill_quota(self, namespace: str = "default", resource: str = "pods",
+                   duration: float | None = None) -> None:
+        """Use up ``resource`` of ``namespace``'s ResourceQuotas (`FillQuota`). Undo:
+        `release_quota` (or after ``duration``)."""
+        self.do(FillQuota(namespace=namespace, resource=resource, duration=duration))
+
+    def release_quota(self, namespace: str = "default", resource: str = "pods") -> None:
+        """End a `fill_quota`."""
+        self.do(ReleaseQuota(namespace=namespace, resource=resource))
 
     def lose_responses(self, *, verb: str | None = None, kind: str | None = None,
                        name: str | None = None, namespace: str | None = None,

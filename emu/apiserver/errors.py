@@ -213,8 +213,15 @@ class Forbidden(ApiError):
     code = 403
     reason = "Forbidden"
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details=details)
+
+    @classmethod
+    def for_object(cls, resource: str, group: str, name: str, why: str) -> Forbidden:
+        """``errors.NewForbidden``: ``<resource>[.<group>] "<name>" is forbidden: <why>``,
+        with the object in the details (what an admission plugin's refusal carries)."""
+        return cls(f'{_qualified(resource, group)} "{name}" is forbidden: {why}',
+                   details=_details(name, group, resource))
 
 
 class MethodNotAllowed(ApiError):

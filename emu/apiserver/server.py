@@ -214,6 +214,13 @@ class APIServer:
         self._ns_info = self.kinds.resolve("Namespace")
         #: The Namespaces' table (the store keeps one Table per kind for good).
         self._ns_table = self.store.table(self._ns_info)
+        from .admission import Admission
+
+        #: LimitRanger and ResourceQuota (`emu.apiserver.admission`); they act only in
+        #: namespaces holding a LimitRange or a ResourceQuota.
+        self.admission = Admission(self)
+        self._limit_ns = self.admission.limits.by_ns
+        self._quota_ns = self.admission.quotas.by_ns
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -349,6 +356,12 @@ class APIServer:
         if fin and (old_meta is None or fin != old_meta.get("finalizers")):
             causes.extend(v.validate_finalizers(fin, builtin=not info.custom))
         return causes
+
+    def _quota_changed(self, info: KindInfo, ns: str, caller: str) -> None:
+        """After a committed write in a namespace with a ResourceQuota: the quotas' status
+        follows the usage the write changed (`Admission.sync_quotas`)."""
+        if self.admission.tracked(info, ns):
+            self.admission.sync_quotas(ns, caller)
 
     def _check_namespace(self, info: KindInfo, ns: str, name: str) -> None:
         entry = self._ns_table.objs.get(("", ns))
@@ -682,6 +695,9 @@ class APIServer:
             info.prepare_create(new, self)
         if info.defaulter is not None:
             info.defaulter(new, None)
+        limited = ns in self._limit_ns and info.kind == "Pod" and info.group == ""
+        if limited:  # mutating admission: LimitRanger's defaults
+            self.admission.limit_ranger_admit(new, ns)
         causes = v.NAME_CHECKS[info.name_format]("metadata.name", name)
         causes.extend(self._check_meta_causes(info, meta, None))
         if info.validator is not None:
@@ -690,6 +706,11 @@ class APIServer:
             causes.extend(data_validator(new, None))
         if causes:
             raise Invalid(info.kind, name, causes, info.group)
+        quota = ns in self._quota_ns
+        if limited:  # validating admission: LimitRanger, then ResourceQuota
+            self.admission.limit_ranger_validate(info, new, ns, name)
+        if quota:
+            self.admission.quota_check(info, new, ns, name)
         if (ns, name) in table.objs:
             raise AlreadyExists(info.plural, name, info.group)
         rev = self.store.rev + 1
@@ -701,6 +722,8 @@ class APIServer:
             return out
         self.store.commit(table, "ADDED", entry, None)
         self._record("create", info, entry, caller)
+        if quota or (info.kind == "ResourceQuota" and info.group == ""):
+            self._quota_changed(info, ns, caller)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
             self.kinds.register(crd_kind_info(new))  # served at once (Established)
         return entry.data if encoded else _loads(entry.data)
@@ -888,6 +911,8 @@ class APIServer:
         fresh = self._entry(info, ns, name, new, rev)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("update_status" if status_only else "update", info, fresh, caller)
+        if ns in self._quota_ns:
+            self._quota_changed(info, ns, caller)
         return fresh.data if encoded else _loads(fresh.data)
 
     # -- patch -----------------------------------------------------------------------------------
@@ -1068,6 +1093,8 @@ class APIServer:
                      entry.fields, entry.finalizers, True)
         self.store.commit(table, "DELETED", gone, entry)
         self._record(verb, info, gone, caller)
+        if entry.ns in self._quota_ns:
+            self._quota_changed(info, entry.ns, caller)
         if info.namespaced:
             self._maybe_finish_namespace(entry.ns, caller)
         if info.return_deleted_object or verb == "update":

@@ -1,0 +1,57 @@
+"""ResourceQuota and LimitRange admission over HTTP: the 403 body kube-apiserver sends, and the
+quota's status as `kubectl describe quota` reads it."""
+
+from __future__ import annotations
+
+import httpx
+
+from emu.http.transport import BASE_URL, httpx_transport
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def client(sim) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=BASE_URL, transport=httpx_transport(sim))
+
+
+def pod(name: str, cpu: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                                     "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+async def test_a_create_over_quota_is_kubes_403(sim):
+    async with client(sim) as c:
+        r = await c.post("/api/v1/namespaces/default/resourcequotas", json={
+            "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute"},
+            "spec": {"hard": {"requests.cpu": "1", "pods": "5"}}})
+        assert r.status_code == 201, r.text
+        assert (await c.post(PODS, json=pod("a", "600m"))).status_code == 201
+        r = await c.post(PODS, json=pod("b", "500m"))
+        assert r.status_code == 403
+        assert r.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": 'pods "b" is forbidden: exceeded quota: compute, requested: '
+                       'requests.cpu=500m, used: requests.cpu=600m, limited: requests.cpu=1',
+            "reason": "Forbidden", "details": {"name": "b", "kind": "pods"}, "code": 403}
+        q = (await c.get("/api/v1/namespaces/default/resourcequotas/compute")).json()
+        assert q["status"] == {"hard": {"requests.cpu": "1", "pods": "5"},
+                               "used": {"requests.cpu": "600m", "pods": "1"}}
+
+
+async def test_a_limit_range_default_is_on_the_served_pod(sim):
+    async with client(sim) as c:
+        r = await c.post("/api/v1/namespaces/default/limitranges", json={
+            "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
+            "spec": {"limits": [{"type": "Container", "defaultRequest": {"memory": "64Mi"},
+                                 "max": {"cpu": "2"}}]}})
+        assert r.status_code == 201, r.text
+        r = await c.post(PODS, json=pod("a", "1"))
+        assert r.status_code == 201, r.text
+        assert r.json()["spec"]["containers"][0]["resources"] == {
+            "requests": {"cpu": "1", "memory": "64Mi"}, "limits": {"cpu": "2"}}
+        r = await c.post(PODS, json={**pod("b", "1"), "spec": {"containers": [{
+            "name": "c", "image": "i", "resources": {"limits": {"cpu": "3"}}}]}})
+        assert r.status_code == 403
+        assert r.json()["message"] == ('pods "b" is forbidden: maximum cpu usage per Container '
+                                       'is 2, but limit is 3')
