@@ -52,7 +52,8 @@ Kubernetes faults (`DeletePod`, `KillContainer`, `FailNode`, `RecoverNode`, `Slo
 `DelayEndpoints`, defined in ``emu.kube.faults``) and Ray faults (`KillGcs`, `KillRaylet`,
 `RedisDown`, `FlushRedis`, `WipeRedisNamespace`, `SlowServeDeployment`, `FailServeDeployment`,
 `FailJob`) are values here too, so one plan can mix them all, with the admission faults
-`FillQuota` (someone else uses up a ResourceQuota) and `ReleaseQuota` (its undo).
+`FillQuota` (someone else uses up a ResourceQuota), `ReleaseQuota` (its undo), `WebhookDown`
+(an admission webhook stops answering) and `WebhookUp` (its undo).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ __all__ = [
     "Partition", "Pause", "RecoverNode", "RedisDown", "ReleaseQuota", "Restart", "Restore",
     "Resume",
     "ShuffleLists", "SlowKubelet", "SlowServeDeployment", "StaleList", "UnperformedFaults",
-    "WipeRedisNamespace",
+    "WebhookDown", "WebhookUp", "WipeRedisNamespace",
 ]
 
 if TYPE_CHECKING:
@@ -735,6 +736,53 @@ class ReleaseQuota(Fault):
 
 
 @attrs.frozen
+class WebhookDown(Fault):
+    """The admission webhook named ``webhook`` (a ``webhooks[].name`` of a Validating or
+    MutatingWebhookConfiguration) stops answering: its calls are refused (``mode="refuse"``) or
+    time out (``"timeout"``), and its ``failurePolicy`` decides (``Fail``: kube's "Internal error
+    occurred: failed calling webhook …" 500; ``Ignore``: the write goes on). Undo: `WebhookUp`,
+    or after ``duration`` seconds when given. Not performed when no configuration names it."""
+
+    webhook: str = ""
+    mode: str = "refuse"
+    duration: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        from .apiserver.webhooks import DOWN_MODES
+
+        if self.mode not in DOWN_MODES:
+            raise ValueError(f"WebhookDown: mode is one of {', '.join(DOWN_MODES)}, not "
+                             f"{self.mode!r}")
+        if not self.webhook:
+            raise ValueError("WebhookDown: webhook is the name of a webhook of a "
+                             "Validating/MutatingWebhookConfiguration")
+
+    def apply(self, sim: Simulation) -> Any:
+        hooks = sim.api.webhooks
+        known = hooks.names()
+        if self.webhook not in known:
+            return (f"no webhook named {self.webhook!r} at t={sim.now:g}s (known: "
+                    f"{_listing(known)})")
+        hooks.down[self.webhook] = self.mode
+        if self.duration is not None:
+            sim.loop.call_later(self.duration, hooks.down.pop, self.webhook, None)
+        return None
+
+
+@attrs.frozen
+class WebhookUp(Fault):
+    """End a `WebhookDown`: the webhook answers again."""
+
+    webhook: str = ""
+
+    def apply(self, sim: Simulation) -> Any:
+        if sim.api.webhooks.down.pop(self.webhook, None) is None:
+            return f"webhook {self.webhook!r} is not down at t={sim.now:g}s"
+        return None
+
+
+@attrs.frozen
 class FailJob(Fault):
     """Ray jobs running ``entrypoint`` exit with ``exit_code`` after ``after`` seconds.
     Performed when a dashboard accepted a job with that entrypoint after the fault."""
@@ -1116,6 +1164,16 @@ class Faults:
     def release_quota(self, namespace: str = "default", resource: str = "pods") -> None:
         """End a `fill_quota`."""
         self.do(ReleaseQuota(namespace=namespace, resource=resource))
+
+    def webhook_down(self, webhook: str, mode: str = "refuse",
+                     duration: float | None = None) -> None:
+        """Take an admission webhook down (`WebhookDown`). Undo: `webhook_up` (or after
+        ``duration``)."""
+        self.do(WebhookDown(webhook=webhook, mode=mode, duration=duration))
+
+    def webhook_up(self, webhook: str) -> None:
+        """End a `webhook_down`."""
+        self.do(WebhookUp(webhook=webhook))
 
     def lose_responses(self, *, verb: str | None = None, kind: str | None = None,
                        name: str | None = None, namespace: str | None = None,

@@ -59,7 +59,9 @@ def _status_dict(message: str, reason: str, code: int, details: dict[str, Any] |
     """A failure ``Status`` as the wire carries it, in ``metav1.Status``'s field order: kind,
     apiVersion, metadata, status, message, reason, details, code."""
     out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                           "status": "Failure", "message": message, "reason": reason}
+                           "status": "Failure", "message": message}
+    if reason:  # omitempty (an admission webhook's denial may give none)
+        out["reason"] = reason
     if details:
         cleaned = status_details(details)
         if cleaned:

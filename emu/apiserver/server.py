@@ -221,6 +221,13 @@ class APIServer:
         self.admission = Admission(self)
         self._limit_ns = self.admission.limits.by_ns
         self._quota_ns = self.admission.quotas.by_ns
+        from .webhooks import Webhooks
+
+        #: Validating/MutatingWebhookConfigurations (`emu.apiserver.webhooks`): called only
+        #: when one is stored (their tables' ``objs``).
+        self.webhooks = Webhooks(self)
+        self._hooks_m = self.webhooks.mutating.objs
+        self._hooks_v = self.webhooks.validating.objs
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -698,6 +705,9 @@ class APIServer:
         limited = ns in self._limit_ns and info.kind == "Pod" and info.group == ""
         if limited:  # mutating admission: LimitRanger's defaults
             self.admission.limit_ranger_admit(new, ns)
+        if self._hooks_m:
+            new = self.webhooks.admit(True, "CREATE", info, new, None, ns, name, dry_run, caller)
+            meta = new["metadata"]
         causes = v.NAME_CHECKS[info.name_format]("metadata.name", name)
         causes.extend(self._check_meta_causes(info, meta, None))
         if info.validator is not None:
@@ -709,6 +719,8 @@ class APIServer:
         quota = ns in self._quota_ns
         if limited:  # validating admission: LimitRanger, then ResourceQuota
             self.admission.limit_ranger_validate(info, new, ns, name)
+        if self._hooks_v:
+            self.webhooks.admit(False, "CREATE", info, new, None, ns, name, dry_run, caller)
         if quota:
             self.admission.quota_check(info, new, ns, name)
         if (ns, name) in table.objs:
@@ -858,6 +870,10 @@ class APIServer:
                     new.pop("status", None)
             if info.defaulter is not None:
                 info.defaulter(new, old)
+            if self._hooks_m:
+                new = self.webhooks.admit(True, "UPDATE", info, new, old, ns, name, dry_run,
+                                          caller)
+                nmeta = new["metadata"]
             causes = self._check_meta_causes(info, nmeta, old_meta) if meta_changed else []
             if info.validator is not None:
                 causes.extend(info.validator(new, old))
@@ -871,6 +887,8 @@ class APIServer:
                         f"being deleted, found new finalizers {_go_strings(added)}"))
             if causes:
                 raise Invalid(info.kind, name, causes, info.group)
+            if self._hooks_v:
+                self.webhooks.admit(False, "UPDATE", info, new, old, ns, name, dry_run, caller)
             if info.has_generation:
                 spec_changed = _spec_changed(new, old)
                 if spec_changed:
