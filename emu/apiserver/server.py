@@ -228,6 +228,12 @@ class APIServer:
         self.webhooks = Webhooks(self)
         self._hooks_m = self.webhooks.mutating.objs
         self._hooks_v = self.webhooks.validating.objs
+        from .policies import Policies
+
+        #: ValidatingAdmissionPolicies (`emu.apiserver.policies`): run only when a binding is
+        #: stored.
+        self.policies = Policies(self)
+        self._vap_bindings = self.policies.bindings.objs
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -719,6 +725,8 @@ class APIServer:
         quota = ns in self._quota_ns
         if limited:  # validating admission: LimitRanger, then ResourceQuota
             self.admission.limit_ranger_validate(info, new, ns, name)
+        if self._vap_bindings and info.group != "admissionregistration.k8s.io":
+            self.policies.validate("CREATE", info, new, None, ns, name, caller)
         if self._hooks_v:
             self.webhooks.admit(False, "CREATE", info, new, None, ns, name, dry_run, caller)
         if quota:
@@ -887,6 +895,8 @@ class APIServer:
                         f"being deleted, found new finalizers {_go_strings(added)}"))
             if causes:
                 raise Invalid(info.kind, name, causes, info.group)
+            if self._vap_bindings and info.group != "admissionregistration.k8s.io":
+                self.policies.validate("UPDATE", info, new, old, ns, name, caller)
             if self._hooks_v:
                 self.webhooks.admit(False, "UPDATE", info, new, old, ns, name, dry_run, caller)
             if info.has_generation:

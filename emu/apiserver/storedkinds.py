@@ -8,8 +8,9 @@ or a client's test that creates them gets kube's scope, short names, defaults (t
 ``SetDefaults_*`` functions of each group's ``v1``/``v2`` package) and the main checks of each
 kind's ``Validate*`` function (pkg/apis/<group>/validation), with kube's messages. Nothing
 enforces them: no eviction API reads PDBs, no autoscaler reads HPAs, no provisioner reads
-StorageClasses, no webhook or policy is called (docs/deviations.md). ResourceQuota and
-LimitRange are enforced by `emu.apiserver.admission`.
+StorageClasses (docs/deviations.md). ResourceQuota and LimitRange are enforced by
+`emu.apiserver.admission`, the webhook configurations by `emu.apiserver.webhooks`,
+ValidatingAdmissionPolicy and its Binding by `emu.apiserver.policies`.
 """
 
 from __future__ import annotations
