@@ -84,6 +84,9 @@ _dumps = orjson.dumps
 _URL_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
+#: The kinds whose writes change a PodDisruptionBudget's status.
+_PDB_KINDS = frozenset(("Pod", "PodDisruptionBudget"))
+
 #: The fields of a ``write`` trace event, in the order `APIServer._record` gives their values.
 _WRITE_FIELDS = ("verb", "kind", "ns", "name", "rv", "caller")
 
@@ -234,6 +237,11 @@ class APIServer:
         #: stored.
         self.policies = Policies(self)
         self._vap_bindings = self.policies.bindings.objs
+        from .disruption import Disruption
+
+        #: The eviction subresource and PodDisruptionBudget status (`emu.apiserver.disruption`).
+        self.disruption = Disruption(self)
+        self._pdb_ns = self.disruption.pdbs.by_ns
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -369,6 +377,12 @@ class APIServer:
         if fin and (old_meta is None or fin != old_meta.get("finalizers")):
             causes.extend(v.validate_finalizers(fin, builtin=not info.custom))
         return causes
+
+    def evict(self, name: str, namespace: str = "default", *, body: Obj | None = None,
+              caller: str = "", dry_run: bool = False) -> Obj:
+        """``POST pods/<name>/eviction``: delete the Pod as its PodDisruptionBudget allows
+        (`emu.apiserver.disruption.Disruption.evict`); a 429 when it does not."""
+        return self.disruption.evict(name, namespace, body, caller, dry_run)
 
     def _quota_changed(self, info: KindInfo, ns: str, caller: str) -> None:
         """After a committed write in a namespace with a ResourceQuota: the quotas' status
@@ -744,6 +758,8 @@ class APIServer:
         self._record("create", info, entry, caller)
         if quota or (info.kind == "ResourceQuota" and info.group == ""):
             self._quota_changed(info, ns, caller)
+        if ns in self._pdb_ns and info.kind in _PDB_KINDS:
+            self.disruption.sync(ns)
         if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
             self.kinds.register(crd_kind_info(new))  # served at once (Established)
         return entry.data if encoded else _loads(entry.data)
@@ -941,6 +957,8 @@ class APIServer:
         self._record("update_status" if status_only else "update", info, fresh, caller)
         if ns in self._quota_ns:
             self._quota_changed(info, ns, caller)
+        if ns in self._pdb_ns and info.kind in _PDB_KINDS:
+            self.disruption.sync(ns)
         return fresh.data if encoded else _loads(fresh.data)
 
     # -- patch -----------------------------------------------------------------------------------
@@ -1103,6 +1121,10 @@ class APIServer:
         fresh = self._entry(info, entry.ns, name, obj, rev)
         self.store.commit(table, "MODIFIED", fresh, entry)
         self._record("delete", info, fresh, caller)
+        if entry.ns in self._quota_ns:
+            self._quota_changed(info, entry.ns, caller)
+        if entry.ns in self._pdb_ns and info.kind in _PDB_KINDS:
+            self.disruption.sync(entry.ns)
         if is_ns:
             self._terminate_namespace(name, caller)
             still = table.objs.get(("", name))
@@ -1123,6 +1145,8 @@ class APIServer:
         self._record(verb, info, gone, caller)
         if entry.ns in self._quota_ns:
             self._quota_changed(info, entry.ns, caller)
+        if entry.ns in self._pdb_ns and info.kind in _PDB_KINDS:
+            self.disruption.sync(entry.ns)
         if info.namespaced:
             self._maybe_finish_namespace(entry.ns, caller)
         if info.return_deleted_object or verb == "update":
@@ -1266,6 +1290,12 @@ class APIServer:
                              resource_version_match=o.get("resource_version_match"),
                              limit=o.get("limit"), continue_=o.get("continue"),
                              api_version=req.api_version, encoded=bool(o.get("encoded")))
+        if verb == "create" and o.get("subresource") == "eviction":
+            info, _ = self._resolve(req.kind, req.api_version)
+            if info.kind != "Pod" or info.group:
+                raise NotFound(f"{info.plural}/eviction", req.name or "", info.group)
+            return self.disruption.evict(req.name or "", self._scope(info, req.namespace),
+                                         req.body, caller, bool(o.get("dry_run")))
         if verb == "create":
             body, resolved = self._body(req)
             return self._create(body, caller, bool(o.get("dry_run")), req.namespace,

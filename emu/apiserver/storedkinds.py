@@ -1,4 +1,4 @@
-"""Built-in kinds of kube 1.33's discovery that are stored and validated but not acted on.
+"""Built-in kinds of kube 1.33's discovery that are stored and validated here.
 
 PodDisruptionBudget, HorizontalPodAutoscaler, the storage.k8s.io kinds (StorageClass, CSIDriver,
 CSINode, CSIStorageCapacity, VolumeAttachment), the admissionregistration.k8s.io kinds
@@ -6,11 +6,12 @@ CSINode, CSIStorageCapacity, VolumeAttachment), the admissionregistration.k8s.io
 PriorityClass, CertificateSigningRequest, APIService, ResourceQuota and LimitRange: a Helm chart
 or a client's test that creates them gets kube's scope, short names, defaults (the
 ``SetDefaults_*`` functions of each group's ``v1``/``v2`` package) and the main checks of each
-kind's ``Validate*`` function (pkg/apis/<group>/validation), with kube's messages. Nothing
-enforces them: no eviction API reads PDBs, no autoscaler reads HPAs, no provisioner reads
-StorageClasses (docs/deviations.md). ResourceQuota and LimitRange are enforced by
+kind's ``Validate*`` function (pkg/apis/<group>/validation), with kube's messages. Some are
+not acted on: no autoscaler reads HPAs, no provisioner reads StorageClasses
+(docs/deviations.md). ResourceQuota and LimitRange are enforced by
 `emu.apiserver.admission`, the webhook configurations by `emu.apiserver.webhooks`,
-ValidatingAdmissionPolicy and its Binding by `emu.apiserver.policies`.
+ValidatingAdmissionPolicy and its Binding by `emu.apiserver.policies`, PodDisruptionBudgets
+by the eviction API (`emu.apiserver.disruption`).
 """
 
 from __future__ import annotations

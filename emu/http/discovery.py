@@ -114,6 +114,9 @@ def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
                               "group": "autoscaling", "version": "v1",
                               "verbs": ["get", "patch", "update"]})
         if info.kind == "Pod" and not info.group:
+            resources.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                              "group": "policy", "version": "v1", "kind": "Eviction",
+                              "verbs": ["create"]})
             resources.append({"name": "pods/log", "singularName": "", "namespaced": True,
                               "kind": "Pod", "verbs": ["get"]})
         if (info.group, info.kind) == APPROVABLE:
@@ -155,6 +158,8 @@ def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]],
                      "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
                      "verbs": ["get", "patch", "update"]})
     if info.kind == "Pod" and not info.group:
+        subs.append({"subresource": "eviction", "responseKind": {
+            "group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]})
         subs.append({"subresource": "log", "responseKind": {"group": "", "version": "v1",
                                                              "kind": "Pod"}, "verbs": ["get"]})
     if (info.group, info.kind) == APPROVABLE:

@@ -426,9 +426,6 @@ _NOT_EMULATED: dict[str, dict[str, str]] = {
     "ephemeralcontainers": {"Pod": "kuberay-emu does not run ephemeral containers "
                                    "(kubectl debug); read the Pod with kubectl describe and "
                                    "kubectl logs"},
-    "eviction": {"Pod": "kuberay-emu does not serve the eviction subresource "
-                        "(PodDisruptionBudgets are stored, not enforced); delete the Pod "
-                        "instead, as kubectl drain does by itself here"},
     "token": {"ServiceAccount": "kuberay-emu does not issue ServiceAccount tokens "
                                 "(TokenRequest): emu serve accepts no credentials but the one "
                                 "--token it was started with"},
@@ -854,6 +851,10 @@ class _Call:
             text = pod_log(self.gw.sim, pod, container, tail, previous=previous, since=since,
                            limit_bytes=_int(self.req, "limitBytes"))
             return HttpResponse(200, text.encode(), "text/plain")
+        elif sub == "eviction" and self.info.kind == "Pod" and not self.info.group and \
+                method == "POST":
+            return self._reply(await self.send("create", self._json_body(),
+                                               subresource="eviction"), 201)
         elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
             return self._reply(await self.send("update", self._json_body()))
         elif sub == "proxy" and self.info.kind in ("Service", "Pod") and not self.info.group \

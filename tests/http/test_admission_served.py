@@ -55,3 +55,29 @@ async def test_a_limit_range_default_is_on_the_served_pod(sim):
         assert r.status_code == 403
         assert r.json()["message"] == ('pods "b" is forbidden: maximum cpu usage per Container '
                                        'is 2, but limit is 3')
+
+
+async def test_eviction_over_http_honours_the_budget(sim):
+    async with client(sim) as c:
+        for name in ("a", "b"):
+            body = {**pod(name, "100m"), "metadata": {"name": name, "labels": {"app": "w"}}}
+            body["spec"]["nodeName"] = "node-1"
+            assert (await c.post(PODS, json=body)).status_code == 201
+            st = {"status": {"phase": "Running",
+                             "conditions": [{"type": "Ready", "status": "True"}]}}
+            r = await c.patch(f"{PODS}/{name}/status", json=st,
+                              headers={"content-type": "application/merge-patch+json"})
+            assert r.status_code == 200, r.text
+        r = await c.post("/apis/policy/v1/namespaces/default/poddisruptionbudgets", json={
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "w"}}}})
+        assert r.status_code == 201, r.text
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a"}}
+        r = await c.post(f"{PODS}/a/eviction", json=eviction)
+        assert (r.status_code, r.json()["status"]) == (201, "Success")
+        r = await c.post(f"{PODS}/b/eviction", json={**eviction, "metadata": {"name": "b"}})
+        assert r.status_code == 429
+        assert r.json()["message"] == ("Cannot evict pod as it would violate the pod's "
+                                       "disruption budget.")
+        assert r.json()["details"]["causes"][0]["reason"] == "DisruptionBudget"

@@ -77,8 +77,6 @@ async def test_unserved_subresources_say_what_to_use_instead(sim):
             r = await c.request(method, f"{PODS}/p/{sub}")
             assert r.status_code == 400, (sub, r.text)
             assert r.json()["reason"] == "BadRequest" and words in r.json()["message"]
-        r = await c.post(f"{PODS}/p/eviction", json={})
-        assert r.status_code == 400 and "kubectl drain" in r.json()["message"]
         sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}
         assert (await c.post("/api/v1/namespaces/default/serviceaccounts",
                              json=sa)).status_code == 201
