@@ -242,6 +242,12 @@ class APIServer:
         #: The eviction subresource and PodDisruptionBudget status (`emu.apiserver.disruption`).
         self.disruption = Disruption(self)
         self._pdb_ns = self.disruption.pdbs.by_ns
+        from .priority import Priority
+
+        #: The Priority plugin (`emu.apiserver.priority`): for Pods, when a PriorityClass
+        #: exists or the Pod names one.
+        self.priority = Priority(self)
+        self._priority_classes = self.priority.classes.objs
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -725,6 +731,9 @@ class APIServer:
         limited = ns in self._limit_ns and info.kind == "Pod" and info.group == ""
         if limited:  # mutating admission: LimitRanger's defaults
             self.admission.limit_ranger_admit(new, ns)
+        if info.kind == "Pod" and info.group == "" and (self._priority_classes or (
+                new.get("spec") or {}).get("priorityClassName")):
+            self.priority.admit(info, new, name)
         if self._hooks_m:
             new = self.webhooks.admit(True, "CREATE", info, new, None, ns, name, dry_run, caller)
             meta = new["metadata"]

@@ -20,8 +20,13 @@ A reduced ``kube-scheduler`` with the default profile's effects that controllers
 - every time a Pod is found unschedulable with a new message, a Warning Event
   ``FailedScheduling`` carries that message, as ``kubectl describe pod`` shows it.
 
-Not emulated: preferred affinity, Pod (anti-)affinity, topology spread, preemption, priority,
-scheduling gates.
+- preemption (``DefaultPreemption``): a Pod with a ``spec.priority`` (set from its
+  PriorityClass by the API server) that fits nowhere evicts the fewest and least important
+  lower-priority Pods of one Node (``DisruptionTarget`` condition, ``Preempted`` Event, a
+  graceful delete) and is nominated there (``status.nominatedNodeName``).
+
+Not emulated: preferred affinity, Pod (anti-)affinity, topology spread, the scheduling queue's
+priority order, PodDisruptionBudgets in the choice of victims, scheduling gates.
 
 Over 500 lines because the cache (Nodes, bound and assumed Pods, extended resources), the
 filters and the fast path that must give the same pick as the slow one belong together.
@@ -347,6 +352,8 @@ class Scheduler:
         assert self.process is not None
         if node is None:
             self._unschedulable[key] = None
+            if (pod.get("spec") or {}).get("priority") is not None:
+                self._maybe_preempt(key, pod)
             total = len(self.nodes)
             parts = sorted(f"{n} {r}" for r, n in reasons.items())
             message = f"0/{total} nodes are available: {', '.join(parts)}." if parts else \
@@ -568,6 +575,131 @@ class Scheduler:
             if self.pods.get(name, ns_) is not None:
                 self._active[key] = None
                 self._wake.set()
+
+    # -- preemption ------------------------------------------------------------------------------
+
+    def _bound_on(self, node: str) -> list[tuple[int, str, Obj]]:
+        """(priority, key, Pod) of the Pods bound to ``node`` that are not being deleted."""
+        assert self.pods is not None
+        out = []
+        for key, (where, _cpu, _mem) in self._bound_requests.items():
+            if where != node:
+                continue
+            ns, _, name = key.partition("/")
+            pod = self.pods.get(name, ns)
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                continue
+            out.append((int((pod.get("spec") or {}).get("priority") or 0), key, pod))
+        return out
+
+    def _eligible(self, pod: Obj, prio: int) -> bool:
+        """``PodEligibleToPreemptOthers``: not with ``preemptionPolicy: Never``, nor while
+        lower-priority Pods on its nominated Node are still terminating."""
+        if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+            return False
+        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        if nominated:
+            assert self.pods is not None
+            for key, (where, _cpu, _mem) in self._bound_requests.items():
+                if where != nominated:
+                    continue
+                ns, _, name = key.partition("/")
+                other = self.pods.get(name, ns)
+                if other is not None and other["metadata"].get("deletionTimestamp") and \
+                        int((other.get("spec") or {}).get("priority") or 0) < prio:
+                    return False
+        return True
+
+    def _victims_on(self, info: NodeInfo, pod: Obj, prio: int
+                    ) -> list[tuple[int, str, Obj]] | None:
+        """``selectVictimsOnNode``: with every lower-priority Pod removed the Pod must fit;
+        then as many of them as still leave room are reprieved, highest priority first. None
+        when the Node cannot take the Pod at all."""
+        spec = pod.get("spec") or {}
+        cpu, mem = pod_requests(pod)
+        extended = pod_extended_requests(pod)
+        lower = sorted((v for v in self._bound_on(info.name) if v[0] < prio),
+                       key=lambda v: (-v[0], v[1]))
+        if not lower:
+            return None
+        trial = attrs.evolve(info, used_extended=dict(info.used_extended))
+
+        def take(victim: tuple[int, str, Obj], sign: int) -> None:
+            _n, vcpu, vmem = self._bound_requests[victim[1]]
+            trial.used_cpu += sign * vcpu
+            trial.used_memory += sign * vmem
+            trial.used_pods += sign
+            for k, n in self._ext.get(victim[1], ("", {}))[1].items():
+                trial.used_extended[k] = trial.used_extended.get(k, 0) + sign * n
+
+        def fits() -> bool:
+            return self._filter(trial, cpu, mem, spec.get("nodeSelector") or {},
+                                spec.get("tolerations") or [], spec.get("nodeName"),
+                                extended, required_node_affinity(pod)) is None
+
+        for victim in lower:
+            take(victim, -1)
+        if not fits():
+            return None
+        victims = []
+        for victim in lower:  # reprieve the highest priorities first
+            take(victim, +1)
+            if not fits():
+                take(victim, -1)
+                victims.append(victim)
+        return victims
+
+    def _maybe_preempt(self, key: str, pod: Obj) -> None:
+        """``DefaultPreemption`` (PostFilter): find the Node where evicting the fewest and
+        least important lower-priority Pods lets ``pod`` fit, nominate it, and delete those
+        Pods (the Pod is scheduled again once they are gone)."""
+        prio = int((pod.get("spec") or {}).get("priority") or 0)
+        if not self._eligible(pod, prio):
+            return
+        best: tuple[tuple[int, int, int, int], NodeInfo, list[tuple[int, str, Obj]]] | None = None
+        for index, info in enumerate(self._node_list):
+            victims = self._victims_on(info, pod, prio)
+            if not victims:
+                continue
+            rank = (max(v[0] for v in victims), sum(v[0] for v in victims), len(victims), index)
+            if best is None or rank < best[0]:
+                best = (rank, info, victims)
+        if best is None:
+            return
+        assert self.process is not None
+        self.process.log("preempt", pod=key, node=best[1].name,
+                         victims=[v[1] for v in best[2]])
+        self.process.spawn(self._preempt(pod, best[1].name, [v[2] for v in best[2]]))
+
+    async def _preempt(self, pod: Obj, node: str, victims: list[Obj]) -> None:
+        """``prepareCandidate``: each victim gets ``DisruptionTarget`` and a ``Preempted``
+        Event and is deleted; the preemptor's ``status.nominatedNodeName`` is the Node."""
+        assert self.client is not None
+        meta = pod["metadata"]
+        for victim in victims:
+            vmeta = victim["metadata"]
+            conditions = set_condition(
+                list((victim.get("status") or {}).get("conditions") or []),
+                {"type": "DisruptionTarget", "status": "True",
+                 "reason": "PreemptionByScheduler",
+                 "message": f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod",
+                 "lastTransitionTime": rfc3339(clock.now())})
+            if self.events is not None:
+                self.events.event({"apiVersion": "v1", "kind": "Pod", **victim}, "Normal",
+                                  "Preempted", f"Preempted by pod {meta.get('uid', '')} on "
+                                               f"node {node}")
+            try:
+                await self.client.patch("Pod", vmeta["name"],
+                                        {"status": {"conditions": conditions}},
+                                        vmeta.get("namespace"), subresource="status")
+                await self.client.delete("Pod", vmeta["name"], vmeta.get("namespace"))
+            except (ApiError, NetworkError):
+                pass
+        try:
+            await self.client.patch("Pod", meta["name"], {"status": {"nominatedNodeName": node}},
+                                    meta.get("namespace"), subresource="status")
+        except (ApiError, NetworkError):
+            pass
 
     def _forget(self, key: str) -> None:
         self._ext_release(key)
