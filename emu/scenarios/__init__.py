@@ -88,8 +88,8 @@ class ScenarioResult:
 
 
 _REGISTRY: dict[str, Scenario] = {}
-_MODULES = ("apiserver_churn", "cleanup", "head_loss", "operator", "outage", "rayservice",
-            "rayservice_incremental", "workers")
+_MODULES = ("admission", "apiserver_churn", "cleanup", "head_loss", "operator", "outage",
+            "rayservice", "rayservice_incremental", "workers")
 _loaded = False
 
 
