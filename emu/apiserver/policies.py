@@ -12,7 +12,8 @@ false one is a failure with its ``messageExpression``'s value, its ``message``, 
 what a failure does: ``Deny`` refuses the request with kube's text (``<resource> "<name>" is
 forbidden: ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request:
 <message>``, reason ``Invalid`` and code 422 unless the validation gives another reason),
-``Warn`` and ``Audit`` record it in `Policies.warnings` and `Policies.audit`.
+``Warn`` and ``Audit`` record it in `Policies.warnings` and `Policies.audit`. A DELETE is
+checked with ``object`` null and the stored object as ``oldObject``.
 
 CEL is cel-python's (`celpy`), with kube's string extensions that it lacks (``lowerAscii``,
 ``upperAscii``, ``trim``, ``replace``, ``split``, ``indexOf``, ``lastIndexOf``, ``join``)
@@ -108,7 +109,7 @@ class Policies:
 
     # -- matching --------------------------------------------------------------------------------
 
-    def _match_resources(self, match: Obj | None, op: str, info: KindInfo, obj: Obj,
+    def _match_resources(self, match: Obj | None, op: str, info: KindInfo, obj: Obj | None,
                          old: Obj | None, ns: str, name: str) -> bool:
         """``matchConstraints`` / ``matchResources``: nothing given matches everything."""
         if not match:
@@ -141,8 +142,8 @@ class Policies:
 
     # -- validating ------------------------------------------------------------------------------
 
-    def validate(self, op: str, info: KindInfo, obj: Obj, old: Obj | None, ns: str, name: str,
-                 caller: str) -> None:
+    def validate(self, op: str, info: KindInfo, obj: Obj | None, old: Obj | None, ns: str,
+                 name: str, caller: str) -> None:
         """Run every bound policy that matches; raise the first Deny failure."""
         import celpy
 
@@ -185,7 +186,7 @@ class Policies:
                     err.code = _CODES.get(reason, 400)
                     raise err
 
-    def _activation(self, op: str, info: KindInfo, obj: Obj, old: Obj | None, ns: str,
+    def _activation(self, op: str, info: KindInfo, obj: Obj | None, old: Obj | None, ns: str,
                     name: str, caller: str, spec: Obj, bspec: Obj) -> Obj:
         import celpy
 

@@ -390,6 +390,17 @@ class APIServer:
         (`emu.apiserver.disruption.Disruption.evict`); a 429 when it does not."""
         return self.disruption.evict(name, namespace, body, caller, dry_run)
 
+    def _admit_delete(self, info: KindInfo, entry: Entry, obj: Obj, caller: str,
+                      dry_run: bool) -> None:
+        """DELETE admission: the policies and the webhooks see the stored object as
+        ``oldObject`` (and no ``object``); they may refuse, not change it."""
+        if self._vap_bindings and info.group != "admissionregistration.k8s.io":
+            self.policies.validate("DELETE", info, None, obj, entry.ns, entry.name, caller)
+        for mutating in (True, False):
+            if self._hooks_m if mutating else self._hooks_v:
+                self.webhooks.admit(mutating, "DELETE", info, None, obj, entry.ns, entry.name,
+                                    dry_run, caller)
+
     def _quota_changed(self, info: KindInfo, ns: str, caller: str) -> None:
         """After a committed write in a namespace with a ResourceQuota: the quotas' status
         follows the usage the write changed (`Admission.sync_quotas`)."""
@@ -1073,6 +1084,9 @@ class APIServer:
                                why="Precondition failed: ResourceVersion in precondition: "
                                    f"{want_rv}, ResourceVersion in object meta: {entry.rv}")
         obj: Obj = _loads(entry.data)
+        if self._hooks_m or self._hooks_v or (
+                self._vap_bindings and info.group != "admissionregistration.k8s.io"):
+            self._admit_delete(info, entry, obj, caller, dry_run)
         meta: Obj = obj["metadata"]
         before = list(meta.get("finalizers") or ())
         is_ns = info.kind == "Namespace" and not info.group

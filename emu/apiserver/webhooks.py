@@ -21,7 +21,7 @@ A webhook is reached through its ``clientConfig``:
 The `emu.faults.WebhookDown` fault takes a webhook (by its name in the configuration) down:
 calls to it are refused, or time out, until `emu.faults.WebhookUp`.
 
-Webhooks are called on CREATE and UPDATE of a resource (not on subresources, DELETE or
+Webhooks are called on CREATE, UPDATE and DELETE of a resource (not on subresources or
 CONNECT), never for the webhook configurations themselves, and only when a configuration
 exists: the write path asks one dictionary for that (docs/deviations.md).
 """
@@ -135,7 +135,7 @@ class Webhooks:
 
     # -- matching --------------------------------------------------------------------------------
 
-    def _hooks(self, mutating: bool, op: str, info: KindInfo, obj: Obj, old: Obj | None,
+    def _hooks(self, mutating: bool, op: str, info: KindInfo, obj: Obj | None, old: Obj | None,
                ns: str) -> list[Obj]:
         if info.kind in _CONFIG_KINDS and info.group == "admissionregistration.k8s.io":
             return []
@@ -148,7 +148,7 @@ class Webhooks:
                     out.append(hook)
         return out
 
-    def _matches(self, hook: Obj, op: str, info: KindInfo, obj: Obj, old: Obj | None,
+    def _matches(self, hook: Obj, op: str, info: KindInfo, obj: Obj | None, old: Obj | None,
                  ns: str) -> bool:
         exact = hook.get("matchPolicy") == "Exact"
         if not any(_rule_matches(r, op, info, "", exact) for r in hook.get("rules") or ()):
@@ -156,7 +156,7 @@ class Webhooks:
         ns_sel = hook.get("namespaceSelector")
         if ns_sel:
             if info.kind == "Namespace" and info.group == "":
-                labels = (obj.get("metadata") or {}).get("labels") or {}
+                labels = ((obj or old or {}).get("metadata") or {}).get("labels") or {}
             elif not info.namespaced:
                 labels = None  # cluster-scoped objects are not selected by namespace
             else:
@@ -174,20 +174,22 @@ class Webhooks:
 
     # -- calling ---------------------------------------------------------------------------------
 
-    def admit(self, mutating: bool, op: str, info: KindInfo, obj: Obj, old: Obj | None, ns: str,
-              name: str, dry_run: bool, caller: str) -> Obj:
+    def admit(self, mutating: bool, op: str, info: KindInfo, obj: Any, old: Obj | None, ns: str,
+              name: str, dry_run: bool, caller: str) -> Any:
         """Call the matching webhooks in order; returns the object as the mutating ones left
-        it (``obj`` itself when none patched it). Raises the denial or the failure."""
+        it (``obj`` itself when none patched it; None for a DELETE, which has no object).
+        Raises the denial or the failure."""
         for hook in self._hooks(mutating, op, info, obj, old, ns):
             obj = self._call(hook, mutating, op, info, obj, old, ns, name, dry_run, caller)
         return obj
 
-    def _review(self, op: str, info: KindInfo, obj: Obj, old: Obj | None, ns: str, name: str,
-                dry_run: bool, caller: str) -> Obj:
+    def _review(self, op: str, info: KindInfo, obj: Obj | None, old: Obj | None, ns: str,
+                name: str, dry_run: bool, caller: str) -> Obj:
         gvk = {"group": info.group, "version": info.version, "kind": info.kind}
         gvr = {"group": info.group, "version": info.version, "resource": info.plural}
         options = {"apiVersion": "meta.k8s.io/v1",
-                   "kind": "CreateOptions" if op == "CREATE" else "UpdateOptions"}
+                   "kind": {"CREATE": "CreateOptions", "DELETE": "DeleteOptions"}.get(
+                       op, "UpdateOptions")}
         request: Obj = {"uid": self.api._rng.uid(), "kind": gvk, "resource": gvr,
                         "requestKind": gvk, "requestResource": gvr, "name": name,
                         "operation": op, "userInfo": {"username": caller or "system:admin"},
@@ -245,8 +247,8 @@ class Webhooks:
             raise WebhookCallError(f'Post "{target}": the webhook handler raised '
                                    f"{type(err).__name__}: {err}") from None
 
-    def _call(self, hook: Obj, mutating: bool, op: str, info: KindInfo, obj: Obj,
-              old: Obj | None, ns: str, name: str, dry_run: bool, caller: str) -> Obj:
+    def _call(self, hook: Obj, mutating: bool, op: str, info: KindInfo, obj: Any,
+              old: Obj | None, ns: str, name: str, dry_run: bool, caller: str) -> Any:
         hname = str(hook.get("name", ""))
         review = self._review(op, info, obj, old, ns, name, dry_run, caller)
         try:
@@ -266,7 +268,7 @@ class Webhooks:
             raise to_status_err(hname, response.get("status"))
         self.calls.append((hname, op, info.kind, ns, name, "allowed"))
         patch = response.get("patch")
-        if not mutating or not patch:
+        if not mutating or not patch or obj is None:
             return obj
         if response.get("patchType") != "JSONPatch":
             raise InternalError(f'Internal error occurred: admission webhook "{hname}" '

@@ -143,3 +143,20 @@ def test_match_conditions_and_exclusions(api: APIServer) -> None:
     api.create(deployment("sys-thing", 3))
     api.create(deployment("excluded", 3))
     assert "denied request" in refused(api, deployment("other", 3)).message
+
+
+def test_a_delete_is_validated_against_the_old_object(api: APIServer) -> None:
+    api.create(policy([{"expression": "!has(oldObject.metadata.labels) || "
+                                      "!('locked' in oldObject.metadata.labels)",
+                        "message": "unlock it first"}]))
+    p = api.get("ValidatingAdmissionPolicy", "max-replicas")
+    p["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["DELETE"]
+    api.update(p)
+    api.create(binding(["Deny"]))
+    api.create(deployment("locked", 1, locked="yes"))
+    api.create(deployment("free", 1))
+    with pytest.raises(ApiError) as err:
+        api.delete("Deployment", "locked", "default")
+    assert err.value.message == ('deployments.apps "locked" is forbidden: ValidatingAdmissionPolicy '
+                                 "'max-replicas' with binding 'b' denied request: unlock it first")
+    api.delete("Deployment", "free", "default")

@@ -245,3 +245,29 @@ def test_webhook_down_names_a_known_webhook() -> None:
         emu.run(main, faults=[WebhookDown(at=1.0, webhook="x.example.com")])
     with pytest.raises(ValueError, match="mode is one of refuse, timeout"):
         WebhookDown(webhook="x.example.com", mode="slow")
+
+
+def test_a_delete_is_reviewed_with_the_old_object(api: APIServer) -> None:
+    seen: list[Obj] = []
+
+    def protect(review: Obj) -> Obj:
+        seen.append(review["request"])
+        old = review["request"]["oldObject"]
+        keep = (old["metadata"].get("labels") or {}).get("protected") == "yes"
+        return {"allowed": not keep, "status": {"message": "protected", "code": 403}}
+
+    api.webhooks.register("hooks", "svc", protect)
+    api.create(config("ValidatingWebhookConfiguration",
+                      rules=[{"operations": ["DELETE"], "apiGroups": [""],
+                              "apiVersions": ["v1"], "resources": ["configmaps"]}]))
+    api.create(cm("keep", protected="yes"))
+    api.create(cm("drop"))
+    assert seen == []  # creates are not in the rule
+    with pytest.raises(ApiError) as err:
+        api.delete("ConfigMap", "keep", "default")
+    assert (err.value.code, err.value.message) == (
+        403, 'admission webhook "check.example.com" denied the request: protected')
+    api.delete("ConfigMap", "drop", "default")
+    assert [(r["operation"], r["name"], r["object"], r["options"]["kind"]) for r in seen] == [
+        ("DELETE", "keep", None, "DeleteOptions"), ("DELETE", "drop", None, "DeleteOptions")]
+    assert api.get("ConfigMap", "keep", "default")["metadata"]["name"] == "keep"
