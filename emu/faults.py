@@ -13,7 +13,7 @@ that was not running, a request matcher that matched nothing, a time the run nev
 listed by ``sim.faults.unperformed()`` and makes `emu.run` raise `UnperformedFaults` at the end,
 unless it was built with ``optional=True``.
 
-(One module of about a thousand lines on purpose: every value a plan can hold is importable from
+(One module of over a thousand lines on purpose: every value a plan can hold is importable from
 here, and the checks they share — names, kinds, verbs, what took effect — sit beside them.)
 
 The verbs and their undo (turmoil's crash/bounce/partition/repair/hold/release, for our world):

@@ -29,7 +29,8 @@ Not emulated: preferred affinity, Pod (anti-)affinity, topology spread, the sche
 priority order, PodDisruptionBudgets in the choice of victims, scheduling gates.
 
 Over 500 lines because the cache (Nodes, bound and assumed Pods, extended resources), the
-filters and the fast path that must give the same pick as the slow one belong together.
+filters, the fast path that must give the same pick as the slow one, and preemption (which
+reruns the filters on the cache without some Pods) belong together.
 """
 
 from __future__ import annotations

@@ -81,3 +81,27 @@ async def test_eviction_over_http_honours_the_budget(sim):
         assert r.json()["message"] == ("Cannot evict pod as it would violate the pod's "
                                        "disruption budget.")
         assert r.json()["details"]["causes"][0]["reason"] == "DisruptionBudget"
+
+
+async def test_a_webhook_that_is_down_is_kubes_500_over_http(sim):
+    hook = {"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "policy"},
+            "webhooks": [{"name": "pods.policy.example.com", "sideEffects": "None",
+                          "admissionReviewVersions": ["v1"], "failurePolicy": "Fail",
+                          "clientConfig": {"service": {"namespace": "policy", "name": "svc"}},
+                          "rules": [{"operations": ["CREATE"], "apiGroups": [""],
+                                     "apiVersions": ["v1"], "resources": ["pods"]}]}]}
+    async with client(sim) as c:
+        r = await c.post("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+                         json=hook)
+        assert r.status_code == 201, r.text
+        r = await c.post(PODS, json=pod("a", "1"))
+        why = ('failed calling webhook "pods.policy.example.com": failed to call webhook: Post '
+               '"https://svc.policy.svc:443?timeout=10s": service "svc" not found')
+        assert r.status_code == 500
+        assert r.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Failure", "message": f"Internal error occurred: {why}",
+                            "reason": "InternalError", "details": {"causes": [{"message": why}]},
+                            "code": 500}
+        sim.api.webhooks.register("policy", "svc", lambda review: {"allowed": True})
+        assert (await c.post(PODS, json=pod("a", "1"))).status_code == 201
