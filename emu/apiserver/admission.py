@@ -57,7 +57,6 @@ _LEGACY_COUNT = {"Service": "services", "ConfigMap": "configmaps", "Secret": "se
                  "ReplicationController": "replicationcontrollers",
                  "ResourceQuota": "resourcequotas"}
 _NATIVE_PREFIXES = ("kubernetes.io/", "requests.", "limits.")
-_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort")
 
 
 def _resource_list(value: Any) -> dict[str, Quantity]:
@@ -183,8 +182,23 @@ def _best_effort(pod: Obj) -> bool:
     return True
 
 
-def _pod_in_scope(pod: Obj, scope: str) -> bool:
-    """``podMatchesScopeFunc`` for the scopes of ``spec.scopes``."""
+def _pod_in_scope(pod: Obj, req: Obj) -> bool:
+    """``podMatchesScopeFunc``: Terminating, NotTerminating, BestEffort, NotBestEffort, and
+    PriorityClass (``In``/``NotIn`` the Pod's ``priorityClassName``, ``Exists``,
+    ``DoesNotExist``); other scopes (CrossNamespacePodAffinity, VolumeAttributesClass) match."""
+    scope = req.get("scopeName")
+    if scope == "PriorityClass":
+        name = (pod.get("spec") or {}).get("priorityClassName") or ""
+        op, values = req.get("operator"), req.get("values") or ()
+        if op == "In":
+            return name in values
+        if op == "NotIn":
+            return name not in values
+        if op == "Exists":
+            return bool(name)
+        if op == "DoesNotExist":
+            return not name
+        return False
     terminating = (pod.get("spec") or {}).get("activeDeadlineSeconds") is not None
     if scope == "Terminating":
         return terminating
@@ -491,9 +505,13 @@ class Admission:
         return False
 
 
-def _quota_scopes(quota: Obj) -> list[str]:
-    scopes = (quota.get("spec") or {}).get("scopes") or ()
-    return [s for s in scopes if s in _SCOPES]
+def _quota_scopes(quota: Obj) -> list[Obj]:
+    """``getScopeSelectorsFromQuota``: ``spec.scopes`` as ``Exists`` requirements, then the
+    ``scopeSelector``'s ``matchExpressions``."""
+    spec = quota.get("spec") or {}
+    out: list[Obj] = [{"scopeName": s, "operator": "Exists"} for s in spec.get("scopes") or ()]
+    out += list((spec.get("scopeSelector") or {}).get("matchExpressions") or ())
+    return out
 
 
 def _pod_constraints(pod: Obj, restricted: list[str]) -> str:

@@ -150,6 +150,24 @@ def test_scoped_quotas_charge_only_their_pods(api: APIServer) -> None:
     assert "exceeded quota: q" in forbidden(api, pod("besteffort"))
 
 
+def test_a_priority_class_scoped_quota_charges_only_that_class(api: APIServer) -> None:
+    for name, value in (("high", 1000), ("low", 10)):
+        api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": name}, "value": value})
+    api.create(quota({"pods": "1"}, scopeSelector={"matchExpressions": [
+        {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}),
+        namespace="default")
+    for name, klass in (("h1", "high"), ("l1", "low"), ("l2", "low")):
+        body = pod(name)
+        body["spec"]["priorityClassName"] = klass
+        api.create(body, namespace="default")
+    assert status(api)["used"] == {"pods": "1"}
+    again = pod("h2")
+    again["spec"]["priorityClassName"] = "high"
+    assert "exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1" in \
+        forbidden(api, again)
+
+
 def test_limit_range_defaults_and_annotation(api: APIServer) -> None:
     api.create({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
                 "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"},
