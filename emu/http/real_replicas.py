@@ -1,0 +1,304 @@
+"""The real KubeRay operator binary as operator processes of the world, which the world's faults
+reach (``emu.faults``, ``emu.explore.faults``).
+
+`RealReplicas` starts ``replicas`` copies of the binary, each as a process of the world's process
+table named like the ported operator's replicas (``kuberay-operator-0``, ``-1``...), whose main
+runs the OS process (`emu.http.real_operator.RealOperator`) and follows what happens to it:
+
+- **crash** (``Crash``, ``CrashLeader``, ``Restart``): the world's process ends, its main is
+  cancelled and the OS process is killed with SIGKILL, as a container's process is. Like a Pod's
+  kubelet (``restartPolicy: Always``) the replica is started again, as a new process of the world
+  and a new OS process, ``restart_delay`` seconds later (doubling on each restart within
+  ``RESTART_RESET_S`` seconds, at most `MAX_RESTART_DELAY_S`, as the kubelet's back-off does). A
+  binary that exits by itself is restarted the same way.
+- **pause** (``Pause``, ``PauseLeader``): SIGSTOP, and SIGCONT on resume. The main looks at its
+  process's state every `POLL_S` seconds, so the signal follows the fault by at most that much.
+- **network faults**: each replica has an API endpoint of its own (an `HttpServer` whose caller
+  identity is the replica's name, whatever User-Agent its clients send) and a forward proxy of
+  its own (`ForwardProxy`, same identity) for the Ray dashboards. So ``Outage('apiserver')``
+  makes its API requests fail (the TCP connection is dropped), and ``Partition(
+  'kuberay-operator-0', 'apiserver')`` or a partition from the replica to a Ray Pod reaches that
+  replica alone. Each replica acts as the chart's ServiceAccount for RBAC.
+
+Leader election runs between the replicas on the world's Lease (``--enable-leader-election``, the
+chart's default). controller-runtime names a candidate ``<hostname>_<uuid>``; the replicas all run
+on this machine and share its hostname, so the Lease alone does not say which replica holds it.
+Each replica's endpoint sees its own Lease writes: the replica that last wrote the current
+``holderIdentity`` is the leader (`RealReplicas.leader`), and its world process's ``host`` is
+set to the hostname part of that identity (the others keep their names as hosts), which is how
+``emu.explore.faults.leader_process`` (``CrashLeader``, ``PauseLeader``) finds the process of a
+Lease holder.
+
+Everything started here is stopped by `RealReplicas.stop` (OS processes by their pid).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..kernel.process import STOPPED_AT_END, Process
+from .real_operator import HTTP_IDENTITIES, RealOperator, RealOperatorError, binary_version
+
+if TYPE_CHECKING:
+    from ..simulation import Simulation
+    from .forward_proxy import ForwardProxy
+    from .server import HttpServer
+    from .wire import HttpRequest
+
+#: Seconds between two looks of a replica's main at its OS process and its world process.
+POLL_S = 0.05
+#: The kubelet's back-off limit for restarting a crashed container.
+MAX_RESTART_DELAY_S = 300.0
+#: Seconds a replica must run for its restart back-off to start again from ``restart_delay``.
+RESTART_RESET_S = 600.0
+#: The Lease KubeRay's leader election uses (the chart's ``ray-operator-leader``).
+LEASE_NAME = "ray-operator-leader"
+
+
+class Replica:
+    """One replica: its API endpoint, proxy, kubeconfig and log; ``operator`` is the OS process
+    of its current incarnation (None before the first start)."""
+
+    def __init__(self, name: str, server: HttpServer, proxy: ForwardProxy, kubeconfig: Path,
+                 log_path: Path) -> None:
+        self.name = name
+        self.server = server
+        self.proxy = proxy
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.operator: RealOperator | None = None
+        #: Every OS pid this replica ran, oldest first.
+        self.pids: list[int] = []
+        self.restarts = 0
+        self.started_at = 0.0
+        self.holder: str | None = None  # the holderIdentity it last wrote
+
+    @property
+    def pid(self) -> int | None:
+        return self.operator.pid if self.operator is not None else None
+
+
+class RealReplicas:
+    """``replicas`` copies of the real operator as processes of ``sim`` (see the module's
+    docstring): ``await start()``, ``await wait_started()``, ``leader()``, ``await stop()``."""
+
+    def __init__(self, sim: Simulation, binary: str | os.PathLike[str], *, replicas: int = 1,
+                 namespace: str = "default", name: str = "kuberay-operator",
+                 host: str = "127.0.0.1", log_dir: str | os.PathLike[str] | None = None,
+                 restart_delay: float = 1.0, values: Mapping[str, Any] | None = None) -> None:
+        if replicas < 1:
+            raise ValueError(f"replicas must be at least 1, got {replicas}")
+        if not restart_delay >= 0:
+            raise ValueError(f"restart_delay must be 0 or more seconds, got {restart_delay!r}")
+        self.sim = sim
+        self.binary = str(binary)
+        self.version = binary_version(self.binary)
+        self.count = replicas
+        self.namespace = namespace
+        self.prefix = name
+        self.host = host
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.restart_delay = restart_delay
+        self.values = dict(values or {})
+        self.replicas: list[Replica] = []
+        self._stopping = False
+
+    # -- start -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open every replica's endpoint and proxy, then start each as a world process."""
+        from .forward_proxy import ForwardProxy
+        from .serve import kubeconfig_text
+        from .server import HttpServer
+
+        RealOperator(self.binary, kubeconfig="", proxy_url="").check_binary()
+        if self.log_dir is None:  # kept after the run, as the logs in it are
+            self.log_dir = Path(tempfile.mkdtemp(prefix="emu-kuberay-replicas-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        rbac = getattr(self.sim, "rbac", None)
+        user = rbac.service_account_user(self.namespace, self.prefix) if rbac is not None \
+            else None
+        for i in range(self.count):
+            name = f"{self.prefix}-{i}"
+            server = HttpServer(self.sim, host=self.host, identity=name)
+            url = await server.start()
+            self._watch_lease_writes(server, name)
+            proxy = ForwardProxy(self.sim, identity=name, host=self.host)
+            await proxy.start()
+            kubeconfig = self.log_dir / f"{name}.kubeconfig"
+            kubeconfig.write_text(kubeconfig_text(url, None, namespace=self.namespace))
+            os.chmod(kubeconfig, 0o600)
+            if rbac is not None and user is not None:
+                rbac.assign(name, user)
+            replica = Replica(name, server, proxy, kubeconfig, self.log_dir / f"{name}.log")
+            self.replicas.append(replica)
+        for identity in HTTP_IDENTITIES:  # the Lease's readers that reach the shared endpoint
+            if rbac is not None and user is not None:
+                rbac.assign(identity, user)
+        self.sim.processes.on_exit(self._on_exit)
+        for replica in self.replicas:
+            self._start_process(replica)
+
+    def _start_process(self, replica: Replica) -> Process:
+        replica.started_at = self.sim.now
+        return self.sim.processes.start(replica.name, self._main_of(replica))
+
+    def _main_of(self, replica: Replica) -> Any:
+        async def main(proc: Process) -> int:
+            return await self._run(proc, replica)
+
+        return main
+
+    async def _run(self, proc: Process, replica: Replica) -> int:
+        op = RealOperator(self.binary, kubeconfig=str(replica.kubeconfig),
+                          proxy_url=replica.proxy.url, namespace=self.namespace,
+                          log_path=replica.log_path, values=self.values)
+        replica.operator = op
+        stopped = False
+        # killed in the crash itself (the world's process ends synchronously), not later when
+        # the cancelled main next runs
+        proc.on_exit(lambda _proc: op.kill_now())
+        try:
+            await op.start()
+            assert op.pid is not None
+            replica.pids.append(op.pid)
+            proc.log("real_operator_started", pid=op.pid, incarnation=proc.incarnation)
+            while True:
+                code = op.returncode
+                if code is not None:
+                    proc.log("real_operator_exited", pid=op.pid, code=code)
+                    return code if code > 0 else 128 - code
+                if proc.paused != stopped:
+                    stopped = proc.paused
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(op.pid, signal.SIGSTOP if stopped else signal.SIGCONT)
+                    proc.log("real_operator_signal", pid=op.pid,
+                             signal="SIGSTOP" if stopped else "SIGCONT")
+                await asyncio.sleep(POLL_S)
+        finally:
+            op.kill_now()  # SIGKILL by pid (a stopped process dies of it too)
+
+    def _on_exit(self, proc: Process) -> None:
+        replica = next((r for r in self.replicas if r.name == proc.name), None)
+        if replica is None or self._stopping or proc.exit_reason == STOPPED_AT_END:
+            return
+        if self.sim.now - replica.started_at >= RESTART_RESET_S:
+            replica.restarts = 0
+        delay = min(self.restart_delay * (2 ** replica.restarts), MAX_RESTART_DELAY_S)
+        replica.restarts += 1
+        self._forget_holder(replica)
+
+        def again() -> None:
+            current = self.sim.processes.find(replica.name)
+            if self._stopping or (current is not None and current.alive):
+                return  # stopped meanwhile, or restarted already (the Restart fault)
+            self._start_process(replica)
+
+        self.sim.loop.call_later(delay, again)
+
+    async def wait_started(self, timeout: float = 60.0) -> None:
+        """Wait (wall clock) until every replica's current process answers on its probe port."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for replica in self.replicas:
+            while replica.operator is None or replica.operator.pid is None:
+                if loop.time() >= deadline:
+                    raise RealOperatorError(f"replica {replica.name} did not start within "
+                                            f"{timeout:g} s")
+                await asyncio.sleep(POLL_S)
+            await replica.operator.wait_started(max(1.0, deadline - loop.time()))
+
+    # -- the leader ------------------------------------------------------------------------------
+
+    def _watch_lease_writes(self, server: HttpServer, name: str) -> None:
+        handle = server.gateway.handle
+        lease_path = (f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases")
+
+        async def watched(req: HttpRequest) -> Any:
+            answer = await handle(req)
+            # the body may be JSON or protobuf (client-go's leader election): the stored Lease
+            # right after a successful write says what was written
+            if req.method in ("POST", "PUT", "PATCH") and req.path.startswith(lease_path) \
+                    and getattr(answer, "status", 0) in (200, 201):
+                holder = self.lease_holder()
+                if holder is not None:
+                    self._holder_wrote(name, holder)
+            return answer
+
+        server.gateway.handle = watched  # type: ignore[method-assign]
+
+    def _holder_wrote(self, name: str, holder: str) -> None:
+        for replica in self.replicas:
+            if replica.name == name:
+                replica.holder = holder or None
+            elif holder and replica.holder == holder:
+                replica.holder = None
+        leader = self.leader()
+        for replica in self.replicas:
+            proc = self.sim.processes.find(replica.name)
+            if proc is None:
+                continue
+            if replica.name == leader and replica.holder:
+                proc.host = replica.holder.rsplit("_", 1)[0]
+            else:
+                proc.host = replica.name
+
+    def _forget_holder(self, replica: Replica) -> None:
+        replica.holder = None
+        proc = self.sim.processes.find(replica.name)
+        if proc is not None:
+            proc.host = replica.name
+
+    def lease_holder(self) -> str | None:
+        """The Lease's ``holderIdentity`` now (None when nobody holds it)."""
+        try:
+            lease = self.sim.api.get("Lease", LEASE_NAME, self.namespace)
+        except Exception:  # NotFound: nobody ever led
+            return None
+        return str((lease.get("spec") or {}).get("holderIdentity") or "") or None
+
+    def leader(self) -> str | None:
+        """The replica whose write made the Lease's current holder (None when none did)."""
+        holder = self.lease_holder()
+        if holder is None:
+            return None
+        for replica in self.replicas:
+            if replica.holder == holder:
+                return replica.name
+        return None
+
+    def replica(self, name: str) -> Replica:
+        for replica in self.replicas:
+            if replica.name == name:
+                return replica
+        known = ", ".join(r.name for r in self.replicas)
+        raise KeyError(f"no replica named {name!r} (known: {known})")
+
+    def describe(self) -> str:
+        parts = [f"{r.name} pid {r.pid} (API {r.server.url}, log {r.log_path})"
+                 for r in self.replicas]
+        return (f"KubeRay operator {self.version or 'of unknown version'} ({self.binary}): "
+                + "; ".join(parts))
+
+    # -- stop ------------------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Kill every replica's OS process (by pid), then close the endpoints and proxies."""
+        self._stopping = True
+        for replica in self.replicas:
+            proc = self.sim.processes.find(replica.name)
+            if proc is not None and proc.alive:
+                proc.crash(STOPPED_AT_END)
+            if replica.operator is not None:
+                replica.operator.kill_now()
+        await asyncio.sleep(0)  # let the cancelled mains run their cleanup
+        for replica in self.replicas:
+            await replica.proxy.stop()
+            await replica.server.stop()
