@@ -302,3 +302,104 @@ class RealReplicas:
         for replica in self.replicas:
             await replica.proxy.stop()
             await replica.server.stop()
+
+
+class RealInstall:
+    """What ``sim.install_kuberay(binary=PATH)`` returns: the `RealReplicas` seen as the ported
+    install's ``KubeRayInstall`` is seen by scenarios and tests (``leader()``, ``replicas()``,
+    ``await wait_for_leader()``, ``manifests``). The port's in-memory views (``reconciler``,
+    ``managers``, ``replica_records``) have nothing to show: the operator's memory is a Go
+    process's."""
+
+    def __init__(self, real: RealReplicas, manifests: list[dict[str, Any]]) -> None:
+        self.real = real
+        self.sim = real.sim
+        self.manifests = manifests
+        self.replica_records: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"<RealInstall {self.real.describe()}>"
+
+    def replicas(self) -> list[Process]:
+        """The replicas' current world processes that are alive, by name."""
+        out = []
+        for replica in self.real.replicas:
+            proc = self.sim.processes.find(replica.name)
+            if proc is not None and proc.alive:
+                out.append(proc)
+        return out
+
+    def leader(self) -> Process | None:
+        """The world process of the replica that holds the Lease (`RealReplicas.leader`)."""
+        name = self.real.leader()
+        proc = self.sim.processes.find(name) if name else None
+        return proc if proc is not None and proc.alive else None
+
+    def lease(self) -> dict[str, Any] | None:
+        try:
+            return dict(self.sim.api.get("Lease", LEASE_NAME, self.real.namespace))
+        except Exception:  # NotFound: nobody ever led
+            return None
+
+    def managers(self) -> list[Any]:
+        return []
+
+    def reconciler(self, name: str = "RayCluster") -> Any | None:
+        return None
+
+    async def wait_for_leader(self, timeout: float = 60.0) -> Process:
+        """Wait until a replica holds the Lease; its world process (`TimeoutError` after
+        ``timeout`` seconds)."""
+        deadline = self.sim.now + timeout
+        while True:
+            proc = self.leader()
+            if proc is not None:
+                return proc
+            if self.sim.now >= deadline:
+                raise TimeoutError(f"no replica of the real operator held the Lease within "
+                                   f"{timeout:g} s; {self.real.describe()}")
+            await asyncio.sleep(0.1)
+
+    async def stop(self) -> None:
+        await self.real.stop()
+
+
+async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, replicas: int = 1,
+                       leader_election: bool = True, namespace: str = "default",
+                       feature_gates: Mapping[str, bool] | None = None,
+                       reconcile_concurrency: int | None = None, **values: Any) -> RealInstall:
+    """``sim.install_kuberay(binary=PATH)``: prepare the world as the binary's release chart
+    does (`emu.http.real_operator.prepare_world`) and start ``replicas`` copies of the binary
+    as world processes (`RealReplicas`; the world must run on a wall-clock-paced loop).
+    ``feature_gates`` and ``reconcile_concurrency`` as the port's ``install_kuberay`` takes them
+    (a gate the binary does not know makes it exit at start); ``values`` are the chart's values
+    (``--set``)."""
+    from ..kuberay import helm
+    from .real_operator import chart_feature_gates, chart_values, prepare_world
+
+    if getattr(sim, "virtual", False):
+        raise RealOperatorError("the real operator keeps wall-clock time: run the world on a "
+                                "paced loop (emu.run(..., paced=True), emu run --operator "
+                                "real, emu serve)")
+    if not leader_election:
+        values = {**values, "leaderElectionEnabled": False}
+    version = binary_version(binary)
+    if feature_gates:
+        gates = chart_feature_gates(version)
+        for gate_name, enabled in sorted(feature_gates.items()):
+            for gate in gates:
+                if gate["name"] == gate_name:
+                    gate["enabled"] = bool(enabled)
+                    break
+            else:
+                gates.append({"name": gate_name, "enabled": bool(enabled)})
+        values = {**values, "featureGates": gates}
+    if reconcile_concurrency is not None:
+        values = {**values, "reconcileConcurrency": reconcile_concurrency}
+    await prepare_world(sim, namespace=namespace, version=version)
+    real = RealReplicas(sim, binary, replicas=replicas, namespace=namespace, values=values)
+    await real.start()
+    await real.wait_started()
+    sim.real_kuberay = real  # stopped at the end of emu.run
+    manifests = helm.render(chart_values(version, values), namespace=namespace)
+    return RealInstall(real, manifests)
