@@ -143,3 +143,18 @@ def test_an_api_outage_fails_its_requests(kuberay_binary: Path, tmp_path: Path):
         await _until("leads again", real.leader, 30, real)
 
     _run(kuberay_binary, tmp_path, 1, body)
+
+
+def test_an_article_scenario_runs_with_the_real_operator(kuberay_binary: Path):
+    """``emu run worker-loss --operator real``: the same expectations hold with KubeRay's own
+    code replacing the lost worker Pod."""
+    from emu.scenarios import run_scenario
+
+    result = run_scenario("worker-loss", 0, kuberay_binary=str(kuberay_binary))
+    assert result.ok, [(e.claim, e.detail) for e in result.expectations if not e.ok]
+    assert len(result.expectations) == 5
+    real = result.sim.real_kuberay
+    assert real is not None and real.version == binary_version(kuberay_binary)
+    for replica in real.replicas:  # stopped at the end of the run
+        assert replica.pids and all(_gone(pid) for pid in replica.pids)
+    assert not any(proc.alive for proc in result.sim.processes.all())
