@@ -1,9 +1,10 @@
 """The real KubeRay operator binary as operator processes of the world, which the world's faults
 reach (``emu.faults``, ``emu.explore.faults``).
 
-`RealReplicas` starts ``replicas`` copies of the binary, each as a process of the world's process
-table named like the ported operator's replicas (``kuberay-operator-0``, ``-1``...), whose main
-runs the OS process (`emu.http.real_operator.RealOperator`) and follows what happens to it:
+`RealReplicas` starts ``replicas`` copies of the binary (``kuberay-operator-0``, ``-1``...), each
+as a process of the world's process table named as a Pod's container is
+(``default/kuberay-operator-0/kuberay-operator``), whose main runs the OS process
+(`emu.http.real_operator.RealOperator`) and follows what happens to it:
 
 - **crash** (``Crash``, ``CrashLeader``, ``Restart``): the world's process ends, its main is
   cancelled and the OS process is killed with SIGKILL, as a container's process is. Like a Pod's
@@ -17,8 +18,11 @@ runs the OS process (`emu.http.real_operator.RealOperator`) and follows what hap
   identity is the replica's name, whatever User-Agent its clients send) and a forward proxy of
   its own (`ForwardProxy`, same identity) for the Ray dashboards. So ``Outage('apiserver')``
   makes its API requests fail (the TCP connection is dropped), and ``Partition(
-  'kuberay-operator-0', 'apiserver')`` or a partition from the replica to a Ray Pod reaches that
-  replica alone. Each replica acts as the chart's ServiceAccount for RBAC.
+  'default/kuberay-operator-0/kuberay-operator', 'apiserver')`` or a partition from the replica
+  to a Ray Pod reaches that replica alone. Each replica acts as the chart's ServiceAccount.
+- **trace**: the binary's log lines of leader election become the trace events the port's
+  leader election records (``leader_acquired``, ``leader_lost``: `LOG_EVENTS`), so the
+  scenarios' operator logs and the leadership invariants follow the real replicas too.
 
 Leader election runs between the replicas on the world's Lease (``--enable-leader-election``, the
 chart's default). controller-runtime names a candidate ``<hostname>_<uuid>``; the replicas all run
@@ -60,15 +64,57 @@ MAX_RESTART_DELAY_S = 300.0
 RESTART_RESET_S = 600.0
 #: The Lease KubeRay's leader election uses (the chart's ``ray-operator-leader``).
 LEASE_NAME = "ray-operator-leader"
+#: The chart's container name: a replica's world process is ``<ns>/<replica>/kuberay-operator``.
+CONTAINER = "kuberay-operator"
+#: Lines of the binary's log that become trace events of its world process (client-go's and
+#: controller-runtime's leader election), as the port's leader election records them.
+LOG_EVENTS = (("successfully acquired lease", "leader_acquired"),
+              ("failed to renew lease", "leader_lost"),
+              ("leader election lost", "leader_lost"))
+
+
+class _LogTail:
+    """Reads what the binary appended to its log since the last look and records `LOG_EVENTS`
+    (each once per process) as trace events of its world process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.offset = path.stat().st_size  # earlier incarnations' lines are theirs
+        except OSError:
+            self.offset = 0
+        self.partial = b""
+        self.seen: set[str] = set()
+
+    def emit(self, proc: Process) -> None:
+        try:
+            if self.path.stat().st_size <= self.offset:
+                return
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        for raw in lines:
+            line = raw.decode(errors="replace")
+            for needle, event in LOG_EVENTS:
+                if needle in line and event not in self.seen:
+                    self.seen.add(event)
+                    proc.log(event, lease=LEASE_NAME, source="operator log")
 
 
 class Replica:
     """One replica: its API endpoint, proxy, kubeconfig and log; ``operator`` is the OS process
     of its current incarnation (None before the first start)."""
 
-    def __init__(self, name: str, server: HttpServer, proxy: ForwardProxy, kubeconfig: Path,
-                 log_path: Path) -> None:
+    def __init__(self, name: str, process: str, server: HttpServer, proxy: ForwardProxy,
+                 kubeconfig: Path, log_path: Path) -> None:
         self.name = name
+        #: Its world process's name, as a Pod's container is named (``ns/pod/container``).
+        self.process = process
         self.server = server
         self.proxy = proxy
         self.kubeconfig = kubeconfig
@@ -127,17 +173,19 @@ class RealReplicas:
             else None
         for i in range(self.count):
             name = f"{self.prefix}-{i}"
-            server = HttpServer(self.sim, host=self.host, identity=name)
+            process = f"{self.namespace}/{name}/{CONTAINER}"
+            server = HttpServer(self.sim, host=self.host, identity=process)
             url = await server.start()
             self._watch_lease_writes(server, name)
-            proxy = ForwardProxy(self.sim, identity=name, host=self.host)
+            proxy = ForwardProxy(self.sim, identity=process, host=self.host)
             await proxy.start()
             kubeconfig = self.log_dir / f"{name}.kubeconfig"
             kubeconfig.write_text(kubeconfig_text(url, None, namespace=self.namespace))
             os.chmod(kubeconfig, 0o600)
             if rbac is not None and user is not None:
-                rbac.assign(name, user)
-            replica = Replica(name, server, proxy, kubeconfig, self.log_dir / f"{name}.log")
+                rbac.assign(process, user)
+            replica = Replica(name, process, server, proxy, kubeconfig,
+                              self.log_dir / f"{name}.log")
             self.replicas.append(replica)
         for identity in HTTP_IDENTITIES:  # the Lease's readers that reach the shared endpoint
             if rbac is not None and user is not None:
@@ -148,7 +196,8 @@ class RealReplicas:
 
     def _start_process(self, replica: Replica) -> Process:
         replica.started_at = self.sim.now
-        return self.sim.processes.start(replica.name, self._main_of(replica))
+        return self.sim.processes.start(replica.process, self._main_of(replica),
+                                        host=replica.name)
 
     def _main_of(self, replica: Replica) -> Any:
         async def main(proc: Process) -> int:
@@ -162,6 +211,7 @@ class RealReplicas:
                           log_path=replica.log_path, values=self.values)
         replica.operator = op
         stopped = False
+        tail = _LogTail(replica.log_path)
         # killed in the crash itself (the world's process ends synchronously), not later when
         # the cancelled main next runs
         proc.on_exit(lambda _proc: op.kill_now())
@@ -171,6 +221,7 @@ class RealReplicas:
             replica.pids.append(op.pid)
             proc.log("real_operator_started", pid=op.pid, incarnation=proc.incarnation)
             while True:
+                tail.emit(proc)
                 code = op.returncode
                 if code is not None:
                     proc.log("real_operator_exited", pid=op.pid, code=code)
@@ -186,7 +237,7 @@ class RealReplicas:
             op.kill_now()  # SIGKILL by pid (a stopped process dies of it too)
 
     def _on_exit(self, proc: Process) -> None:
-        replica = next((r for r in self.replicas if r.name == proc.name), None)
+        replica = next((r for r in self.replicas if r.process == proc.name), None)
         if replica is None or self._stopping or proc.exit_reason == STOPPED_AT_END:
             return
         if self.sim.now - replica.started_at >= RESTART_RESET_S:
@@ -196,7 +247,7 @@ class RealReplicas:
         self._forget_holder(replica)
 
         def again() -> None:
-            current = self.sim.processes.find(replica.name)
+            current = self.sim.processes.find(replica.process)
             if self._stopping or (current is not None and current.alive):
                 return  # stopped meanwhile, or restarted already (the Restart fault)
             self._start_process(replica)
@@ -242,7 +293,7 @@ class RealReplicas:
                 replica.holder = None
         leader = self.leader()
         for replica in self.replicas:
-            proc = self.sim.processes.find(replica.name)
+            proc = self.sim.processes.find(replica.process)
             if proc is None:
                 continue
             if replica.name == leader and replica.holder:
@@ -252,7 +303,7 @@ class RealReplicas:
 
     def _forget_holder(self, replica: Replica) -> None:
         replica.holder = None
-        proc = self.sim.processes.find(replica.name)
+        proc = self.sim.processes.find(replica.process)
         if proc is not None:
             proc.host = replica.name
 
@@ -293,7 +344,7 @@ class RealReplicas:
         """Kill every replica's OS process (by pid), then close the endpoints and proxies."""
         self._stopping = True
         for replica in self.replicas:
-            proc = self.sim.processes.find(replica.name)
+            proc = self.sim.processes.find(replica.process)
             if proc is not None and proc.alive:
                 proc.crash(STOPPED_AT_END)
             if replica.operator is not None:
@@ -324,7 +375,7 @@ class RealInstall:
         """The replicas' current world processes that are alive, by name."""
         out = []
         for replica in self.real.replicas:
-            proc = self.sim.processes.find(replica.name)
+            proc = self.sim.processes.find(replica.process)
             if proc is not None and proc.alive:
                 out.append(proc)
         return out
@@ -332,7 +383,7 @@ class RealInstall:
     def leader(self) -> Process | None:
         """The world process of the replica that holds the Lease (`RealReplicas.leader`)."""
         name = self.real.leader()
-        proc = self.sim.processes.find(name) if name else None
+        proc = self.sim.processes.find(self.real.replica(name).process) if name else None
         return proc if proc is not None and proc.alive else None
 
     def lease(self) -> dict[str, Any] | None:

@@ -92,16 +92,16 @@ def test_crash_is_sigkill_then_a_restart_as_a_new_os_process(tmp_path):
         replica = real.replicas[0]
         first = replica.pid
         assert first is not None
-        sim.faults.do(Crash(process="kuberay-operator-0"))
+        sim.faults.do(Crash(process=replica.process))
         assert _gone(first)  # killed and reaped within the crash itself
         await _until(lambda: replica.pid not in (None, first), 3)  # restart_delay 0.2 s
-        assert sim.processes.get("kuberay-operator-0").incarnation == 2
-        sim.faults.do(Restart(process="kuberay-operator-0"))  # crash + start at once
+        assert sim.processes.get(replica.process).incarnation == 2
+        sim.faults.do(Restart(process=replica.process))  # crash + start at once
         third = replica.pid
         await _until(lambda: replica.pid not in (None, third), 3)
         await asyncio.sleep(0.5)  # the crash's own delayed restart finds it running
         assert len(replica.pids) == 3
-        assert sim.processes.get("kuberay-operator-0").incarnation == 3
+        assert sim.processes.get(replica.process).incarnation == 3
 
     _run(_stand_in(tmp_path), tmp_path, 1, body, restart_delay=0.2)
 
@@ -110,7 +110,7 @@ def test_pause_is_sigstop_and_resume_is_sigcont(tmp_path):
     async def body(sim: Simulation, real: RealReplicas) -> None:
         pid = real.replicas[0].pid
         assert pid is not None
-        sim.faults.do(Pause(process="kuberay-operator-0", duration=0.6))
+        sim.faults.do(Pause(process=real.replicas[0].process, duration=0.6))
         await _until(lambda: _state(pid) == "T", 0.5)
         await _until(lambda: _state(pid) != "T", 1.5)
         assert real.replicas[0].pids == [pid]
@@ -122,7 +122,7 @@ def test_a_binary_that_exits_is_restarted_with_a_doubling_back_off(tmp_path):
     async def body(sim: Simulation, real: RealReplicas) -> None:
         replica = real.replicas[0]
         await _until(lambda: len(replica.pids) >= 3, 5)
-        proc = sim.processes.get("kuberay-operator-0")
+        proc = sim.processes.get(replica.process)
         assert proc.incarnation == 3 and replica.restarts == 2
         starts = [e.t for e in sim.trace.events if e.event == "real_operator_started"]
         # runs of 0.3 s, then restarts after 0.2 s and 0.4 s
@@ -147,14 +147,16 @@ def test_the_leader_is_the_replica_that_wrote_the_holder(tmp_path):
             made = await client.post(path, json=lease)
             assert made.status_code == 201, made.text
         assert real.leader() == "kuberay-operator-1"
-        assert sim.processes.get("kuberay-operator-1").host == "machine"
-        assert sim.processes.get("kuberay-operator-0").host == "kuberay-operator-0"
+        op0, op1 = (r.process for r in real.replicas)
+        assert op0 == "default/kuberay-operator-0/kuberay-operator"
+        assert sim.processes.get(op1).host == "machine"
+        assert sim.processes.get(op0).host == "kuberay-operator-0"
         async with httpx.AsyncClient(base_url=real.replicas[0].server.url) as client:
             current = (await client.get(f"{path}/{LEASE_NAME}")).json()
             current["spec"]["holderIdentity"] = "machine_5678"
             assert (await client.put(f"{path}/{LEASE_NAME}", json=current)).status_code == 200
         assert real.leader() == "kuberay-operator-0"
-        assert sim.processes.get("kuberay-operator-1").host == "kuberay-operator-1"
+        assert sim.processes.get(op1).host == "kuberay-operator-1"
         pid = real.replicas[0].pid
         assert pid is not None
         sim.faults.do(CrashLeader())

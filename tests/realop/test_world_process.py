@@ -84,11 +84,11 @@ def test_crash_kills_the_os_process_and_restarts_it(kuberay_binary: Path, tmp_pa
         replica = real.replicas[0]
         first = replica.pid
         assert first is not None and not _gone(first)
-        sim.faults.do(Crash(process=replica.name))
+        sim.faults.do(Crash(process=replica.process))
         assert _gone(first)  # SIGKILLed and reaped at once
-        assert not sim.processes.get(replica.name).alive
+        assert not sim.processes.get(replica.process).alive
         await _until("restarted", lambda: replica.pid != first and replica.pid, 10, real)
-        assert sim.processes.get(replica.name).incarnation == 2
+        assert sim.processes.get(replica.process).incarnation == 2
         await real.wait_started(60)
         assert replica.pids == [first, replica.pid]
 
@@ -100,7 +100,7 @@ def test_pause_stops_the_os_process_until_resumed(kuberay_binary: Path, tmp_path
         replica = real.replicas[0]
         pid = replica.pid
         assert pid is not None and _state(pid) != "T"
-        sim.faults.do(Pause(process=replica.name, duration=2.0))
+        sim.faults.do(Pause(process=replica.process, duration=2.0))
         await _until("stopped", lambda: _state(pid) == "T", 1, real)
         await asyncio.sleep(1.0)
         assert _state(pid) == "T"
@@ -115,18 +115,21 @@ def test_two_replicas_elect_a_leader_and_crash_leader_kills_it(kuberay_binary: P
     async def body(sim: Simulation, real: RealReplicas) -> None:
         leader = real.leader()
         assert leader is not None
-        other = next(r.name for r in real.replicas if r.name != leader)
+        other = next(r for r in real.replicas if r.name != leader)
         old_pid = real.replica(leader).pid
         assert old_pid is not None
         sim.faults.do(CrashLeader())
         assert _gone(old_pid)
-        assert sim.processes.get(other).alive
+        assert sim.processes.get(other.process).alive
         # the other replica takes over once the Lease expires (15 s, controller-runtime's)
-        await _until("the other replica leads", lambda: real.leader() == other, 40, real)
+        await _until("the other replica leads", lambda: real.leader() == other.name, 40, real)
         assert real.replica(leader).pid not in (None, old_pid)  # restarted as a follower
         holder = real.lease_holder()
         assert holder is not None
-        assert sim.processes.get(other).host == holder.rsplit("_", 1)[0]
+        assert sim.processes.get(other.process).host == holder.rsplit("_", 1)[0]
+        events = [(e.process, e.event) for e in sim.trace.events
+                  if e.event in ("leader_acquired", "leader_lost")]
+        assert events[-1] == (other.process, "leader_acquired"), events  # from its log
 
     _run(kuberay_binary, tmp_path, 2, body)
 
@@ -140,6 +143,8 @@ def test_an_api_outage_fails_its_requests(kuberay_binary: Path, tmp_path: Path):
         await _until("exited on the lost Lease", lambda: replica.pid != pid, 20, real)
         log = replica.log_path.read_text(errors="replace")
         assert "leader election lost" in log or "failed to renew lease" in log, log[-2000:]
+        lost = [e for e in sim.trace.events if e.event == "leader_lost"]
+        assert [e.process for e in lost] == [replica.process]
         await _until("leads again", real.leader, 30, real)
 
     _run(kuberay_binary, tmp_path, 1, body)
