@@ -6,6 +6,9 @@ runs the API server as a process behind the ``apiserver`` endpoint, and offers w
 terminal would use: `Simulation.client`, `Simulation.apply` (``kubectl apply``) and
 `Simulation.wait_for`. Everything else (Kubernetes built-ins, Ray, the operator) is reached through
 the API server, as real processes reach it.
+
+(A little over 500 lines: `run`, the one way a world is run, sits beside the class whose options
+it passes on.)
 """
 
 from __future__ import annotations
@@ -105,11 +108,13 @@ class Simulation(World):
                  workdir: str | Path | None = None, cluster: bool | Any = False,
                  ray: bool | Any = True, fail_on_panic: bool = False, rbac: bool | None = None,
                  loop: asyncio.AbstractEventLoop | None = None,
-                 kuberay_binary: str | Path | None = None) -> None:
+                 kuberay_installer: Callable[..., Awaitable[Any]] | None = None) -> None:
         super().__init__(seed=seed, loop=loop)
-        #: A real KubeRay operator binary that ``install_kuberay`` runs instead of the port.
-        self.kuberay_binary = str(kuberay_binary) if kuberay_binary else None
-        #: The real operator's replicas once installed (`emu.http.real_replicas.RealReplicas`).
+        #: What ``install_kuberay`` calls instead of installing the port, when set: for a real
+        #: operator binary, ``emu.http.real_replicas.real_installer(PATH)``.
+        self.kuberay_installer = kuberay_installer
+        #: A real operator's replicas once installed (their ``await stop()`` runs at the end of
+        #: `emu.run`): `emu.http.real_replicas.RealReplicas`.
         self.real_kuberay: Any = None
         #: Stop the run at the first reconcile panic (see `ReconcilePanic`).
         self.fail_on_panic = fail_on_panic
@@ -314,23 +319,20 @@ class Simulation(World):
                                          has_generation=True, allow_unconditional_update=False))
 
     async def install_kuberay(self, replicas: int = 1, *, leader_election: bool = True,
-                              binary: str | Path | None = None, **values: Any) -> Any:
+                              **values: Any) -> Any:
         """``helm install kuberay-operator``: the operator as a Deployment (one replica and
         leader election on, the chart's defaults), or as plain processes when the world runs no
         Deployments. Returns a ``KubeRayInstall`` (``.leader()``, ``.replicas()``,
         ``.wait_for_leader()``); keyword arguments are the chart's values
         (see `emu.kuberay.operator.install_kuberay`).
 
-        ``binary`` (or the world's ``kuberay_binary``) runs a real, compiled KubeRay operator
-        instead of the port, each replica an OS process of the world
-        (`emu.http.real_replicas.install_real`; the world must run on a paced loop,
-        ``emu.run(..., paced=True)``)."""
-        binary = binary or self.kuberay_binary
-        if binary:
-            from emu.http.real_replicas import install_real
-
-            return await install_real(self, binary, replicas=replicas,
-                                      leader_election=leader_election, **values)
+        A world made with ``kuberay_installer`` calls it instead: with
+        ``emu.http.real_replicas.real_installer(PATH)`` a real, compiled KubeRay operator runs,
+        each replica an OS process of the world (on a paced loop, ``emu.run(..., paced=True)``).
+        """
+        if self.kuberay_installer is not None:
+            return await self.kuberay_installer(self, replicas=replicas,
+                                                leader_election=leader_election, **values)
         from emu.kuberay.operator import install_kuberay
 
         return await install_kuberay(self, replicas=replicas, leader_election=leader_election,
@@ -410,7 +412,7 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
 
     ``paced=True`` runs the world at the wall clock's pace from the current real instant
     (`emu.kernel.paced.PacedLoop`, as ``emu serve`` does), for real processes in the loop (the
-    real KubeRay operator, ``kuberay_binary=``); such a run is not deterministic, and
+    real KubeRay operator, ``kuberay_installer=``); such a run is not deterministic, and
     ``max_virtual_time`` counts from its start.
     """
     from .kernel.snapshot import finish, in_restored_child, socket_fds

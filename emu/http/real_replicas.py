@@ -356,7 +356,7 @@ class RealReplicas:
 
 
 class RealInstall:
-    """What ``sim.install_kuberay(binary=PATH)`` returns: the `RealReplicas` seen as the ported
+    """What `install_real` returns: the `RealReplicas` seen as the ported
     install's ``KubeRayInstall`` is seen by scenarios and tests (``leader()``, ``replicas()``,
     ``await wait_for_leader()``, ``manifests``). The port's in-memory views (``reconciler``,
     ``managers``, ``replica_records``) have nothing to show: the operator's memory is a Go
@@ -419,7 +419,8 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
                        leader_election: bool = True, namespace: str = "default",
                        feature_gates: Mapping[str, bool] | None = None,
                        reconcile_concurrency: int | None = None, **values: Any) -> RealInstall:
-    """``sim.install_kuberay(binary=PATH)``: prepare the world as the binary's release chart
+    """Install the real operator ``binary`` in ``sim`` (what ``sim.install_kuberay`` does in a
+    world made with `real_installer`): prepare the world as the binary's release chart
     does (`emu.http.real_operator.prepare_world`) and start ``replicas`` copies of the binary
     as world processes (`RealReplicas`; the world must run on a wall-clock-paced loop).
     ``feature_gates`` and ``reconcile_concurrency`` as the port's ``install_kuberay`` takes them
@@ -454,3 +455,34 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
     sim.real_kuberay = real  # stopped at the end of emu.run
     manifests = helm.render(chart_values(version, values), namespace=namespace)
     return RealInstall(real, manifests)
+
+
+def real_installer(binary: str | os.PathLike[str]) -> Any:
+    """A ``kuberay_installer`` for `emu.Simulation` (and `emu.run`): ``install_kuberay`` then
+    runs ``binary`` (`install_real`) instead of the port."""
+
+    async def install(sim: Simulation, **kwargs: Any) -> RealInstall:
+        return await install_real(sim, binary, **kwargs)
+
+    return install
+
+
+def real_operator_options(binary: str | os.PathLike[str],
+                          options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`emu.run` options for a world (of ``options``, a scenario's) whose operator is the real
+    ``binary``: a wall-clock-paced run (``paced``), its installer (`real_installer`), and the
+    built-ins plus the core/v1 Endpoints controller, which KubeRay up to v1.5 reads."""
+    import attrs
+
+    from ..kube.config import KubeConfig
+    from .real_operator import kube_config
+
+    out = {**(options or {}), "kuberay_installer": real_installer(binary), "paced": True}
+    cluster = out.get("cluster")
+    if isinstance(cluster, KubeConfig):
+        if "endpoints" not in cluster.controllers:
+            out["cluster"] = attrs.evolve(cluster,
+                                          controllers=(*cluster.controllers, "endpoints"))
+    else:
+        out["cluster"] = kube_config()
+    return out

@@ -129,33 +129,13 @@ def get(name: str) -> Scenario:
         raise KeyError(f"no scenario named {name!r}; known scenarios: {known}") from None
 
 
-def real_operator_options(options: dict[str, Any], binary: str) -> dict[str, Any]:
-    """A scenario's world options for the real operator ``binary``: a wall-clock-paced run
-    (``paced``), ``kuberay_binary`` (``sim.install_kuberay`` then runs the binary), and the
-    built-ins plus the core/v1 Endpoints controller, which KubeRay up to v1.5 reads."""
-    from ..http.real_operator import kube_config
-    from ..kube.config import KubeConfig
-
-    out = {**options, "kuberay_binary": binary, "paced": True}
-    cluster = out.get("cluster")
-    if isinstance(cluster, KubeConfig):
-        if "endpoints" not in cluster.controllers:
-            out["cluster"] = attrs.evolve(cluster,
-                                          controllers=(*cluster.controllers, "endpoints"))
-    else:
-        out["cluster"] = kube_config()
-    return out
-
-
 def run_scenario(name: str, seed: int = 0, *, faults: FaultPlan | None = None,
-                 kuberay_binary: str | None = None, **options: Any) -> ScenarioResult:
+                 **options: Any) -> ScenarioResult:
     """Run a registered scenario once; its result (never raises for failed expectations).
-    ``kuberay_binary`` runs it with that real KubeRay operator binary instead of the port, at
-    the wall clock's pace (`real_operator_options`)."""
+    ``options`` go to `emu.run` over the scenario's own (for a real operator binary:
+    ``emu.http.real_replicas.real_operator_options``)."""
     sc = get(name)
     options = {**sc.options, **options}
-    if kuberay_binary:
-        options = real_operator_options(options, kuberay_binary)
     start = time.perf_counter()
     box: dict[str, Any] = {}
 

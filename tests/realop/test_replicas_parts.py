@@ -16,11 +16,12 @@ import httpx
 import pytest
 
 import emu
-from emu.cli import differential_row, main
+from emu.cli import main
+from emu.differential import differential_row
 from emu.explore.faults import CrashLeader
 from emu.faults import Crash, Pause, Restart
 from emu.http.real_operator import RealOperatorError, kube_config
-from emu.http.real_replicas import LEASE_NAME, RealReplicas
+from emu.http.real_replicas import LEASE_NAME, RealReplicas, install_real, real_operator_options
 from emu.kernel.paced import PacedLoop, real_now_as_virtual
 from emu.scenarios import Expectation
 from emu.simulation import Simulation
@@ -172,9 +173,23 @@ def test_the_real_operator_needs_a_paced_world(tmp_path):
 
     async def body(sim: Simulation) -> None:
         with pytest.raises(RealOperatorError, match="paced loop"):
-            await sim.install_kuberay(binary=script)
+            await install_real(sim, script)
+        with pytest.raises(RealOperatorError, match="paced loop"):  # through its installer
+            await sim.install_kuberay(replicas=2)
 
-    emu.run(body, seed=0, cluster=kube_config())
+    options = real_operator_options(script)
+    assert options.pop("paced") is True
+    emu.run(body, seed=0, **options)
+
+
+def test_real_operator_options_add_the_endpoints_controller_to_a_scenarios_cluster(tmp_path):
+    from emu.scenarios import get
+
+    cluster = get("worker-loss").options["cluster"]
+    options = real_operator_options(tmp_path / "op", get("worker-loss").options)
+    assert options["cluster"].controllers == (*cluster.controllers, "endpoints")
+    assert options["cluster"].nodes == cluster.nodes
+    assert real_operator_options(tmp_path / "op")["cluster"] == kube_config()
 
 
 def test_replicas_and_restart_delay_are_checked(tmp_path):

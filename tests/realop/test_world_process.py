@@ -153,9 +153,11 @@ def test_an_api_outage_fails_its_requests(kuberay_binary: Path, tmp_path: Path):
 def test_an_article_scenario_runs_with_the_real_operator(kuberay_binary: Path):
     """``emu run worker-loss --operator real``: the same expectations hold with KubeRay's own
     code replacing the lost worker Pod."""
-    from emu.scenarios import run_scenario
+    from emu.http.real_replicas import real_operator_options
+    from emu.scenarios import get, run_scenario
 
-    result = run_scenario("worker-loss", 0, kuberay_binary=str(kuberay_binary))
+    result = run_scenario("worker-loss", 0,
+                          **real_operator_options(kuberay_binary, get("worker-loss").options))
     assert result.ok, [(e.claim, e.detail) for e in result.expectations if not e.ok]
     assert len(result.expectations) == 5
     real = result.sim.real_kuberay
