@@ -6,6 +6,9 @@ runs the API server as a process behind the ``apiserver`` endpoint, and offers w
 terminal would use: `Simulation.client`, `Simulation.apply` (``kubectl apply``) and
 `Simulation.wait_for`. Everything else (Kubernetes built-ins, Ray, the operator) is reached through
 the API server, as real processes reach it.
+
+(A little over 500 lines: `run`, the one way a world is run, sits beside the class whose options
+it passes on.)
 """
 
 from __future__ import annotations
@@ -104,8 +107,15 @@ class Simulation(World):
     def __init__(self, *, seed: int = 0, history_window: int = DEFAULT_HISTORY_WINDOW,
                  workdir: str | Path | None = None, cluster: bool | Any = False,
                  ray: bool | Any = True, fail_on_panic: bool = False, rbac: bool | None = None,
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+                 loop: asyncio.AbstractEventLoop | None = None,
+                 kuberay_installer: Callable[..., Awaitable[Any]] | None = None) -> None:
         super().__init__(seed=seed, loop=loop)
+        #: What ``install_kuberay`` calls instead of installing the port, when set: for a real
+        #: operator binary, ``emu.http.real_replicas.real_installer(PATH)``.
+        self.kuberay_installer = kuberay_installer
+        #: A real operator's replicas once installed (their ``await stop()`` runs at the end of
+        #: `emu.run`): `emu.http.real_replicas.RealReplicas`.
+        self.real_kuberay: Any = None
         #: Stop the run at the first reconcile panic (see `ReconcilePanic`).
         self.fail_on_panic = fail_on_panic
         self.faults = Faults(self)
@@ -314,7 +324,15 @@ class Simulation(World):
         leader election on, the chart's defaults), or as plain processes when the world runs no
         Deployments. Returns a ``KubeRayInstall`` (``.leader()``, ``.replicas()``,
         ``.wait_for_leader()``); keyword arguments are the chart's values
-        (see `emu.kuberay.operator.install_kuberay`)."""
+        (see `emu.kuberay.operator.install_kuberay`).
+
+        A world made with ``kuberay_installer`` calls it instead: with
+        ``emu.http.real_replicas.real_installer(PATH)`` a real, compiled KubeRay operator runs,
+        each replica an OS process of the world (on a paced loop, ``emu.run(..., paced=True)``).
+        """
+        if self.kuberay_installer is not None:
+            return await self.kuberay_installer(self, replicas=replicas,
+                                                leader_election=leader_election, **values)
         from emu.kuberay.operator import install_kuberay
 
         return await install_kuberay(self, replicas=replicas, leader_election=leader_election,
@@ -378,7 +396,7 @@ async def _serve_forever(process: Process) -> None:
 def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         faults: FaultPlan | list[Any] | None = None, wall_clock: bool = False,
         max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME, restore: Snapshot | None = None,
-        **options: Any) -> T:
+        paced: bool = False, **options: Any) -> T:
     """Run ``main(sim)`` in a fresh world on a virtual clock and return its result.
 
     The same seed and fault plan give the same history. A failure carries notes: the line that
@@ -391,6 +409,11 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
 
     ``restore=snap`` (an `emu.Snapshot`) runs ``main`` in a fork of that parked world instead
     of a fresh one; ``faults`` are then scheduled on its clock, and seed and options are its own.
+
+    ``paced=True`` runs the world at the wall clock's pace from the current real instant
+    (`emu.kernel.paced.PacedLoop`, as ``emu serve`` does), for real processes in the loop (the
+    real KubeRay operator, ``kuberay_installer=``); such a run is not deterministic, and
+    ``max_virtual_time`` counts from its start.
     """
     from .kernel.snapshot import finish, in_restored_child, socket_fds
     from .snapshots import Restored, restore_run
@@ -426,6 +449,8 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
             sim.loop.focus_task = task
             if sim.virtual:
                 limit = sim.loop.unref(sim.loop.call_at(max_virtual_time, expire))
+            elif paced:  # from the real instant it started at
+                limit = sim.loop.unref(sim.loop.call_at(sim.now + max_virtual_time, expire))
         try:
             if plan:
                 sim.faults.schedule(plan)
@@ -448,13 +473,22 @@ def run(main: Callable[[Simulation], Awaitable[T]], seed: int = 0, *,
         finally:
             if limit is not None:
                 limit.cancel()
+            if sim.real_kuberay is not None:  # real OS processes, sockets: stopped by pid
+                await sim.real_kuberay.stop()
             if in_restored_child():  # the process ends at once: only its own files go
                 if sim._own_workdir and sim._workdir is not None:
                     shutil.rmtree(sim._workdir, ignore_errors=True)
             else:
                 sim.close()
 
-    with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(wall_clock=wall_clock)) as runner:
+    def new_loop() -> VirtualTimeLoop:
+        if paced:
+            from .kernel.paced import PacedLoop, real_now_as_virtual
+
+            return PacedLoop(speed=1.0, start=real_now_as_virtual())
+        return VirtualTimeLoop(wall_clock=wall_clock)
+
+    with asyncio.Runner(loop_factory=new_loop) as runner:
         try:
             result = runner.run(body())
         except BaseException as exc:

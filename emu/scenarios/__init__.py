@@ -131,18 +131,22 @@ def get(name: str) -> Scenario:
 
 def run_scenario(name: str, seed: int = 0, *, faults: FaultPlan | None = None,
                  **options: Any) -> ScenarioResult:
-    """Run a registered scenario once; its result (never raises for failed expectations)."""
+    """Run a registered scenario once; its result (never raises for failed expectations).
+    ``options`` go to `emu.run` over the scenario's own (for a real operator binary:
+    ``emu.http.real_replicas.real_operator_options``)."""
     sc = get(name)
+    options = {**sc.options, **options}
     start = time.perf_counter()
     box: dict[str, Any] = {}
 
     async def main(sim: Simulation) -> None:
         report = Report(sim)
         box["report"], box["sim"] = report, sim
+        began = sim.now  # 0, or the real instant of a paced run
         await sc.fn(sim, report)
-        box["virtual"] = sim.now
+        box["virtual"] = sim.now - began
 
-    run(main, seed=seed, faults=faults, **{**sc.options, **options})
+    run(main, seed=seed, faults=faults, **options)
     report: Report = box["report"]
     sim: Simulation = box["sim"]
     return ScenarioResult(

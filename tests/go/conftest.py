@@ -1,7 +1,7 @@
-"""The ``external`` marker, as the HTTP tests register it (their helpers serve these tests too)."""
+"""The ``external`` marker (``tests/external.py``)."""
 
 from __future__ import annotations
 
-from tests.http.serving import pytest_configure
+from tests.external import pytest_configure
 
 __all__ = ["pytest_configure"]

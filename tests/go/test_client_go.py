@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.http.serving import ROOT, require, start_serve
+from tests.external import ROOT, require
+from tests.http.serving import start_serve
 
 pytestmark = pytest.mark.external
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
-from serving import kubectl_found, pytest_configure, served
+from serving import kubectl_found, served
+
+from tests.external import pytest_configure
 
 __all__ = ["kubectl_found", "pytest_configure", "served"]

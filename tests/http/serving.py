@@ -8,43 +8,26 @@ on free ports; every subprocess is stopped (Ctrl-C first, then killed) and every
 
 from __future__ import annotations
 
-import os
 import re
 import select
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.external import ROOT, env_with_root, require, wall_clock
+
 MANIFESTS = Path(__file__).parent / "manifests"
-_clock = time.monotonic  # noqa: TID251 - real subprocesses are waited on in real time
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "external: needs a real tool (kubectl, the kubernetes "
-                                       "package, kopf); deselect with -m 'not external'")
-
-
-def require(ok: bool, what: str) -> None:
-    """Skip locally, fail in CI, when ``what`` is not available."""
-    if ok:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing; CI must provide it (scripts/test.sh installs it)")
-    pytest.skip(f"{what} is not installed")
+_clock = wall_clock
 
 
 def env() -> dict[str, str]:
-    out = dict(os.environ)
-    out["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), out.get("PYTHONPATH")) if p)
-    return out
+    return env_with_root()
 
 
 @attrs.define

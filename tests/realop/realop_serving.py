@@ -18,32 +18,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.external import ROOT, env_with_root, require, wall_clock
+
 HERE = Path(__file__).parent
 #: The release the end-to-end tests run (the newest the module proxy serves here).
 VERSION = os.environ.get("EMU_KUBERAY_VERSION", "v1.5.0")
-_clock = time.monotonic  # noqa: TID251 - real processes are waited on in real time
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "external: needs a real tool (kubectl, the kubernetes "
-                                       "package, kopf, go); deselect with -m 'not external'")
-
-
-def require(ok: bool, what: str) -> None:
-    """Skip locally, fail in CI, when ``what`` is not available."""
-    if ok:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing; CI must provide it")
-    pytest.skip(f"{what} is not available")
+_clock = wall_clock
 
 
 @pytest.fixture(scope="session")
@@ -98,8 +84,7 @@ def start_serve(tmp: Path, binary: Path, *args: str, timeout: float = 300) -> Se
     once the operator's probe port answers."""
     kubeconfig = tmp / "kubeconfig"
     stderr_path = tmp / "serve.stderr"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env = env_with_root()
     with open(stderr_path, "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "emu", "serve", "--kubeconfig",
                                  str(kubeconfig), "--kuberay-binary", str(binary), *args],

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,12 @@ import pytest
 import yaml
 from realop_serving import Served, start_serve
 
+from tests.external import wall_clock
+
 pytestmark = pytest.mark.external
 
 HERE = Path(__file__).parent
-_clock = time.monotonic  # noqa: TID251 - a real process is waited on in real time
+_clock = wall_clock
 Obj = dict[str, Any]
 
 

@@ -1,0 +1,238 @@
+"""The parts of `emu.http.real_replicas` and of the real-operator runs that need no Go: a stand-in
+script plays the binary (it opens the probe port it is given and waits). Crash, restart, pause
+and the kubelet-like restart of a binary that exits; the leader found from the replicas' own
+Lease writes; the command line's checks; the differential table's rows."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+import emu
+from emu.cli import main
+from emu.differential import differential_row
+from emu.explore.faults import CrashLeader
+from emu.faults import Crash, Pause, Restart
+from emu.http.real_operator import RealOperatorError, kube_config
+from emu.http.real_replicas import LEASE_NAME, RealReplicas, install_real, real_operator_options
+from emu.kernel.paced import PacedLoop, real_now_as_virtual
+from emu.scenarios import Expectation
+from emu.simulation import Simulation
+
+
+def _stand_in(tmp_path: Path, *, exit_after: float | None = None) -> Path:
+    """A stand-in for the binary: opens the probe port it is given, then waits to be killed (or
+    exits with status 1 after ``exit_after`` seconds)."""
+    path = tmp_path / "stand-in-operator"
+    ending = "signal.pause()" if exit_after is None else f"time.sleep({exit_after})\nsys.exit(1)"
+    path.write_text(f"""#!{sys.executable}
+import signal, socket, sys, time
+probe = next(a for a in sys.argv if a.startswith("--health-probe-bind-address="))
+host, port = probe.split("=", 1)[1].rsplit(":", 1)
+s = socket.socket()
+s.bind((host, int(port)))
+s.listen()
+{ending}
+""")
+    path.chmod(0o755)
+    return path
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def _until(cond, timeout: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline, "not within the time"
+        await asyncio.sleep(0.05)
+
+
+def _run(script: Path, tmp: Path, replicas: int, body, **kw) -> RealReplicas:
+    box: dict[str, RealReplicas] = {}
+
+    async def main_() -> None:
+        sim = Simulation(seed=1)
+        real = box["real"] = RealReplicas(sim, script, replicas=replicas, log_dir=tmp, **kw)
+        try:
+            await real.start()
+            await real.wait_started(30)
+            await body(sim, real)
+        finally:
+            await real.stop()
+            sim.close()
+
+    loop = PacedLoop(speed=1.0, start=real_now_as_virtual())
+    with asyncio.Runner(loop_factory=lambda: loop) as runner:
+        runner.run(asyncio.wait_for(main_(), 60))
+    for replica in box["real"].replicas:
+        for pid in replica.pids:
+            assert _gone(pid), f"{replica.name}: pid {pid} still runs"
+    return box["real"]
+
+
+def test_crash_is_sigkill_then_a_restart_as_a_new_os_process(tmp_path):
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        replica = real.replicas[0]
+        first = replica.pid
+        assert first is not None
+        sim.faults.do(Crash(process=replica.process))
+        assert _gone(first)  # killed and reaped within the crash itself
+        await _until(lambda: replica.pid not in (None, first), 3)  # restart_delay 0.2 s
+        assert sim.processes.get(replica.process).incarnation == 2
+        sim.faults.do(Restart(process=replica.process))  # crash + start at once
+        third = replica.pid
+        await _until(lambda: replica.pid not in (None, third), 3)
+        await asyncio.sleep(0.5)  # the crash's own delayed restart finds it running
+        assert len(replica.pids) == 3
+        assert sim.processes.get(replica.process).incarnation == 3
+
+    _run(_stand_in(tmp_path), tmp_path, 1, body, restart_delay=0.2)
+
+
+def test_pause_is_sigstop_and_resume_is_sigcont(tmp_path):
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        pid = real.replicas[0].pid
+        assert pid is not None
+        sim.faults.do(Pause(process=real.replicas[0].process, duration=0.6))
+        await _until(lambda: _state(pid) == "T", 0.5)
+        await _until(lambda: _state(pid) != "T", 1.5)
+        assert real.replicas[0].pids == [pid]
+
+    _run(_stand_in(tmp_path), tmp_path, 1, body)
+
+
+def test_a_binary_that_exits_is_restarted_with_a_doubling_back_off(tmp_path):
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        replica = real.replicas[0]
+        await _until(lambda: len(replica.pids) >= 3, 5)
+        proc = sim.processes.get(replica.process)
+        assert proc.incarnation == 3 and replica.restarts == 2
+        starts = [e.t for e in sim.trace.events if e.event == "real_operator_started"]
+        # runs of 0.3 s, then restarts after 0.2 s and 0.4 s
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert 0.5 <= gaps[0] < 0.9 and 0.7 <= gaps[1] < 1.2, gaps
+
+    _run(_stand_in(tmp_path, exit_after=0.3), tmp_path, 1, body, restart_delay=0.2)
+
+
+def test_the_leader_is_the_replica_that_wrote_the_holder(tmp_path):
+    """What the binary's leader election writes, sent here through each replica's endpoint:
+    the replica whose write made the holder leads, its process takes the holder's hostname (so
+    CrashLeader finds it), and CrashLeader kills its OS process."""
+
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": LEASE_NAME, "namespace": "default"},
+                 "spec": {"holderIdentity": "machine_1234", "leaseDurationSeconds": 15}}
+        path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+        assert real.leader() is None
+        async with httpx.AsyncClient(base_url=real.replicas[1].server.url) as client:
+            made = await client.post(path, json=lease)
+            assert made.status_code == 201, made.text
+        assert real.leader() == "kuberay-operator-1"
+        op0, op1 = (r.process for r in real.replicas)
+        assert op0 == "default/kuberay-operator-0/kuberay-operator"
+        assert sim.processes.get(op1).host == "machine"
+        assert sim.processes.get(op0).host == "kuberay-operator-0"
+        async with httpx.AsyncClient(base_url=real.replicas[0].server.url) as client:
+            current = (await client.get(f"{path}/{LEASE_NAME}")).json()
+            current["spec"]["holderIdentity"] = "machine_5678"
+            assert (await client.put(f"{path}/{LEASE_NAME}", json=current)).status_code == 200
+        assert real.leader() == "kuberay-operator-0"
+        assert sim.processes.get(op1).host == "kuberay-operator-1"
+        pid = real.replicas[0].pid
+        assert pid is not None
+        sim.faults.do(CrashLeader())
+        assert _gone(pid) and real.replicas[1].pid is not None
+        assert not _gone(real.replicas[1].pid)
+        assert real.leader() is None  # the crashed writer holds nothing any more
+
+    _run(_stand_in(tmp_path), tmp_path, 2, body)
+
+
+def test_the_real_operator_needs_a_paced_world(tmp_path):
+    script = _stand_in(tmp_path)
+
+    async def body(sim: Simulation) -> None:
+        with pytest.raises(RealOperatorError, match="paced loop"):
+            await install_real(sim, script)
+        with pytest.raises(RealOperatorError, match="paced loop"):  # through its installer
+            await sim.install_kuberay(replicas=2)
+
+    options = real_operator_options(script)
+    assert options.pop("paced") is True
+    emu.run(body, seed=0, **options)
+
+
+def test_real_operator_options_add_the_endpoints_controller_to_a_scenarios_cluster(tmp_path):
+    from emu.scenarios import get
+
+    cluster = get("worker-loss").options["cluster"]
+    options = real_operator_options(tmp_path / "op", get("worker-loss").options)
+    assert options["cluster"].controllers == (*cluster.controllers, "endpoints")
+    assert options["cluster"].nodes == cluster.nodes
+    assert real_operator_options(tmp_path / "op")["cluster"] == kube_config()
+
+
+def test_replicas_and_restart_delay_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="replicas must be at least 1, got 0"):
+        RealReplicas(None, tmp_path / "x", replicas=0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="restart_delay must be 0 or more seconds, got -1"):
+        RealReplicas(None, tmp_path / "x", restart_delay=-1)  # type: ignore[arg-type]
+
+
+def test_run_and_differential_command_line_checks(tmp_path, capsys):
+    binary = tmp_path / "op"
+    binary.write_text("#!/bin/sh\n")
+    assert main(["run", "worker-loss", "--operator", "real"]) == 2
+    assert "--operator real needs --kuberay-binary PATH" in capsys.readouterr().err
+    assert main(["run", "worker-loss", "--kuberay-binary", str(binary)]) == 2
+    assert "--kuberay-binary needs --operator real" in capsys.readouterr().err
+    assert main(["run", "worker-loss", "--operator", "real", "--kuberay-binary",
+                 str(binary)]) == 2
+    assert "not an executable file" in capsys.readouterr().err
+    assert main(["differential", "--kuberay-binary", str(binary)]) == 2
+    assert "not an executable file" in capsys.readouterr().err
+    binary.chmod(0o755)
+    assert main(["differential", "--kuberay-binary", str(binary), "no-such"]) == 2
+    assert "no scenario named 'no-such'" in capsys.readouterr().err
+
+
+def test_a_differential_row_names_each_expectation_that_differs():
+    class Result:
+        def __init__(self, ok: bool, *exps: Expectation) -> None:
+            self.ok, self.expectations = ok, exps
+
+    port = Result(True, Expectation("a", True), Expectation("b", True), Expectation("c", True))
+    real = Result(False, Expectation("a", True), Expectation("b", False, "took 40 s"))
+    row = differential_row("s", port, real)
+    assert row == {"scenario": "s", "port": "ok 3/3", "real": "FAIL 1/2",
+                   "differs": "b: fails (took 40 s); c: not reached"}
+    row = differential_row("s", port, "error: TimeoutError: x")
+    assert row["real"] == "error: TimeoutError: x" and row["differs"] == "error: TimeoutError: x"
+    assert differential_row("s", port, port)["differs"] == ""
+
+
+def test_stop_leaves_no_process(tmp_path):
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        os.kill(real.replicas[0].pid or 0, signal.SIGSTOP)  # even a stopped one dies of it
+
+    _run(_stand_in(tmp_path), tmp_path, 2, body)
