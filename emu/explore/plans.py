@@ -47,7 +47,14 @@ from ..faults import (
     SlowServeDeployment,
     StaleList,
 )
-from .faults import AtCall, CrashLeader, LoseRayPod, PartitionLeaderFromHead, PauseLeader
+from .faults import (
+    AtCall,
+    CrashLeader,
+    LoseRayPod,
+    LoseSubmitter,
+    PartitionLeaderFromHead,
+    PauseLeader,
+)
 from .runner import RunSpec
 from .workload import Workload
 
@@ -140,6 +147,10 @@ def pod_loss_at_transitions(workload: Workload, actions: Sequence[Obj]) -> Itera
                                ("head", "node"), ("head", "kill"), ("head", "evict")):
             yield FaultPlan([LoseRayPod(at=float(a["t"]), owner=owner, node_type=node_type,
                                         how=how, duration=60.0 if how == "node" else None)])
+        if a["kind"] == "RayJob":
+            # the submitter's Pod (K8sJobMode): lost after it submitted, its retry must not
+            # submit the job again (KubeRay PR #2579)
+            yield FaultPlan([LoseSubmitter(at=float(a["t"]), owner=str(a["name"]))])
 
 
 def outages(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:

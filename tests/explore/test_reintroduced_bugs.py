@@ -18,10 +18,11 @@ import attrs
 import pytest
 from explore_worlds import budget_to_reach
 
+import emu.kuberay.common.job as job_builders
 import emu.kuberay.raycluster as raycluster
 import emu.kuberay.rayjob as rayjob
 import emu.kuberay.rayservice as rayservice
-from emu.explore.faults import LoseRayPod
+from emu.explore.faults import LoseRayPod, LoseSubmitter
 from emu.explore.runner import RunResult, RunSpec
 from emu.explore.search import explore
 from emu.explore.workload import Knob, Workload, builtin
@@ -30,6 +31,7 @@ from emu.invariants import (
     EventuallySteady,
     InitializingTimeoutHonoured,
     OneJobRunPerAttempt,
+    RayJobStatusConsistent,
     SuspendedClusterHasNoPods,
 )
 from emu.runtime import Result
@@ -169,6 +171,54 @@ def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
     assert any("node_type='head'" in plan and "how='delete'" in plan for plan in plans)
     assert any("RayJob default/demo-job not steady" in f.message
                and "jobDeploymentStatus Running" in f.message for f in buggy.findings)
+
+
+def before_2579(ray_job: Any, submission_mode: str, gates: Any = job_builders.DEFAULTS
+                ) -> list[str]:
+    """`build_job_submit_command` as it was before KubeRay PR #2579: K8sJobMode submits
+    blocking (``ray job submit`` follows the logs itself), without asking ``ray job status``
+    first, so a retried submitter submits the same submission id again."""
+    cmd = FIXED_SUBMIT_COMMAND(ray_job, submission_mode, gates)
+    if "if" not in cmd:
+        return cmd
+    cmd = cmd[:cmd.index("if")] + cmd[cmd.index("then") + 1:]
+    cmd.remove("--no-wait")
+    return cmd[:cmd.index("fi")]
+
+
+FIXED_SUBMIT_COMMAND = job_builders.build_job_submit_command
+
+
+def test_kuberay_2579_a_retried_submitter_submits_the_job_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #2579 (BuildJobSubmitCommand, job.go): the K8sJobMode submitter asks
+    # `ray job status` first and submits only when the job is unknown, then follows its logs.
+    # Before, it always ran `ray job submit --submission-id <id>`: a submitter Pod lost after
+    # the job was submitted is retried by the Job controller, the retry's submit fails (the
+    # id exists), every retry fails the same way, the Job fails, and the RayJob ends Failed
+    # (SubmissionFailed) while its Ray job runs on and SUCCEEDS.
+    wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
+
+    def submitter_lost_after_submitting(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        running = min(a["t"] for a in actions if a["type"] == "transition"
+                      and a["kind"] == "RayJob" and "RUNNING" in a["state"])
+        return not spec.knob_map and any(
+            isinstance(f, LoseSubmitter) and f.how == "pod" and f.at >= running
+            for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, submitter_lost_after_submitting)
+    assert budget <= 60
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[RayJobStatusConsistent()])
+    port = explore(wl, **search)
+    monkeypatch.setattr(job_builders, "build_job_submit_command", before_2579)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #2579 put back ({budget} runs)"
+    assert any(invariant == "rayjob-status-consistent" and "LoseSubmitter(" in plan
+               for invariant, plan in new)
+    assert any("Failed (reason SubmissionFailed) with jobStatus SUCCEEDED" in f.message
+               for f in buggy.findings)
 
 
 def test_kuberay_2217_an_evicted_head_is_never_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
