@@ -68,7 +68,12 @@ class Setup:
     ``install`` (``"module:function"``) starts *your* controller instead of KubeRay: it is called
     as ``function(sim)`` (awaited when it returns an awaitable) once the Nodes are ready;
     ``operator`` is a part of its processes' names and ``lease`` its leader-election Lease (empty:
-    none to wait for), so the plans can find its writes and its leader."""
+    none to wait for), so the plans can find its writes and its leader.
+
+    ``traffic``: URLs (``host:port/path``, a Service's DNS name) a client GETs every
+    ``traffic_interval`` seconds from the apply on, as the application's users would; its lane
+    is ``traffic/serve`` (the first URL) or ``traffic/serve-<i>``, each refusal streak a
+    ``requests_failing`` event the request-traffic invariants read."""
 
     operator_replicas: int = 2
     redis: bool = False
@@ -77,6 +82,18 @@ class Setup:
     install: str | None = None
     operator: str = "kuberay-operator"
     lease: str = "ray-operator-leader"
+    traffic: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    traffic_interval: float = 1.0
+
+    def __attrs_post_init__(self) -> None:
+        for url in self.traffic:
+            host, sep, _path = str(url).partition("/")
+            if not sep or ":" not in host:
+                raise ValueError(f"Setup.traffic: {url!r} is not host:port/path (e.g. "
+                                 "'rs-serve-svc.default.svc.cluster.local:8000/fruit')")
+        if self.traffic_interval <= 0:
+            raise ValueError(f"Setup.traffic_interval must be positive, not "
+                             f"{self.traffic_interval!r}")
 
 
 @attrs.frozen
@@ -84,7 +101,9 @@ class Goal:
     """When a run is over: every object of ``kind`` reached ``path`` in ``states`` (or the run
     reached ``horizon`` virtual seconds after the apply); then, when ``delete`` is set, the
     workload's objects are deleted and the run waits ``after_delete`` seconds (the cleanup
-    invariants look at what is left)."""
+    invariants look at what is left). Each path of ``clear`` must be empty too (absent, null,
+    ``""``, ``{}`` or ``[]``): a change in progress that the status names — a RayService's
+    pending cluster — is waited for, so the run does not delete the workload mid-change."""
 
     kind: str
     path: str
@@ -92,6 +111,7 @@ class Goal:
     horizon: float = 400.0
     delete: bool = True
     after_delete: float = 60.0
+    clear: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
 
 @attrs.frozen(eq=False)
@@ -452,9 +472,11 @@ def rayservice_workload() -> Workload:
              (None, "shared-ns")),
     ]
     return Workload("rayservice", [manifest], knobs,
-                    setup=Setup(redis=True, serve_import_paths=(SERVE_PATH,)),
+                    setup=Setup(redis=True, serve_import_paths=(SERVE_PATH,),
+                                traffic=("rs-serve-svc.default.svc.cluster.local:8000/fruit",)),
                     goal=Goal("RayService", "status.serviceStatus", ("Running",),
-                              horizon=300.0))
+                              horizon=300.0,
+                              clear=("status.pendingServiceStatus.rayClusterName",)))
 
 
 BUILTINS = {"raycluster": raycluster_workload, "rayjob": rayjob_workload,
@@ -493,7 +515,7 @@ def resolve(name: str) -> Workload:
 #: else is refused by name (a misspelt key silently ignored would change what is explored).
 KNOBSPACE_KEYS = ("apiVersion", "kind", "metadata", "knobs", "goal", "setup", "families")
 KNOB_KEYS = ("name", "kind", "path", "values", "at", "objectName")
-GOAL_KEYS = ("kind", "path", "states", "horizon", "delete", "after_delete")
+GOAL_KEYS = ("kind", "path", "states", "horizon", "delete", "after_delete", "clear")
 
 
 def _unknown(where: str, item: Mapping[str, Any], known: tuple[str, ...]) -> None:
@@ -540,7 +562,8 @@ def _goal_from(where: str, item: Any) -> Goal:
         return Goal(kind=str(g["kind"]), path=str(g["path"]),
                     states=[str(x) for x in g["states"]],
                     horizon=float(g.get("horizon", 400.0)), delete=bool(g.get("delete", True)),
-                    after_delete=float(g.get("after_delete", 60.0)))
+                    after_delete=float(g.get("after_delete", 60.0)),
+                    clear=[str(x) for x in g.get("clear") or ()])
     except (TypeError, ValueError) as err:
         raise ValueError(f"{where}: {err}") from None
 
