@@ -500,10 +500,47 @@ def scenario_workload(name: str) -> Workload:
     return Workload(name, [], scenario=name)
 
 
+def load_python(ref: str, what: str) -> Any:
+    """The object ``module:attr`` names (``module`` imported from ``sys.path``), called with no
+    arguments when it is a function or a class; a `ValueError` naming ``what`` and the
+    reference when either part is missing."""
+    import importlib
+
+    module, sep, attr = ref.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"{what} {ref!r}: give module:attr (a module on sys.path, e.g. "
+                         "my_workloads:nightly)")
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        raise ValueError(f"{what} {ref!r}: {err} (it is imported from sys.path: add the folder "
+                         "that holds it to PYTHONPATH)") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{what} {ref!r}: {getattr(obj, '__name__', module)!r} has no "
+                             f"{part!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        return obj
+    try:
+        return obj()
+    except TypeError as err:
+        raise ValueError(f"{what} {ref!r} could not be called with no arguments: {err}") \
+            from None
+
+
 def resolve(name: str) -> Workload:
-    """A built-in workload or a scenario, by name (a `KeyError` listing both otherwise)."""
+    """A built-in workload, a scenario, by name, or ``module:attr``: your `Workload` value (or a
+    function returning one) in a module on ``sys.path``. A `KeyError` listing the built-ins
+    and scenarios otherwise; a `ValueError` for a ``module:attr`` that is not a workload."""
     if name in BUILTINS:
         return builtin(name)
+    if ":" in name:
+        obj = load_python(name, "workload")
+        if not isinstance(obj, Workload):
+            raise ValueError(f"workload {name!r} is a {type(obj).__name__}, not an "
+                             "emu.explore.workload.Workload")
+        return obj
     try:
         return scenario_workload(name)
     except KeyError as err:
