@@ -1,5 +1,7 @@
 """``emu explore WORKLOAD [--budget N|DURATION] [--seed S] [-j N | --ray [ADDR]] [--out DIR]
-[--json]``: the command line of the explorer.
+[--invariants MODULE:ATTR] [--json]``: the command line of the explorer. WORKLOAD is a
+built-in, a scenario, or ``module:attr`` (your own `Workload`, docs/explore.md "Your own
+operator").
 
 Exit status: 1 when there are findings or runs that raised, 0 when neither, 2 on bad input (an
 unknown workload, a budget that is neither a count nor a duration, a store made for another

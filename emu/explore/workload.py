@@ -8,14 +8,15 @@ virtual seconds after the manifests were applied): suspend toggles, a serve conf
 cluster spec change.
 
 Built-ins (`builtin`): ``raycluster``, ``rayjob`` and ``rayservice``, each a small but realistic
-manifest set with KubeRay installed with two replicas. `from_file` reads any YAML manifests; a
+manifest set with KubeRay installed with two replicas (``rayservice`` also sends requests to
+its serve Service, `Setup.traffic`). `from_file` reads any YAML manifests; a
 document of ``kind: KnobSpace`` in the file declares its knobs (see docs/explore.md). A scenario
 name is a workload too (`scenario_workload`): the scenario drives the world, the explorer adds
 faults and invariants on top.
 
-About 600 lines, one module: the knob space, the checks that refuse a knob or goal that could
-do nothing (or that the kind's schema does not declare), the YAML reader and the built-ins share
-one vocabulary (`Knob`, `Goal`, `Setup`).
+About 670 lines, one module: the knob space, the checks that refuse a knob or goal that could
+do nothing (or that the kind's schema does not declare), the YAML reader, the built-ins and the
+``module:attr`` loader of your own workloads share one vocabulary (`Knob`, `Goal`, `Setup`).
 """
 
 from __future__ import annotations
