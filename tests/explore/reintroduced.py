@@ -157,6 +157,13 @@ def put_back_2579(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(job_builders, "build_job_submit_command", before)
 
 
+def put_back_3642(mp: pytest.MonkeyPatch) -> None:
+    """PR #3642: no checkTransitionGracePeriodAndUpdateStatusIfNeeded — a RayJob whose Ray job
+    ended waits for its submitter to finish, for ever if the submitter hangs."""
+    mp.setattr(rayjob, "check_transition_grace_period_and_update_status_if_needed",
+               lambda *args: False)
+
+
 def put_back_730(mp: pytest.MonkeyPatch) -> None:
     """PR #730: getAndCheckServeStatus says ready as soon as the applications are listed
     (DEPLOYING included), so the serve Service moves to a cluster that cannot answer yet."""
@@ -239,5 +246,6 @@ BUGS = (
     Bug("#4894", timeout_rayservice, InitializingTimeoutHonoured(), put_back_4894),
     Bug("#2217", families("raycluster", "pod-loss"), EventuallySteady(), put_back_2217),
     Bug("#2579", families("rayjob", "pod-loss"), RayJobStatusConsistent(), put_back_2579),
+    Bug("#3642", families("rayjob", "pod-loss"), RayJobStatusConsistent(), put_back_3642),
     Bug("#730", upgrading_rayservice, NoRefusalAfterSwitch(), put_back_730),
 )

@@ -170,6 +170,38 @@ def test_kuberay_2579_a_retried_submitter_submits_the_job_again(
                for f in buggy.findings)
 
 
+def test_kuberay_3642_a_hung_submitter_keeps_a_finished_rayjob_running_for_ever(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #3642 (checkTransitionGracePeriodAndUpdateStatusIfNeeded,
+    # rayjob_controller.go): since PR #1919 a RayJob is Complete only once its submitter
+    # finished too; a submitter that never exits after the Ray job ended (a hung
+    # `ray job logs --follow`) kept it Running for ever. The fix ends it 300 s after Ray's end
+    # time. Put the old Running back (no grace period); LoseSubmitter(how='hang') freezes the
+    # submitter's processes, its Pod Running all the while.
+    wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
+
+    def submitter_hung_while_the_job_runs(spec: RunSpec, actions: list[dict[str, Any]]
+                                          ) -> bool:
+        running = min(a["t"] for a in actions if a["type"] == "transition"
+                      and a["kind"] == "RayJob" and "RUNNING" in a["state"])
+        return not spec.knob_map and any(
+            isinstance(f, LoseSubmitter) and f.how == "hang" and f.at >= running
+            for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, submitter_hung_while_the_job_runs)
+    assert budget <= 60
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[RayJobStatusConsistent()])
+    port = explore(wl, **search)
+    reintroduced.put_back_3642(monkeypatch)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #3642 put back ({budget} runs)"
+    assert any(invariant == "rayjob-status-consistent" and "how='hang'" in plan
+               for invariant, plan in new)
+    assert any("stayed Running with jobStatus SUCCEEDED" in f.message for f in buggy.findings)
+
+
 def test_kuberay_2217_an_evicted_head_is_never_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
     # KubeRay #2125, fixed by PR #2217: shouldDeletePod (raycluster_controller.go) returned
     # "keep" for every Pod whose restartPolicy is Always, trusting the kubelet to restart it.

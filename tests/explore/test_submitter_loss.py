@@ -10,7 +10,7 @@ from emu.explore.workload import builtin
 
 
 def test_an_unknown_way_to_lose_the_submitter_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="LoseSubmitter.how is pod or job, not 'node'"):
+    with pytest.raises(ValueError, match="LoseSubmitter.how is pod, job or hang, not 'node'"):
         LoseSubmitter(owner="demo-job", how="node").apply(None)  # type: ignore[arg-type]
 
 
