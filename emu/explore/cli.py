@@ -1,5 +1,7 @@
 """``emu explore WORKLOAD [--budget N|DURATION] [--seed S] [-j N | --ray [ADDR]] [--out DIR]
-[--json]``: the command line of the explorer.
+[--invariants MODULE:ATTR] [--json]``: the command line of the explorer. WORKLOAD is a
+built-in, a scenario, or ``module:attr`` (your own `Workload`, docs/explore.md "Your own
+operator").
 
 Exit status: 1 when there are findings or runs that raised, 0 when neither, 2 on bad input (an
 unknown workload, a budget that is neither a count nor a duration, a store made for another
@@ -46,8 +48,9 @@ def parse_budget(text: str) -> tuple[int | None, float | None]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", default=None,
-                   help="a built-in workload (raycluster, rayjob, rayservice) or a scenario name "
-                        "(see `emu list`)")
+                   help="a built-in workload (raycluster, rayjob, rayservice), a scenario name "
+                        "(see `emu list`), or MODULE:ATTR, your own Workload value (or a "
+                        "function returning one) in a module on PYTHONPATH")
     p.add_argument("-f", "--file", metavar="FILE.yaml",
                    help="explore your own manifests (a kind: KnobSpace document declares knobs)")
     p.add_argument("--budget", default=None,
@@ -68,6 +71,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search", choices=("uniform", "guided"), default=None,
                    help="uniform: the candidate plans in order (default); guided: most of each "
                         "round of runs mutates the runs that reached something new")
+    p.add_argument("--invariants", metavar="MODULE:ATTR", default=None,
+                   help="check your own invariants instead of KubeRay's: an Invariant value, "
+                        "a list of them, or a function returning either, in a module on "
+                        "PYTHONPATH")
     p.add_argument("--json", action="store_true", help="end with one JSON object")
     p.add_argument("--known", action="store_true",
                    help="list the known KubeRay findings (F1..) with what to do about each, "
@@ -91,7 +98,7 @@ SEARCH_ONLY = {"file": "-f", "budget": "--budget", "seed": "--seed", "ray": "--r
                "ray_cpus": "--ray-cpus", "out": "--out", "json": "--json",
                "families": "--families", "search": "--search",
                "shrink_budget": "--shrink-budget", "per_invariant": "--per-invariant",
-               "no_fork": "--no-fork"}
+               "no_fork": "--no-fork", "invariants": "--invariants"}
 #: What an option left out means (the parser keeps None, so a given option can be told apart).
 DEFAULTS = {"budget": "200", "seed": 0, "shrink_budget": 60, "per_invariant": 3, "start": 0,
             "search": "uniform"}
@@ -112,7 +119,7 @@ def mode_error(args: argparse.Namespace) -> str | None:
         return None
     if args.seeds is not None:
         given = [flag for name, flag in SEARCH_ONLY.items()
-                 if getattr(args, name) not in (None, False)]
+                 if getattr(args, name, None) not in (None, False)]
         if given:
             return (f"--seeds (the legacy seed sweep of a scenario) does not take "
                     f"{', '.join(given)}; leave out --seeds to explore")
@@ -180,16 +187,39 @@ def run_explore(args: argparse.Namespace) -> int:
         if not families:
             return _fail("--families names no family")
         workload = attrs.evolve(workload, families=families)
+    invariants = None
+    if getattr(args, "invariants", None) is not None:
+        try:
+            invariants = load_invariants(args.invariants)
+        except ValueError as err:
+            return _fail(str(err))
     out = Path(args.out) if args.out else Path("emu-explore") / f"{workload.name}-seed{args.seed}"
     source = f"-f {args.file}" if args.file else workload.name
     command = f"emu explore {source} --seed {args.seed} --budget {args.budget}" + (
         f" --families {','.join(workload.families)}" if args.families is not None else "") + (
-        " --search guided" if args.search == "guided" else "")
-    return _explore(args, workload, budget, duration, out, command)
+        " --search guided" if args.search == "guided" else "") + (
+        f" --invariants {args.invariants}" if invariants is not None else "")
+    return _explore(args, workload, budget, duration, out, command, invariants)
+
+
+def load_invariants(ref: str) -> list[Any]:
+    """``--invariants MODULE:ATTR``: an `Invariant` value, a list or tuple of them, or a
+    function returning either; a `ValueError` naming what is not an invariant."""
+    from ..invariants import Invariant
+    from .workload import load_python
+
+    obj = load_python(ref, "--invariants")
+    items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    bad = [repr(i) for i in items if not isinstance(i, Invariant)]
+    if bad or not items:
+        raise ValueError(f"--invariants {ref!r} must give Invariant values (emu.invariants."
+                         f"Invariant), not {', '.join(bad) or 'an empty list'}")
+    return items
 
 
 def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
-             duration: float | None, out: Any, command: str) -> int:
+             duration: float | None, out: Any, command: str,
+             invariants: list[Any] | None = None) -> int:
     import time
 
     from rich.console import Console
@@ -230,7 +260,8 @@ def _explore(args: argparse.Namespace, workload: Any, budget: int | None,
             result = explore(workload, budget=budget, duration=duration, seed=args.seed,
                              executor=executor, out=out, shrink_budget=args.shrink_budget,
                              progress=progress, replay_command=command,
-                             per_invariant=args.per_invariant, search=args.search)
+                             per_invariant=args.per_invariant, search=args.search,
+                             invariants=invariants)
     except (StoreMismatch, ReferenceRunError, NoPlans) as err:
         return _fail(str(err))
     finally:

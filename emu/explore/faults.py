@@ -192,6 +192,54 @@ class LoseRayPod(Fault):
         return None
 
 
+@attrs.frozen
+class LoseSubmitter(Fault):
+    """Lose the submitter of RayJob ``owner`` (K8sJobMode: the Kubernetes Job KubeRay creates,
+    named as the RayJob): ``how``: ``pod`` (``kubectl delete`` of its live Pod, graceful: the
+    Job controller counts it failed and starts another while the backoff limit allows),
+    ``job`` (``kubectl delete job``, background propagation: its Pods go with it) or ``hang``
+    (its live Pod's processes freeze for good: a ``ray job logs --follow`` that never returns,
+    the Pod Running all the while). Nothing happens when there is no such Pod or Job."""
+
+    owner: str = ""
+    how: str = "pod"
+
+    def apply(self, sim: Simulation) -> str | None:
+        from ..kube.faults import DeletePod
+
+        if self.how not in ("pod", "job", "hang"):
+            raise ValueError(f"LoseSubmitter.how is pod, job or hang, not {self.how!r}")
+        if self.how == "job":
+            jobs = sim.api.list("Job", "default").get("items") or []
+            if not any(j["metadata"]["name"] == self.owner
+                       and not j["metadata"].get("deletionTimestamp") for j in jobs):
+                return f"no submitter Job {self.owner!r}"
+            sim.api.delete("Job", self.owner, "default", caller="kubectl",
+                           propagation_policy="Background")
+            return None
+        items = sim.api.list("Pod", "default", label_selector=f"job-name={self.owner}")
+        live = sorted((p for p in items.get("items") or []
+                       if not p["metadata"].get("deletionTimestamp")
+                       and (p.get("status") or {}).get("phase") in ("Pending", "Running")),
+                      key=lambda p: p["metadata"]["name"])
+        if not live:
+            return f"no live submitter Pod of {self.owner!r}"
+        name = live[0]["metadata"]["name"]
+        if self.how == "hang":
+            from ..faults import Pause
+
+            prefix = f"default/{name}/"
+            procs = sorted(p.name for p in sim.processes.all()
+                           if p.name.startswith(prefix) and p.alive and not p.paused)
+            if not procs:
+                return f"submitter Pod {name} runs no process yet"
+            for proc in procs:
+                sim.faults.perform_planned(Pause(process=proc))
+            return None
+        sim.faults.perform_planned(DeletePod(name=name))
+        return None
+
+
 def _evict(sim: Simulation, pod: dict[str, Any]) -> str | None:
     """The kubelet's eviction manager: the Pod's status says Failed/Evicted (written as its
     kubelet would); the kubelet then keeps the terminal phase and stops the containers."""

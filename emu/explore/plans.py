@@ -10,7 +10,7 @@ transition of the workload's objects and Ray Pods. From it:
   successor takes over, then let it resume, so write *k+1* lands late (no fencing);
 - `lose_responses`: write *k* takes effect but the writer never hears back;
 - `pod_loss_at_transitions`: at each state transition, lose the head or a worker Pod (delete,
-  kill, its GCS, its Node, or a kubelet eviction);
+  kill, its GCS, its Node, or a kubelet eviction); at a RayJob's, delete or hang its submitter;
 - `outages`: API-server outages, dashboard/GCS blips, Redis down, operator↔head partitions,
   starting at the transition times;
 - `random_combinations`: seeded random 1-3 faults drawn from all of the above, at random times
@@ -47,7 +47,14 @@ from ..faults import (
     SlowServeDeployment,
     StaleList,
 )
-from .faults import AtCall, CrashLeader, LoseRayPod, PartitionLeaderFromHead, PauseLeader
+from .faults import (
+    AtCall,
+    CrashLeader,
+    LoseRayPod,
+    LoseSubmitter,
+    PartitionLeaderFromHead,
+    PauseLeader,
+)
 from .runner import RunSpec
 from .workload import Workload
 
@@ -140,6 +147,13 @@ def pod_loss_at_transitions(workload: Workload, actions: Sequence[Obj]) -> Itera
                                ("head", "node"), ("head", "kill"), ("head", "evict")):
             yield FaultPlan([LoseRayPod(at=float(a["t"]), owner=owner, node_type=node_type,
                                         how=how, duration=60.0 if how == "node" else None)])
+        if a["kind"] == "RayJob":
+            # the submitter's Pod (K8sJobMode): lost after it submitted, its retry must not
+            # submit the job again (KubeRay PR #2579); hung, the RayJob must still end once
+            # Ray says the job did (PR #3642's transition grace period)
+            for how in ("pod", "hang"):
+                yield FaultPlan([LoseSubmitter(at=float(a["t"]), owner=str(a["name"]),
+                                               how=how)])
 
 
 def outages(workload: Workload, actions: Sequence[Obj]) -> Iterator[FaultPlan]:

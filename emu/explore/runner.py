@@ -216,6 +216,7 @@ async def prepare(sim: Simulation, workload: Workload) -> None:
     if setup.redis:
         for obj in REDIS_MANIFESTS:
             await sim.apply(dict(obj))
+    start_traffic(sim, setup)
     if setup.install is not None:
         await _install_own(sim, setup)
         return
@@ -223,6 +224,20 @@ async def prepare(sim: Simulation, workload: Workload) -> None:
                  "requests": {"cpu": "100m", "memory": "512Mi"}}
     kuberay = await sim.install_kuberay(replicas=setup.operator_replicas, resources=resources)
     await kuberay.wait_for_leader(timeout=120)
+
+
+def start_traffic(sim: Simulation, setup: Any) -> list[Any]:
+    """A client per ``setup.traffic`` URL (`emu.scenarios`' `Traffic`, lane ``traffic/serve``
+    then ``traffic/serve-<i>``), sending from now until the run ends."""
+    from ..scenarios._rayservice_common import Traffic
+
+    clients = []
+    for i, url in enumerate(setup.traffic):
+        host, _, path = str(url).partition("/")
+        name = "traffic/serve" if i == 0 else f"traffic/serve-{i}"
+        clients.append(Traffic(sim, host, "/" + path, name=name,
+                               interval=setup.traffic_interval))
+    return clients
 
 
 async def _install_own(sim: Simulation, setup: Any) -> None:
@@ -250,13 +265,19 @@ async def _install_own(sim: Simulation, setup: Any) -> None:
                        timeout=120)
 
 
-def default_invariants() -> list[Any]:
-    """`emu.invariants.kuberay_invariants()` — the checks every explore run makes."""
+def default_invariants(workload: Workload | None = None) -> list[Any]:
+    """`emu.invariants.kuberay_invariants()` — the checks every explore run makes — and, for a
+    workload that sends request traffic (``Setup.traffic``), `traffic.NoRefusalAfterSwitch`."""
     try:
         from ..invariants import kuberay_invariants
     except ImportError:  # interim: until emu.invariants is merged
         return []
-    return list(kuberay_invariants())
+    out = list(kuberay_invariants())
+    if workload is not None and workload.setup.traffic:
+        from .traffic import NoRefusalAfterSwitch
+
+        out.append(NoRefusalAfterSwitch())
+    return out
 
 
 class _NoMonitors:
@@ -570,7 +591,7 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
     from which forked copies start the runs that arm their plan later."""
     from .checks import EmulatorChecks
 
-    invariants = default_invariants() if invariants is None else list(invariants)
+    invariants = default_invariants(workload) if invariants is None else list(invariants)
     checks = EmulatorChecks.attach(sim)
     monitors = _attach(sim, invariants)
     quiet = Quiet(sim, workload) if EARLY_STOP else None
@@ -650,6 +671,8 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
                 if _exists(sim, goal.kind, obj) else None
             if cur is None or str(get_path(cur, goal.path)) not in goal.states:
                 return False
+            if any(get_path(cur, path) not in (None, "", {}, []) for path in goal.clear):
+                return False
         return True
 
     # The goal counts once it has stood longer than every invariant's bound (``hold_time``: a
@@ -677,7 +700,9 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
         found.append({"invariant": "workload-goal", "at": round(sim.now, 6),
                       "objects": [f"{goal.kind}/default/{n}" for n in sorted(states)],
                       "message": f"{goal.kind} {states} never reached {goal.path} in "
-                                 f"{list(goal.states)} (gave up at t={sim.now:.3f}s, "
+                                 f"{list(goal.states)}"
+                                 + (f" with {', '.join(goal.clear)} empty" if goal.clear else "")
+                                 + f" (gave up at t={sim.now:.3f}s, "
                                  f"{goal.horizon:g}s after the apply or the last fault)"})
         return
     if goal.delete:
@@ -832,7 +857,7 @@ def _worker_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
     with its spec's index (the worker plays shared-prefix runs first, `_worker_main`), and each
     run's start is a frame too; a run past `WALL_LIMIT` (or a worker that died) is reported and
     the rest go to a new worker. Results are emitted in spec order."""
-    checks = default_invariants() if invariants is None else list(invariants)
+    checks = default_invariants(workload) if invariants is None else list(invariants)
     results: dict[int, RunResult] = {}
     left = list(range(len(specs)))
     while left:
@@ -1149,7 +1174,7 @@ def _fork_batch(workload: Workload, seed: int, specs: Sequence[RunSpec],
     from ..simulation import run
 
     # resolved (and their modules imported) once here, not in every child
-    checks = default_invariants() if invariants is None else list(invariants)
+    checks = default_invariants(workload) if invariants is None else list(invariants)
 
     async def main(sim: Simulation) -> None:
         watchdog = Watchdog(sim)

@@ -8,14 +8,15 @@ virtual seconds after the manifests were applied): suspend toggles, a serve conf
 cluster spec change.
 
 Built-ins (`builtin`): ``raycluster``, ``rayjob`` and ``rayservice``, each a small but realistic
-manifest set with KubeRay installed with two replicas. `from_file` reads any YAML manifests; a
+manifest set with KubeRay installed with two replicas (``rayservice`` also sends requests to
+its serve Service, `Setup.traffic`). `from_file` reads any YAML manifests; a
 document of ``kind: KnobSpace`` in the file declares its knobs (see docs/explore.md). A scenario
 name is a workload too (`scenario_workload`): the scenario drives the world, the explorer adds
 faults and invariants on top.
 
-About 600 lines, one module: the knob space, the checks that refuse a knob or goal that could
-do nothing (or that the kind's schema does not declare), the YAML reader and the built-ins share
-one vocabulary (`Knob`, `Goal`, `Setup`).
+About 670 lines, one module: the knob space, the checks that refuse a knob or goal that could
+do nothing (or that the kind's schema does not declare), the YAML reader, the built-ins and the
+``module:attr`` loader of your own workloads share one vocabulary (`Knob`, `Goal`, `Setup`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,12 @@ class Setup:
     ``install`` (``"module:function"``) starts *your* controller instead of KubeRay: it is called
     as ``function(sim)`` (awaited when it returns an awaitable) once the Nodes are ready;
     ``operator`` is a part of its processes' names and ``lease`` its leader-election Lease (empty:
-    none to wait for), so the plans can find its writes and its leader."""
+    none to wait for), so the plans can find its writes and its leader.
+
+    ``traffic``: URLs (``host:port/path``, a Service's DNS name) a client GETs every
+    ``traffic_interval`` seconds from the apply on, as the application's users would; its lane
+    is ``traffic/serve`` (the first URL) or ``traffic/serve-<i>``, each refusal streak a
+    ``requests_failing`` event the request-traffic invariants read."""
 
     operator_replicas: int = 2
     redis: bool = False
@@ -77,6 +83,18 @@ class Setup:
     install: str | None = None
     operator: str = "kuberay-operator"
     lease: str = "ray-operator-leader"
+    traffic: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    traffic_interval: float = 1.0
+
+    def __attrs_post_init__(self) -> None:
+        for url in self.traffic:
+            host, sep, _path = str(url).partition("/")
+            if not sep or ":" not in host:
+                raise ValueError(f"Setup.traffic: {url!r} is not host:port/path (e.g. "
+                                 "'rs-serve-svc.default.svc.cluster.local:8000/fruit')")
+        if self.traffic_interval <= 0:
+            raise ValueError(f"Setup.traffic_interval must be positive, not "
+                             f"{self.traffic_interval!r}")
 
 
 @attrs.frozen
@@ -84,7 +102,9 @@ class Goal:
     """When a run is over: every object of ``kind`` reached ``path`` in ``states`` (or the run
     reached ``horizon`` virtual seconds after the apply); then, when ``delete`` is set, the
     workload's objects are deleted and the run waits ``after_delete`` seconds (the cleanup
-    invariants look at what is left)."""
+    invariants look at what is left). Each path of ``clear`` must be empty too (absent, null,
+    ``""``, ``{}`` or ``[]``): a change in progress that the status names — a RayService's
+    pending cluster — is waited for, so the run does not delete the workload mid-change."""
 
     kind: str
     path: str
@@ -92,6 +112,7 @@ class Goal:
     horizon: float = 400.0
     delete: bool = True
     after_delete: float = 60.0
+    clear: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
 
 @attrs.frozen(eq=False)
@@ -452,9 +473,11 @@ def rayservice_workload() -> Workload:
              (None, "shared-ns")),
     ]
     return Workload("rayservice", [manifest], knobs,
-                    setup=Setup(redis=True, serve_import_paths=(SERVE_PATH,)),
+                    setup=Setup(redis=True, serve_import_paths=(SERVE_PATH,),
+                                traffic=("rs-serve-svc.default.svc.cluster.local:8000/fruit",)),
                     goal=Goal("RayService", "status.serviceStatus", ("Running",),
-                              horizon=300.0))
+                              horizon=300.0,
+                              clear=("status.pendingServiceStatus.rayClusterName",)))
 
 
 BUILTINS = {"raycluster": raycluster_workload, "rayjob": rayjob_workload,
@@ -478,10 +501,47 @@ def scenario_workload(name: str) -> Workload:
     return Workload(name, [], scenario=name)
 
 
+def load_python(ref: str, what: str) -> Any:
+    """The object ``module:attr`` names (``module`` imported from ``sys.path``), called with no
+    arguments when it is a function or a class; a `ValueError` naming ``what`` and the
+    reference when either part is missing."""
+    import importlib
+
+    module, sep, attr = ref.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"{what} {ref!r}: give module:attr (a module on sys.path, e.g. "
+                         "my_workloads:nightly)")
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        raise ValueError(f"{what} {ref!r}: {err} (it is imported from sys.path: add the folder "
+                         "that holds it to PYTHONPATH)") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{what} {ref!r}: {getattr(obj, '__name__', module)!r} has no "
+                             f"{part!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        return obj
+    try:
+        return obj()
+    except TypeError as err:
+        raise ValueError(f"{what} {ref!r} could not be called with no arguments: {err}") \
+            from None
+
+
 def resolve(name: str) -> Workload:
-    """A built-in workload or a scenario, by name (a `KeyError` listing both otherwise)."""
+    """A built-in workload, a scenario, by name, or ``module:attr``: your `Workload` value (or a
+    function returning one) in a module on ``sys.path``. A `KeyError` listing the built-ins
+    and scenarios otherwise; a `ValueError` for a ``module:attr`` that is not a workload."""
     if name in BUILTINS:
         return builtin(name)
+    if ":" in name:
+        obj = load_python(name, "workload")
+        if not isinstance(obj, Workload):
+            raise ValueError(f"workload {name!r} is a {type(obj).__name__}, not an "
+                             "emu.explore.workload.Workload")
+        return obj
     try:
         return scenario_workload(name)
     except KeyError as err:
@@ -493,7 +553,7 @@ def resolve(name: str) -> Workload:
 #: else is refused by name (a misspelt key silently ignored would change what is explored).
 KNOBSPACE_KEYS = ("apiVersion", "kind", "metadata", "knobs", "goal", "setup", "families")
 KNOB_KEYS = ("name", "kind", "path", "values", "at", "objectName")
-GOAL_KEYS = ("kind", "path", "states", "horizon", "delete", "after_delete")
+GOAL_KEYS = ("kind", "path", "states", "horizon", "delete", "after_delete", "clear")
 
 
 def _unknown(where: str, item: Mapping[str, Any], known: tuple[str, ...]) -> None:
@@ -540,7 +600,8 @@ def _goal_from(where: str, item: Any) -> Goal:
         return Goal(kind=str(g["kind"]), path=str(g["path"]),
                     states=[str(x) for x in g["states"]],
                     horizon=float(g.get("horizon", 400.0)), delete=bool(g.get("delete", True)),
-                    after_delete=float(g.get("after_delete", 60.0)))
+                    after_delete=float(g.get("after_delete", 60.0)),
+                    clear=[str(x) for x in g.get("clear") or ()])
     except (TypeError, ValueError) as err:
         raise ValueError(f"{where}: {err}") from None
 

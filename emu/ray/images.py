@@ -22,6 +22,15 @@ shared `RayConfig`. A Ray container's role comes from `emu.ray.cli.classify`:
   ``--address`` (or ``RAY_ADDRESS``), reconnect window ``RAY_gcs_rpc_server_reconnect_timeout_s``.
 - **wait-gcs**, **script** (the RayJob submitter), **cleanup-redis**: see `emu.ray.cli`.
 
+SIGTERM (the Pod deleted): KubeRay runs ``ray start`` under ``/bin/bash -c -- "ulimit ...; ray
+start ... --block"``. From the Ray 2.33 images on, bash execs its last command, so ``ray start`` is
+PID 1 and its handler stops the node (`RayNode._sigterm`: the raylet unregisters its node, the
+rest dies with the container). In the older images (bash 5.0) bash stays PID 1: a non-interactive
+bash forwards no signal and the kernel drops a PID 1's default actions, so SIGTERM does nothing
+and every Ray process runs on, GCS included, until the kubelet's SIGKILL at the end of
+``terminationGracePeriodSeconds`` (`sigterm_reaches_ray`; ray-project/ray#64181, and
+kuberay#503: Ray Pods took the full 30 s to terminate).
+
 Readiness (``ctx.set_ready``) is the instantaneous answer of KubeRay's probes: head — GCS up and
 raylet registered; worker — raylet registered, and if its readiness probe checks the Serve proxy
 (``-/healthz``), that proxy healthy too. It is recomputed on every change, never polled.
@@ -54,7 +63,7 @@ from emu.kernel.programs import ContainerContext, ProgramRegistry, idle_program
 from . import tls
 from .cli import classify, expand, parse_ray_start, script_of, wait_gcs_ready
 from .config import RayConfig
-from .dashboard import Dashboard
+from .dashboard import Dashboard, ray_version_of
 from .gcs import GcsServer
 from .gcs_client import DEFAULT_RECONNECT_TIMEOUT_S
 from .raylet import Raylet
@@ -67,6 +76,29 @@ REDIS_IMAGES = ("redis", "bitnami/redis")
 SUBMITTER_IMAGE = "kuberay/submitter"
 #: Exit codes ``ray start --block`` does not count as a failure (0, SIGTERM, 128+SIGTERM).
 EXPECTED_EXIT_CODES = (0, 15, -15, 143)
+#: The first Ray image whose bash execs the last command of ``bash -c "ulimit ...; ray start"``
+#: (ray-project/ray#64181: 2.32 keeps bash as PID 1, 2.33 does not).
+FIRST_IMAGE_EXECING_RAY_START = (2, 33, 0)
+
+
+def sigterm_reaches_ray(ctx: ContainerContext, config: RayConfig) -> bool:
+    """Whether the container's SIGTERM reaches ``ray start``: yes when no shell runs it, or the
+    shell runs it alone (bash execs a lone command), or the image's Ray (its tag, else
+    `RayConfig.ray_version`) is 2.33 or later; no when an older image's bash, PID 1, runs a
+    command list (KubeRay's ``ulimit ...; ray start ...``) and so ignores the signal."""
+    parts = [str(p) for p in (*(ctx.container.get("command") or []),
+                              *(ctx.container.get("args") or []))]
+    if not parts or parts[0].rsplit("/", 1)[-1] not in ("bash", "sh"):
+        return True
+    script = script_of(ctx)
+    if not any(sep in script for sep in (";", "&&", "||", "\n")):
+        return True
+    version = ray_version_of(str(ctx.container.get("image") or ""), config.ray_version)
+    try:
+        numbers = tuple(int(x) for x in version.split(".")[:3])
+    except ValueError:
+        return True
+    return numbers >= FIRST_IMAGE_EXECING_RAY_START
 
 
 class GcsFatal(Exception):
@@ -214,13 +246,20 @@ class RayNode:
         self.raylet: Raylet | None = None
         self.dashboard: Dashboard | None = None
         self._child_exited = asyncio.Event()
-        ctx.on_sigterm(self._sigterm)
+        ctx.on_sigterm(self._sigterm if sigterm_reaches_ray(ctx, config)
+                       else self._sigterm_ignored)
 
     async def _sigterm(self) -> None:
         """``ray start --block`` passes SIGTERM on: the raylet unregisters its node (the other
         children are killed with the container)."""
         if self.raylet is not None and self.raylet.ctx.process.alive:
             await self.raylet.shutdown_gracefully()
+
+    async def _sigterm_ignored(self) -> None:
+        """bash, PID 1 of an image before Ray 2.33, ignores SIGTERM: everything runs on until
+        the kubelet's SIGKILL at the end of the grace period."""
+        self.ctx.process.log("sigterm_ignored", by="bash (PID 1)")
+        await self.ctx.process.wait_exited()
 
     def _child(self, name: str, main: Callable[[ContainerContext], Coroutine[Any, Any, Any]]
                ) -> Process:

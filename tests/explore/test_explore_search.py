@@ -7,9 +7,9 @@ from typing import Any
 
 import attrs
 import pytest
+import reintroduced
 from explore_worlds import Untouched, budget_to_reach, one_replica_raycluster, reachable, unreachable
 
-import emu.kuberay.expectations as expectations
 from emu.explore.runner import RunSpec
 from emu.explore.search import Executor, ProcessExecutor, RayExecutor, _contains, _family, explore
 from emu.explore.shrink import shape
@@ -35,11 +35,7 @@ def test_explore_finds_the_duplicate_head_of_kuberay_715_only_when_expectations_
                    invariants=[OneLiveHead()])
     assert "one-live-head" not in {f.invariant for f in port.findings}
 
-    async def always_satisfied(self, namespace, name, group):
-        return True
-
-    monkeypatch.setattr(expectations.RayClusterScaleExpectation, "is_satisfied",
-                        always_satisfied)
+    reintroduced.put_back_715(monkeypatch)
     buggy = explore(wl, budget=budget, seed=1, shrink_budget=0, export=False,
                     invariants=[OneLiveHead()])
     [finding] = [f for f in buggy.findings if f.invariant == "one-live-head"]

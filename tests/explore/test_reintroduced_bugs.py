@@ -1,6 +1,7 @@
 """KubeRay recovery bugs fixed upstream, put back into the port by monkeypatching the ported
 function (emu/kuberay/ itself is never changed): a small explore budget reports a finding the
-unmodified port, same seed and budget, does not have. (#715 is in test_explore_search.py.)
+unmodified port, same seed and budget, does not have. (#715 is in test_explore_search.py.) The
+patches and workloads are `reintroduced`'s, which benchmarks/explore_bugs.py times too.
 
 Each search names the plan it needs by what it is (`budget_to_reach`), narrowed to the plan
 family a user suspecting that kind of fault would pick (`Workload.families`), so the budget
@@ -9,30 +10,28 @@ stays small and the test survives changes to the generators' order.
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+import reintroduced
 from explore_worlds import budget_to_reach
 
-import emu.kuberay.raycluster as raycluster
-import emu.kuberay.rayjob as rayjob
-import emu.kuberay.rayservice as rayservice
-from emu.explore.faults import LoseRayPod
+from emu.explore.faults import LoseRayPod, LoseSubmitter
 from emu.explore.runner import RunResult, RunSpec
 from emu.explore.search import explore
-from emu.explore.workload import Knob, Workload, builtin
-from emu.faults import FailServeDeployment
+from emu.explore.traffic import NoRefusalAfterSwitch
+from emu.explore.workload import builtin
+from emu.faults import FailServeDeployment, SlowServeDeployment
 from emu.invariants import (
     EventuallySteady,
     InitializingTimeoutHonoured,
     OneJobRunPerAttempt,
+    RayJobStatusConsistent,
     SuspendedClusterHasNoPods,
 )
-from emu.runtime import Result
 
 
 def _findings(result: Any) -> set[tuple[str, str]]:
@@ -63,15 +62,7 @@ def test_kuberay_1420_serve_apps_not_recreated_after_a_head_restart_without_gcs_
                   invariants=[EventuallySteady()])
     port = explore(wl, **search)
 
-    def before_1420(cached: str, serve_config_v2: str, serve_applications: Any
-                    ) -> tuple[bool, str]:
-        if cached == "":
-            return True, "Nothing has been cached for the cluster."
-        if cached != serve_config_v2:
-            return True, "Current V2 Serve config doesn't match cached Serve config."
-        return False, "Current V2 Serve config matches cached Serve config."
-
-    monkeypatch.setattr(rayservice, "check_if_need_submit_serve_applications", before_1420)
+    reintroduced.put_back_1420(monkeypatch)
     buggy = explore(wl, **search)
     new = _findings(buggy) - _findings(port)
     assert new, f"the explorer found nothing new with #1420 put back ({budget} runs)"
@@ -82,15 +73,6 @@ def test_kuberay_1420_serve_apps_not_recreated_after_a_head_restart_without_gcs_
                for f in buggy.findings if repr(f.plan) == plan)
 
 
-def _sidecar_rayjob() -> Workload:
-    """The built-in RayJob in SidecarMode (the submitter is a container of the head Pod)."""
-    wl = builtin("rayjob")
-    knobs = tuple(attrs.evolve(k, values=("SidecarMode", "K8sJobMode"))
-                  if k.name == "submissionMode" else k for k in wl.knobs)
-    return attrs.evolve(wl, manifests=wl.manifests_for({"submissionMode": "SidecarMode"}),
-                        knobs=knobs, families=("pod-loss",))
-
-
 def test_kuberay_4141_sidecar_mode_head_recreated_runs_the_job_again(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # KubeRay #4130, fixed by PRs #4141 and #4234: in SidecarMode the submitter is a container
@@ -99,7 +81,7 @@ def test_kuberay_4141_sidecar_mode_head_recreated_runs_the_job_again(
     # ray.io/disable-provisioned-head-restart, and reconcilePods no longer recreates a
     # provisioned cluster's head (shouldSkipHeadPodRestart, raycluster_controller.go); the
     # RayJob fails instead ("Ray head pod not found."). Put the old behaviour back.
-    wl = _sidecar_rayjob()
+    wl = reintroduced.sidecar_rayjob()
 
     def head_deleted_while_job_runs(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
         return any(isinstance(f, LoseRayPod) and (f.node_type, f.how) == ("head", "delete")
@@ -111,7 +93,7 @@ def test_kuberay_4141_sidecar_mode_head_recreated_runs_the_job_again(
     search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
                   invariants=[OneJobRunPerAttempt()])
     explore(wl, out=tmp_path / "port", **search)
-    monkeypatch.setattr(raycluster, "should_skip_head_pod_restart", lambda instance: False)
+    reintroduced.put_back_4141(monkeypatch)
     buggy = explore(wl, out=tmp_path / "buggy", **search)
     assert buggy.findings, f"the explorer found nothing with #4141 put back ({budget} runs)"
     # the run that deletes the provisioned head: twice with the bug, once in the port
@@ -146,22 +128,7 @@ def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
                   invariants=[EventuallySteady()])
     port = explore(wl, **search)
 
-    running = rayjob.RayJobReconciler._running
-
-    async def before_4080(self: Any, instance: Any, mode: str, now: float) -> Any:
-        saved = copy.deepcopy(instance.get("status"))
-        result, err, done = await running(self, instance, mode, now)
-        if (instance.get("status") or {}).get("message") == \
-                "Submitter completed but Ray job not found in RayCluster.":
-            instance["status"] = saved  # the BadRequest only requeued
-            return result, None, False
-        return result, err, done
-
-    monkeypatch.setattr(rayjob.RayJobReconciler, "_running", before_4080)
-    monkeypatch.setattr(rayjob, "check_submitter_finished_timeout_and_update_status_if_needed",
-                        lambda *args: False)
-    monkeypatch.setattr(rayjob, "check_job_status_check_timeout_and_update_status_if_needed",
-                        lambda *args: False)
+    reintroduced.put_back_3903(monkeypatch)
     buggy = explore(wl, **search)
     new = _findings(buggy) - _findings(port)
     assert new, f"the explorer found nothing new with #3903 put back ({budget} runs)"
@@ -169,6 +136,70 @@ def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
     assert any("node_type='head'" in plan and "how='delete'" in plan for plan in plans)
     assert any("RayJob default/demo-job not steady" in f.message
                and "jobDeploymentStatus Running" in f.message for f in buggy.findings)
+
+
+def test_kuberay_2579_a_retried_submitter_submits_the_job_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #2579 (BuildJobSubmitCommand, job.go): the K8sJobMode submitter asks
+    # `ray job status` first and submits only when the job is unknown, then follows its logs.
+    # Before, it always ran `ray job submit --submission-id <id>`: a submitter Pod lost after
+    # the job was submitted is retried by the Job controller, the retry's submit fails (the
+    # id exists), every retry fails the same way, the Job fails, and the RayJob ends Failed
+    # (SubmissionFailed) while its Ray job runs on and SUCCEEDS.
+    wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
+
+    def submitter_lost_after_submitting(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        running = min(a["t"] for a in actions if a["type"] == "transition"
+                      and a["kind"] == "RayJob" and "RUNNING" in a["state"])
+        return not spec.knob_map and any(
+            isinstance(f, LoseSubmitter) and f.how == "pod" and f.at >= running
+            for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, submitter_lost_after_submitting)
+    assert budget <= 60
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[RayJobStatusConsistent()])
+    port = explore(wl, **search)
+    reintroduced.put_back_2579(monkeypatch)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #2579 put back ({budget} runs)"
+    assert any(invariant == "rayjob-status-consistent" and "LoseSubmitter(" in plan
+               for invariant, plan in new)
+    assert any("Failed (reason SubmissionFailed) with jobStatus SUCCEEDED" in f.message
+               for f in buggy.findings)
+
+
+def test_kuberay_3642_a_hung_submitter_keeps_a_finished_rayjob_running_for_ever(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #3642 (checkTransitionGracePeriodAndUpdateStatusIfNeeded,
+    # rayjob_controller.go): since PR #1919 a RayJob is Complete only once its submitter
+    # finished too; a submitter that never exits after the Ray job ended (a hung
+    # `ray job logs --follow`) kept it Running for ever. The fix ends it 300 s after Ray's end
+    # time. Put the old Running back (no grace period); LoseSubmitter(how='hang') freezes the
+    # submitter's processes, its Pod Running all the while.
+    wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
+
+    def submitter_hung_while_the_job_runs(spec: RunSpec, actions: list[dict[str, Any]]
+                                          ) -> bool:
+        running = min(a["t"] for a in actions if a["type"] == "transition"
+                      and a["kind"] == "RayJob" and "RUNNING" in a["state"])
+        return not spec.knob_map and any(
+            isinstance(f, LoseSubmitter) and f.how == "hang" and f.at >= running
+            for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, submitter_hung_while_the_job_runs)
+    assert budget <= 60
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[RayJobStatusConsistent()])
+    port = explore(wl, **search)
+    reintroduced.put_back_3642(monkeypatch)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #3642 put back ({budget} runs)"
+    assert any(invariant == "rayjob-status-consistent" and "how='hang'" in plan
+               for invariant, plan in new)
+    assert any("stayed Running with jobStatus SUCCEEDED" in f.message for f in buggy.findings)
 
 
 def test_kuberay_2217_an_evicted_head_is_never_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,14 +224,7 @@ def test_kuberay_2217_an_evicted_head_is_never_replaced(monkeypatch: pytest.Monk
     search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
                   invariants=[EventuallySteady()])
     port = explore(wl, **search)
-    should_delete_pod = raycluster.should_delete_pod
-
-    def before_2217(pod: Any, node_type: str) -> tuple[bool, str]:
-        if ((pod.get("spec") or {}).get("restartPolicy") or "Always") == "Always":
-            return False, "restartPolicy Always: KubeRay will not delete the Pod"
-        return should_delete_pod(pod, node_type)
-
-    monkeypatch.setattr(raycluster, "should_delete_pod", before_2217)
+    reintroduced.put_back_2217(monkeypatch)
     buggy = explore(wl, **search)
     new = _findings(buggy) - _findings(port)
     assert new, f"the explorer found nothing new with #2217 put back ({budget} runs)"
@@ -208,17 +232,6 @@ def test_kuberay_2217_an_evicted_head_is_never_replaced(monkeypatch: pytest.Monk
                for invariant, plan in new)
     assert any("RayCluster default/raycluster not steady" in f.message
                and "head not Ready" in f.message for f in buggy.findings)
-
-
-def _toggling_raycluster() -> Workload:
-    """The built-in RayCluster suspended at 30 s, resumed at 60 s and suspended again at 63 s,
-    while the resumed Pods start (a queue admitting, then preempting): the toggles are the
-    defaults, so every run makes them."""
-    wl = builtin("raycluster")
-    toggles = {"suspend": True, "unsuspend": False, "resuspend": True}
-    knobs = tuple(attrs.evolve(k, values=(toggles[k.name], None)) if k.name in toggles else k
-                  for k in wl.knobs)
-    return attrs.evolve(wl, knobs=knobs, families=("outages",))
 
 
 def test_kuberay_1741_a_quickly_undone_resume_leaves_pods_running_under_suspended(
@@ -231,22 +244,14 @@ def test_kuberay_1741_a_quickly_undone_resume_leaves_pods_running_under_suspende
     # anyway, and reconcilePods deletes them. Put the early return back. No fault is needed:
     # the knob space's toggles reach it, and `suspended-cluster-has-no-pods` notices (the
     # goal, state suspended, is reached, so eventual steadiness alone never would).
-    wl = _toggling_raycluster()
+    wl = reintroduced.toggling_raycluster()
     budget = budget_to_reach(wl, 1, lambda spec, _: not spec.knob_map)
     assert budget <= 2
     search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
                   invariants=[SuspendedClusterHasNoPods()])
     port = explore(wl, **search)
     assert not port.findings
-    reconcile = raycluster.RayClusterReconciler.ray_cluster_reconcile
-
-    async def before_1741(self: Any, instance: Any) -> Any:
-        if (instance.get("spec") or {}).get("suspend") and \
-                (instance.get("status") or {}).get("state") == "suspended":
-            return Result(), None
-        return await reconcile(self, instance)
-
-    monkeypatch.setattr(raycluster.RayClusterReconciler, "ray_cluster_reconcile", before_1741)
+    reintroduced.put_back_1741(monkeypatch)
     buggy = explore(wl, **search)
     assert buggy.findings, f"the explorer found nothing with #1741 put back ({budget} runs)"
     [finding, *_] = buggy.findings
@@ -278,12 +283,7 @@ def test_kuberay_4894_a_resumed_rayservice_that_never_gets_ready_never_times_out
     # Running) cannot say "suspended", so a lone suspend would miss it in every run. A user
     # who suspects suspend/resume adds them, with the timeout annotation, and names the
     # opt-in family of Serve applications that fail to deploy.
-    wl = builtin("rayservice")
-    manifests = copy.deepcopy(list(wl.manifests))
-    manifests[0]["metadata"]["annotations"] = {"ray.io/initializing-timeout": "60s"}
-    wl = attrs.evolve(wl, manifests=manifests, families=("serve-failures",), knobs=(
-        *wl.knobs, Knob("suspend", "RayService", "spec.suspend", (True, None), at=50.0),
-        Knob("unsuspend", "RayService", "spec.suspend", (False, None), at=80.0)))
+    wl = reintroduced.timeout_rayservice()
     resume = 80.0
 
     def app_fails_before_the_resume(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
@@ -299,21 +299,7 @@ def test_kuberay_4894_a_resumed_rayservice_that_never_gets_ready_never_times_out
     # a Serve application that never deploys misses the workload's goal in every run; the
     # port ends the initialization with InitializingTimeout, as the annotation asks
     assert TIMEOUT not in {f.invariant for f in port.findings}
-    handle_suspend = rayservice.RayServiceReconciler.handle_suspend
-
-    async def before_4894(self: Any, instance: Any) -> Any:
-        conditions = (instance.get("status") or {}).get("conditions") or []
-        kept = {c["type"]: copy.deepcopy(c) for c in conditions
-                if c.get("type") in ("Ready", "UpgradeInProgress")}
-        suspended = any(c.get("type") == "Suspended" and c.get("status") == "True"
-                        for c in conditions)
-        result, err = await handle_suspend(self, instance)
-        if suspended and not (instance.get("spec") or {}).get("suspend"):
-            status = instance["status"]
-            status["conditions"] = [kept.get(c.get("type"), c) for c in status["conditions"]]
-        return result, err
-
-    monkeypatch.setattr(rayservice.RayServiceReconciler, "handle_suspend", before_4894)
+    reintroduced.put_back_4894(monkeypatch)
     buggy = explore(wl, **search)
     found = [f for f in buggy.findings if f.invariant == TIMEOUT]
     assert found, f"the explorer found nothing with #4894 put back ({budget} runs)"
@@ -331,3 +317,36 @@ def _runs(out: Path) -> list[RunResult]:
 
 def _key(r: RunResult) -> str:
     return repr(r.spec.plan) + repr(sorted(r.spec.knob_map.items()))
+
+
+def test_kuberay_730_the_serve_service_switched_before_the_new_apps_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # KubeRay PR #730: the serve Service is switched to the pending cluster only once
+    # getAndCheckServeStatus (rayservice_controller.go) finds every Serve application RUNNING.
+    # Before, a pending cluster whose applications were merely listed (still DEPLOYING) was
+    # switched to and promoted: the users' requests went to a cluster that could not answer
+    # while the old one still could. The built-in rayservice workload sends requests
+    # (Setup.traffic); a slow deployment on the new cluster (the opt-in serve-failures family)
+    # during a cluster spec change opens the window. A user who suspects upgrades makes the
+    # upgrade the default (so the single-fault plans have it) and names that opt-in family.
+    wl = reintroduced.upgrading_rayservice()
+
+    def slow_deploy_during_an_upgrade(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        return not spec.knob_map and bool(spec.plan.faults) and all(
+            isinstance(f, SlowServeDeployment)
+            and _running_at(actions, "RayService") <= f.at <= 40.0 for f in spec.plan.faults)
+
+    budget = budget_to_reach(wl, 1, slow_deploy_during_an_upgrade)
+    assert budget <= 30
+    search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
+                  invariants=[NoRefusalAfterSwitch()])
+    port = explore(wl, **search)
+    assert "rayservice-no-refused-requests-after-switch" not in {
+        f.invariant for f in port.findings}
+    reintroduced.put_back_730(monkeypatch)
+    buggy = explore(wl, **search)
+    new = _findings(buggy) - _findings(port)
+    assert new, f"the explorer found nothing new with #730 put back ({budget} runs)"
+    assert {invariant for invariant, _ in new} == {"rayservice-no-refused-requests-after-switch"}
+    assert any("(head Pod Ready)" in f.message and "which was still ready" in f.message
+               for f in buggy.findings)

@@ -1,0 +1,27 @@
+"""`LoseSubmitter`: the RayJob's submitter Pod (or its Job) lost, found when the fault fires."""
+
+from __future__ import annotations
+
+import pytest
+
+from emu.explore.faults import LoseSubmitter
+from emu.explore.runner import RunSpec, run_one
+from emu.explore.workload import builtin
+
+
+def test_an_unknown_way_to_lose_the_submitter_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="LoseSubmitter.how is pod, job or hang, not 'node'"):
+        LoseSubmitter(owner="demo-job", how="node").apply(None)  # type: ignore[arg-type]
+
+
+def test_the_submitter_pod_is_found_when_the_fault_fires_and_nothing_happens_without_one() -> None:
+    wl = builtin("rayjob")
+    # the job runs from ~20 s: its submitter follows the logs, and its Pod is deleted
+    ran = run_one(wl, RunSpec(plan=[LoseSubmitter(at=25.0, owner="demo-job")]))
+    assert [p.split("(")[0] for p in ran.performed] == ["LoseSubmitter", "DeletePod"]
+    assert "name='demo-job-" in ran.performed[1]
+    assert not ran.violations  # the retried submitter asks `ray job status` first (#2579)
+    # before the submitter Job exists (the RayJob initializes until ~17 s): nothing to lose
+    early = run_one(wl, RunSpec(plan=[LoseSubmitter(at=5.0, owner="demo-job", how="job")]))
+    assert early.performed == ()
+    assert early.unperformed[0]["why"] == "no submitter Job 'demo-job'"
