@@ -104,19 +104,11 @@ def _spec_changed(new: Obj, old: Obj) -> bool:
     return any(key not in _NOT_SPEC and key not in new for key in old)
 
 
-def _schema_unknown(info: KindInfo, obj: Obj, mode: str, version: str) -> list[str]:
+def _schema_unknown(info: KindInfo, obj: Obj, mode: str) -> list[str]:
     """For ``fieldValidation=Strict``, the fields of ``obj`` the kind's structural schema does
-    not declare (nothing to look for in the other modes, which prune them silently); for a
-    built-in kind, kube's own schema of the ``version`` the server reports
-    (`emu.apiserver.k8s_schemas`)."""
-    if mode != "Strict":
+    not declare (nothing to look for in the other modes, which prune them silently)."""
+    if mode != "Strict" or info.unknown_fields is None:
         return []
-    if info.unknown_fields is None:
-        if info.custom:
-            return []
-        from .k8s_schemas import unknown_fields
-
-        return unknown_fields(version, info.group, info.version, info.kind, obj)
     return info.unknown_fields(obj)
 
 
@@ -652,7 +644,7 @@ class APIServer:
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
         v.prune_unknown(info.group, info.kind, new, meta, mode, info.api_version,
-                        _schema_unknown(info, new, mode, self.version))
+                        _schema_unknown(info, new, mode))
         data_validator = v.DATA_KINDS.get((info.group, info.kind))
         if data_validator is not None:
             v.check_data_types(info.kind, info.api_version, new)
@@ -770,8 +762,7 @@ class APIServer:
             nmeta: Obj = dict(old_meta)
             new["metadata"] = nmeta
             if "status" in obj:
-                strict = _schema_unknown(info, {"status": obj["status"]}, mode,
-                                                self.version)
+                strict = _schema_unknown(info, {"status": obj["status"]}, mode)
                 if strict:
                     raise v.strict_error(info.kind, info.api_version,
                                          [f'unknown field "{p}"' for p in strict])
@@ -824,7 +815,7 @@ class APIServer:
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
             v.prune_unknown(info.group, info.kind, new, nmeta, mode, info.api_version,
-                            _schema_unknown(info, new, mode, self.version))
+                            _schema_unknown(info, new, mode))
             data_validator = v.DATA_KINDS.get((info.group, info.kind))
             if data_validator is not None:
                 v.check_data_types(info.kind, info.api_version, new, old)

@@ -711,8 +711,6 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
         paths = unknown + [f"metadata.{k}" for k in unknown_meta]
         if known is None:  # a custom resource: kube-apiserver sorts the pruned paths
             paths = sorted([*paths, *schema_unknown])
-        else:  # a built-in's nested fields its schema does not declare, after the others
-            paths += [p for p in schema_unknown if p not in paths]
         raise strict_error(kind, api_version or group, [f'unknown field "{p}"' for p in paths])
     for k in unknown:
         del obj[k]

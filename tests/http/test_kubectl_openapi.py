@@ -1,7 +1,6 @@
 """Real kubectl reading the built-in kinds' OpenAPI: ``explain`` below the top level, and
 ``apply -f`` of a ``kind: List``, which kubectl validates client-side with ``/openapi/v2``'s
-protobuf (an unknown nested field is refused there, before any request); a single object is
-left to the server, which refuses the same field under kubectl's ``fieldValidation=Strict``."""
+protobuf (an unknown nested field is refused there, before any request)."""
 
 from __future__ import annotations
 
@@ -47,14 +46,3 @@ def test_apply_of_a_list_is_validated_with_v2_and_applied(served: Served):
     assert 'unknown field "bogus" in io.k8s.api.core.v1.Container' in refused.stderr
     assert served.kubectl("get", "deployment", "bad", "-n", "default",
                           check=False).returncode != 0
-
-
-def test_apply_of_one_object_with_an_unknown_nested_field_is_refused_by_the_server(served: Served):
-    refused = served.kubectl("apply", "-f", "-", stdin=json.dumps(deployment("one", bogus=1)),
-                             check=False)
-    assert refused.returncode != 0
-    assert ('Deployment in version "v1" cannot be handled as a Deployment: strict decoding '
-            'error: unknown field "spec.template.spec.containers[0].bogus"') in refused.stderr
-    ok = served.kubectl("apply", "--validate=false", "-f", "-",
-                        stdin=json.dumps(deployment("one", bogus=1))).stdout
-    assert "deployment.apps/one created" in ok
