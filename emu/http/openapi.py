@@ -22,10 +22,15 @@ import orjson
 
 from ..apiserver.errors import ApiError
 from ..apiserver.kinds import KindInfo, KindRegistry
-from . import discovery
+from . import discovery, k8s_openapi
 from .wire import HttpRequest, HttpResponse
 
 Obj = dict[str, Any]
+
+#: what kubectl asks ``/openapi/v2`` for (gnostic's ``openapi_v2.Document``: the Accept header
+#: says ``spec.v2@v1.0+protobuf``, the answer's Content-Type, as kube-openapi's, ``.v1.0``)
+_V2_ASKED = "application/com.github.proto-openapi.spec.v2"
+_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
 
 def _not_found() -> ApiError:
@@ -45,6 +50,14 @@ def _gv_paths(kinds: KindRegistry) -> dict[str, tuple[str, str]]:
 def _schema_name(info: KindInfo) -> str:
     group = ".".join(reversed(info.group.split("."))) if info.group else "io.k8s.api.core"
     return f"{group}.{info.version}.{info.kind}"
+
+
+def _builtin_name(info: KindInfo, server_version: str) -> str | None:
+    """kube's definition of a built-in kind (none for custom kinds, even in a built-in
+    group)."""
+    if info.custom or info.group == "ray.io":
+        return None
+    return k8s_openapi.definition_name(server_version, info.group, info.version, info.kind)
 
 
 def _crd_schema(crds: dict[tuple[str, str], Obj], info: KindInfo) -> Obj | None:
@@ -104,49 +117,97 @@ def _open_schema(info: KindInfo) -> Obj:
             "kuberay-emu.", "properties": props, "x-kubernetes-preserve-unknown-fields": True}
 
 
-def _operation(info: KindInfo, action: str, with_validation: bool) -> Obj:
+def _operation(info: KindInfo, action: str, with_validation: bool, ref: str,
+               v3: bool = True) -> Obj:
     params: list[Obj] = []
     if with_validation:
-        params.append({"name": "fieldValidation", "in": "query", "schema": {"type": "string"},
-                       "description": "Ignore, Warn or Strict"})
-        params.append({"name": "fieldManager", "in": "query", "schema": {"type": "string"}})
-        params.append({"name": "dryRun", "in": "query", "schema": {"type": "string"}})
+        for name, desc in (("fieldValidation", "Ignore, Warn or Strict"),
+                           ("fieldManager", ""), ("dryRun", "")):
+            param: Obj = {"name": name, "in": "query"}
+            if v3:
+                param["schema"] = {"type": "string"}
+            else:
+                param["type"] = "string"
+            if desc:
+                param["description"] = desc
+            params.append(param)
     gvk = {"group": info.group, "version": info.version, "kind": info.kind}
-    ref = {"$ref": f"#/components/schemas/{_schema_name(info)}"}
+    target = {"$ref": ref}
+    ok: Obj = {"description": "OK", "content": {"application/json": {"schema": target}}} \
+        if v3 else {"description": "OK", "schema": target}
     return {"operationId": f"{action}{info.kind}", "parameters": params,
-            "responses": {"200": {"description": "OK",
-                                  "content": {"application/json": {"schema": ref}}}},
+            "responses": {"200": ok},
             "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk}
+
+
+def _paths(info: KindInfo, ref: str, v3: bool) -> Obj:
+    prefix = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
+    scope = f"{prefix}/namespaces/{{namespace}}/{info.plural}" if info.namespaced \
+        else f"{prefix}/{info.plural}"
+
+    def op(action: str, with_validation: bool) -> Obj:
+        return _operation(info, action, with_validation, ref, v3)
+
+    paths: Obj = {scope: {"get": op("list", False), "post": op("post", True)},
+                  f"{scope}/{{name}}": {"get": op("get", False), "put": op("put", True),
+                                        "patch": op("patch", True),
+                                        "delete": op("delete", False)}}
+    if info.has_status:
+        paths[f"{scope}/{{name}}/status"] = {"get": op("get", False), "put": op("put", True),
+                                             "patch": op("patch", True)}
+    return paths
+
+
+def _own_schema(info: KindInfo, crds: dict[tuple[str, str], Obj]) -> Obj:
+    schema = _crd_schema(crds, info) or _ray_schema(info) or _open_schema(info)
+    schema["x-kubernetes-group-version-kind"] = [
+        {"group": info.group, "version": info.version, "kind": info.kind}]
+    return schema
 
 
 def group_version_doc(kinds: KindRegistry, group: str, version: str,
                       crds: dict[tuple[str, str], Obj], server_version: str = "") -> Obj:
     """The OpenAPI v3 document of one group-version; ``server_version`` is the API server's
-    ``gitVersion`` (``info.version``, as kube-apiserver writes its own)."""
+    ``gitVersion`` (``info.version``, as kube-apiserver writes its own) and chooses the
+    built-in kinds' schemas (`emu.http.k8s_openapi`; without it they get the open schema)."""
     paths: Obj = {}
     schemas: Obj = {}
-    prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    builtin = k8s_openapi.definitions(server_version, True) if server_version else {}
     for info in discovery.served(kinds, group, version):
-        gvk = [{"group": info.group, "version": info.version, "kind": info.kind}]
-        schema = _crd_schema(crds, info) or _ray_schema(info) or _open_schema(info)
-        schema["x-kubernetes-group-version-kind"] = gvk
-        schemas[_schema_name(info)] = schema
-        scope = f"{prefix}/namespaces/{{namespace}}/{info.plural}" if info.namespaced \
-            else f"{prefix}/{info.plural}"
-        paths[scope] = {"get": _operation(info, "list", False),
-                        "post": _operation(info, "post", True)}
-        paths[f"{scope}/{{name}}"] = {"get": _operation(info, "get", False),
-                                      "put": _operation(info, "put", True),
-                                      "patch": _operation(info, "patch", True),
-                                      "delete": _operation(info, "delete", False)}
-        if info.has_status:
-            paths[f"{scope}/{{name}}/status"] = {"get": _operation(info, "get", False),
-                                                 "put": _operation(info, "put", True),
-                                                 "patch": _operation(info, "patch", True)}
+        name = _builtin_name(info, server_version) if server_version else None
+        if name is not None:
+            for dep in k8s_openapi.closure(server_version, name):
+                schemas[dep] = builtin[dep]
+        else:
+            name = _schema_name(info)
+            schemas[name] = _own_schema(info, crds)
+        paths.update(_paths(info, f"#/components/schemas/{name}", True))
     return {"openapi": "3.0.0",
             "info": {"title": "Kubernetes (kuberay-emu)",
                      "version": server_version},
-            "paths": paths, "components": {"schemas": schemas}}
+            "paths": paths, "components": {"schemas": dict(sorted(schemas.items()))}}
+
+
+def swagger_doc(kinds: KindRegistry, crds: dict[tuple[str, str], Obj],
+                server_version: str) -> Obj:
+    """The OpenAPI v2 (Swagger 2.0) document: every definition of the built-in API of
+    ``server_version``'s release (as kube-apiserver's, whether or not the emulator serves the
+    kind), the custom kinds' schemas reduced to v2 (`k8s_openapi.crd_schema_v2`), and a path
+    per served resource."""
+    definitions: Obj = dict(k8s_openapi.definitions(server_version, False))
+    paths: Obj = {}
+    for info in kinds.all():
+        name = _builtin_name(info, server_version)
+        if name is None:
+            name = _schema_name(info)
+            schema = k8s_openapi.crd_schema_v2(_own_schema(info, crds))
+            schema["x-kubernetes-group-version-kind"] = [
+                {"group": info.group, "version": info.version, "kind": info.kind}]
+            definitions[name] = schema
+        paths.update(_paths(info, f"#/definitions/{name}", False))
+    return {"swagger": "2.0", "info": {"title": "Kubernetes (kuberay-emu)",
+                                       "version": server_version},
+            "paths": dict(sorted(paths.items())), "definitions": dict(sorted(definitions.items()))}
 
 
 def _crds(crd_list: list[Obj]) -> dict[tuple[str, str], Obj]:
@@ -163,9 +224,14 @@ def serve(kinds: KindRegistry, parts: list[str], req: HttpRequest,
           crd_list: list[Obj] | None = None, server_version: str = "") -> HttpResponse:
     """Answer ``/openapi/...``: ``parts`` is the path after ``openapi``; ``server_version`` as
     `group_version_doc`'s."""
+    crds = _crds(crd_list or [])
+    if parts == ["v2"]:
+        doc = swagger_doc(kinds, crds, server_version)
+        if _V2_ASKED in req.header("accept"):
+            return HttpResponse(200, k8s_openapi.encode_v2(doc, server_version), _V2_PROTOBUF)
+        return HttpResponse.json(doc)
     if parts[:1] != ["v3"]:
         raise _not_found()
-    crds = _crds(crd_list or [])
     gvs = _gv_paths(kinds)
     if len(parts) == 1:
         index: Obj = {}
