@@ -322,14 +322,23 @@ async def test_dashboard_hangs_while_the_gcs_is_down_as_real_ray(ray_world, wait
     rw.world.network.outage(head.child("gcs_server").name)
     start = rw.now
 
+    bodies = {}
+
     async def timed(path):
         answer = await rw.http(DASH, "GET", path)
+        bodies[path] = answer.body
         return path, answer.status, rw.now - start
 
     answers = await asyncio.gather(timed("/api/gcs_healthz"), timed("/api/jobs/"),
                                    timed("/api/jobs/rayjob-1"))
     assert answers == [("/api/gcs_healthz", 503, health_at), ("/api/jobs/", 500, list_at),
                        ("/api/jobs/rayjob-1", 500, get_at)]
+    # the texts measured on Ray 2.60: aiohttp's 503 with the GCS client's reason, and its
+    # plain 500 page for the job routes' unhandled error
+    trouble = "500 Internal Server Error\n\nServer got itself in trouble"
+    assert bodies == {"/api/gcs_healthz": "503: Health check failed: Timed out while waiting "
+                                          "for GCS to become available.",
+                      "/api/jobs/": trouble, "/api/jobs/rayjob-1": trouble}
     rw.world.network.restore(head.child("gcs_server").name)
     assert (await rw.http(DASH, "GET", "/api/gcs_healthz")).status == 200
 
