@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from emu.kernel import clock
 from emu.kernel.network import NetworkError
 from emu.kernel.process import ProcessGone
 
@@ -178,6 +179,14 @@ class JobInfoClient:
         return {k[len(JOB_INFO_PREFIX):]: orjson.loads(v) for k, v in sorted(found.items())}
 
 
+def runtime_env_line(now: float) -> str:
+    """The first line of a job's driver log: the job manager's driver logger (Ray's
+    ``LOGGER_FORMAT``, ``job_manager.py`` line 581 in Ray 2.60) says the runtime env is being set
+    up, before the supervisor actor starts."""
+    stamp = clock.to_datetime(now).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    return f"{stamp}\tINFO job_manager.py:581 -- Runtime env is setting up."
+
+
 class JobSupervisor:
     """The detached actor that runs one job's driver (a `JobBehaviour`) and reports its status."""
 
@@ -257,6 +266,7 @@ class JobSupervisor:
         assert rt is not None
         behaviour = rt.config.job_behaviour(self.entrypoint)
         info = JobInfoClient(rt.gcs)
+        self._logs().append(runtime_env_line(rt.now))
         await self._set_up_runtime_env(info)
         if behaviour.start_delay:
             await rt.sleep(behaviour.start_delay)

@@ -12,6 +12,8 @@ from emu.ray.jobs import pending_message
 
 HEAD = "raycluster-head-0"
 DASH = f"{HEAD_SVC}:8265"
+#: The first line of a driver log (the virtual epoch is 2026-01-01 00:00:00 UTC).
+RUNTIME_ENV = "2026-01-01 {t}\tINFO job_manager.py:581 -- Runtime env is setting up."
 
 DUPLICATE_BODY = (
     "Traceback (most recent call last):\n"
@@ -145,7 +147,8 @@ async def test_failing_entrypoint_makes_the_job_failed_with_its_exit_code(ray_wo
     assert done["error_type"] == "JOB_ENTRYPOINT_COMMAND_ERROR"
     assert done["message"] == (
         "Job entrypoint command failed with exit code 3, last available logs (truncated to "
-        "20,000 chars):\nRunning entrypoint for job rayjob-1: python train.py\nboom")
+        "20,000 chars):\n" + RUNTIME_ENV.format(t="00:00:00,500")
+        + "\nRunning entrypoint for job rayjob-1: python train.py\nboom")
 
 
 async def test_stop_ends_a_running_job_as_stopped_and_delete_needs_a_terminal_job(ray_world):
@@ -176,7 +179,9 @@ async def test_logs_come_from_the_driver_node(ray_world):
     await submit(rw, "python hello.py", "rayjob-1")
     await rw.sleep(2)
     logs = await rw.http(DASH, "GET", "/api/jobs/rayjob-1/logs")
-    assert logs.json() == {"logs": "Running entrypoint for job rayjob-1: python hello.py\nhello"}
+    # Ray's driver log file: the job manager's runtime-env line, each line ending with a newline
+    assert logs.json() == {"logs": RUNTIME_ENV.format(t="00:00:00,500") + "\nRunning entrypoint "
+                                   "for job rayjob-1: python hello.py\nhello\n"}
 
 
 @pytest.mark.parametrize("backend", ["memory", "redis"])
