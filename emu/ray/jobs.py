@@ -209,13 +209,20 @@ class JobSupervisor:
             self._driver = self.rt.spawn(self._run(), name=f"job:{self.submission_id}")
 
     async def stop(self) -> bool:
-        """SIGTERM to the driver: it ends at once (a fake driver has no cleanup)."""
+        """SIGTERM to the driver: it ends at once (a fake driver has no cleanup); the status
+        reads STOPPED `RayConfig.job_stop_seconds` later, as measured on real Ray."""
         self.stopped = True
         if self._driver is not None and not self._driver.done():
             self._driver.cancel()
             assert self.rt is not None
-            self.rt.spawn(self._finish("STOPPED", None, None), name="job:stopped")
+            self.rt.spawn(self._stopped(), name="job:stopped")
         return True
+
+    async def _stopped(self) -> None:
+        assert self.rt is not None
+        if self.rt.config.job_stop_seconds:
+            await self.rt.sleep(self.rt.config.job_stop_seconds)
+        await self._finish("STOPPED", None, None)
 
     async def _retry(self, op: Any, give_up_after: float | None = None) -> Any:
         """A GCS write from the supervisor retries until the GCS is back (or the node dies).

@@ -163,6 +163,9 @@ async def test_stop_ends_a_running_job_as_stopped_and_delete_needs_a_terminal_jo
     stop = await rw.http(DASH, "POST", "/api/jobs/rayjob-1/stop")
     assert stop.json() == {"stopped": True}
     await rw.sleep(1)
+    # Ray 2.60 reads STOPPED ~1.5-2 s after the stop (RayConfig.job_stop_seconds, 1.5)
+    assert (await status(rw, "rayjob-1"))["status"] == "RUNNING"
+    await rw.sleep(1)
     stopped = await status(rw, "rayjob-1")
     assert (stopped["status"], stopped["message"]) == ("STOPPED", "Job was intentionally stopped.")
     again = await rw.http(DASH, "POST", "/api/jobs/rayjob-1/stop")
