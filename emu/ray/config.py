@@ -240,7 +240,7 @@ class RayConfig:
     new_head_replaces_old: bool = True
     #: How long a stopped job takes to read STOPPED after its supervisor is told to stop (the
     #: driver gets SIGTERM at once). Measured on Ray 2.60, from the stop request to a 0.1 s poll
-    #: seeing STOPPED: ~1.5-2 s (the supervisor's kill-and-poll loop and the status write).
+    #: seeing STOPPED: 0.5-2 s (the supervisor's kill-and-poll loop and the status write).
     job_stop_seconds: float = 1.5
     records: RayRecords = attrs.field(factory=RayRecords)
     #: Scripted entrypoints (`entrypoint`): exact entrypoint text → async program.

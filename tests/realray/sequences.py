@@ -254,7 +254,8 @@ async def jobs_api(side: Side) -> dict[str, Any]:
     # Durations, kept for a look (`MEASURED`: not compared, a loaded machine stretches them).
     out[f"{MEASURED}pending_s"] = round(pending_s, 2)
     out[f"{MEASURED}stop_s"] = round(stop_s, 2)
-    out["stop_took"] = "<1s" if stop_s < 1.0 else "1-10s" if stop_s < 10.0 else ">=10s"
+    # Real Ray: 0.5-2 s seen on two loaded cores (the fake: RayConfig.job_stop_seconds, 1.5 s).
+    out["stop_took"] = "<3s" if stop_s < 3.0 else ">=3s"
     out["s2_after_stop"] = (seen[-1], messages[seen[-1]], done["error_type"])
     # Real Ray answers ``stopped: true`` while the job's supervisor actor is still alive, which it
     # may be for a moment after the status reads STOPPED (JobManager.stop_job); what a client can
