@@ -13,7 +13,9 @@ Requests and responses are the HTTP-shaped dicts of `emu.ray.net`. Notable answe
 - with the GCS unreachable, the dashboard hangs as the real one does (retrying until the GCS is
   back) and only then answers: ``/api/gcs_healthz`` 503 after 1 s, job list and submit 500 after
   30 s (submit: "No available agent to submit job, please try again later."), job get and logs
-  500 after 59 s; ``RayConfig.dashboard_waits_for_gcs = False`` answers at once.
+  500 after 59 s (the bodies: ``503: Health check failed: Timed out while waiting for GCS to
+  become available.`` and aiohttp's plain 500 page); ``RayConfig.dashboard_waits_for_gcs =
+  False`` answers at once.
 
 Every submission received is appended to ``RayConfig.records.submissions``.
 """
@@ -44,6 +46,12 @@ GCS_WAIT_HEALTH_S = 1.0
 GCS_WAIT_LIST_S = 30.0
 GCS_WAIT_GET_S = 59.0
 SESSION_KEY = "session_name"
+#: aiohttp's answer to a handler's unhandled exception (``RequestHandler.handle_error``): what
+#: the real dashboard's job routes answer once their GCS call gives up.
+INTERNAL_ERROR_BODY = "500 Internal Server Error\n\nServer got itself in trouble"
+#: The GCS client's error once the GCS has not answered (the health check's 503 carries it after
+#: ``<status>: <reason>``, aiohttp's text for an ``HTTPServiceUnavailable(reason=...)``).
+GCS_TIMEOUT = "Timed out while waiting for GCS to become available."
 
 _HEAD_TRACE = (
     "Traceback (most recent call last):\n"
@@ -213,8 +221,8 @@ class Dashboard:
                 return await self._waiting(budget, lambda: self._job_route(req, rest))
             if path == "/api/serve/applications":
                 return await self._serve(req)
-        except NetworkError as err:
-            return response(500, f"Internal Server Error: the GCS is unreachable ({err})")
+        except NetworkError:
+            return response(500, INTERNAL_ERROR_BODY)
         return response(404, f"404: Not Found ({req.method} {req.path})")
 
     async def _waiting(self, budget: float, op: Callable[[], Awaitable[T]]) -> T:
@@ -237,8 +245,10 @@ class Dashboard:
     async def _gcs_healthz(self) -> dict[str, Any]:
         try:
             await self._waiting(GCS_WAIT_HEALTH_S, self.client.gcs.check_alive)
-        except (NetworkError, RpcError) as err:
-            return response(503, f"Health check failed: {err}")
+        except NetworkError:
+            return response(503, f"503: Health check failed: {GCS_TIMEOUT}")
+        except RpcError as err:
+            return response(503, f"503: Health check failed: {err}")
         return response(200, "success")
 
     # -- jobs ---------------------------------------------------------------------------------------

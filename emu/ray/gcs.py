@@ -50,6 +50,11 @@ MAX_DEAD_NODES = 1000
 #: Exit code of a GCS that failed a CHECK (abort, SIGABRT).
 EXIT_CHECK_FAILED = 134
 
+#: A node's death reason when the GCS declares it dead itself (``GcsNodeManager::InferDeathInfo``
+#: for a node not being drained past its deadline): after failed health checks, and also for an
+#: old head when a new head registers (``HandleRegisterNode`` calls ``OnNodeFailure`` for it).
+HEALTH_CHECK_DEATH_REASON = "health check failed due to missing too many heartbeats"
+
 CLUSTER_ID_NAMESPACE = "cluster"
 CLUSTER_ID_KEY = "ray_cluster_id"
 
@@ -259,7 +264,7 @@ class GcsServer:
                 # rather than waiting for its health checks.
                 for old_id, old in list(self.nodes.items()):
                     if old_id != node["node_id"] and old.get("is_head"):
-                        await self.on_node_failure(old_id, "head node replaced by a new head")
+                        await self.on_node_failure(old_id, HEALTH_CHECK_DEATH_REASON)
         self.log("node_registered", node_id=node["node_id"], name=node.get("node_name"),
                  head=bool(node.get("is_head")))
         self._watch(node["node_id"], notify_restart=False)
@@ -316,7 +321,7 @@ class GcsServer:
                 if node_id not in self.nodes:
                     return
                 if remaining <= 0:
-                    await self.on_node_failure(node_id, "health check failed")
+                    await self.on_node_failure(node_id, HEALTH_CHECK_DEATH_REASON)
                     return
             await self.ctx.process.sleep(HEALTH_CHECK_PERIOD_S)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from emu.kernel import clock
 from emu.kernel.network import NetworkError
 from emu.kernel.process import ProcessGone
 
@@ -178,6 +179,14 @@ class JobInfoClient:
         return {k[len(JOB_INFO_PREFIX):]: orjson.loads(v) for k, v in sorted(found.items())}
 
 
+def runtime_env_line(now: float) -> str:
+    """The first line of a job's driver log: the job manager's driver logger (Ray's
+    ``LOGGER_FORMAT``, ``job_manager.py`` line 581 in Ray 2.60) says the runtime env is being set
+    up, before the supervisor actor starts."""
+    stamp = clock.to_datetime(now).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    return f"{stamp}\tINFO job_manager.py:581 -- Runtime env is setting up."
+
+
 class JobSupervisor:
     """The detached actor that runs one job's driver (a `JobBehaviour`) and reports its status."""
 
@@ -200,13 +209,20 @@ class JobSupervisor:
             self._driver = self.rt.spawn(self._run(), name=f"job:{self.submission_id}")
 
     async def stop(self) -> bool:
-        """SIGTERM to the driver: it ends at once (a fake driver has no cleanup)."""
+        """SIGTERM to the driver: it ends at once (a fake driver has no cleanup); the status
+        reads STOPPED `RayConfig.job_stop_seconds` later, as measured on real Ray."""
         self.stopped = True
         if self._driver is not None and not self._driver.done():
             self._driver.cancel()
             assert self.rt is not None
-            self.rt.spawn(self._finish("STOPPED", None, None), name="job:stopped")
+            self.rt.spawn(self._stopped(), name="job:stopped")
         return True
+
+    async def _stopped(self) -> None:
+        assert self.rt is not None
+        if self.rt.config.job_stop_seconds:
+            await self.rt.sleep(self.rt.config.job_stop_seconds)
+        await self._finish("STOPPED", None, None)
 
     async def _retry(self, op: Any, give_up_after: float | None = None) -> Any:
         """A GCS write from the supervisor retries until the GCS is back (or the node dies).
@@ -257,6 +273,7 @@ class JobSupervisor:
         assert rt is not None
         behaviour = rt.config.job_behaviour(self.entrypoint)
         info = JobInfoClient(rt.gcs)
+        self._logs().append(runtime_env_line(rt.now))
         await self._set_up_runtime_env(info)
         if behaviour.start_delay:
             await rt.sleep(behaviour.start_delay)

@@ -361,7 +361,8 @@ class Raylet:
         return {}
 
     async def rpc_get_job_logs(self, req: dict[str, Any]) -> str:
-        return "\n".join(self.job_logs.get(req["submission_id"], []))
+        lines = self.job_logs.get(req["submission_id"], [])
+        return "".join(line + "\n" for line in lines)  # a file: each line ends with a newline
 
     # -- dashboard agent ----------------------------------------------------------------------------
 

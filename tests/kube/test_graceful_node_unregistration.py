@@ -15,6 +15,7 @@ import pytest
 from emu import Simulation
 from emu.kube import cluster as kube_cluster
 from emu.kube.faults import FailNode, KillContainer
+from emu.ray.gcs import HEALTH_CHECK_DEATH_REASON
 
 CLUSTER = {
     "apiVersion": "ray.io/v1", "kind": "RayCluster",
@@ -71,7 +72,7 @@ async def test_a_lost_node_waits_for_the_health_checks(sim: Simulation) -> None:
     sim.faults.do(FailNode(node=worker["spec"]["nodeName"]))
     await sim.wait_until(lambda: worker_deaths(sim), timeout=300)
     [dead] = worker_deaths(sim)
-    assert dead.fields["reason"] == "health check failed"
+    assert dead.fields["reason"] == HEALTH_CHECK_DEATH_REASON
     assert dead.t - lost_at > 30  # blackholed: each check waits its 10 s timeout
     assert not sim.trace.select(event="sigterm")
 
@@ -82,7 +83,7 @@ async def test_a_killed_container_waits_for_the_health_checks(sim: Simulation) -
     sim.faults.do(KillContainer(pod=worker["metadata"]["name"]))
     await sim.wait_until(lambda: worker_deaths(sim), timeout=300)
     dead = worker_deaths(sim)[0]
-    assert dead.fields["reason"] == "health check failed"
+    assert dead.fields["reason"] == HEALTH_CHECK_DEATH_REASON
     assert dead.t - killed_at > 10
     assert not sim.trace.select(event="sigterm")
 

@@ -72,6 +72,9 @@ async def test_head_pod_loss_keeps_cluster_state_only_with_fault_tolerance(ray_w
     assert after == before
     assert state == {HEAD: "DEAD", HEAD + "-new": "ALIVE", "worker-0": "ALIVE",
                      "worker-1": "ALIVE"}
+    # the new head's registration declares the old one dead with Ray's InferDeathInfo text
+    [old] = [n for n in await driver.nodes() if n["node_name"] == HEAD]
+    assert old["death_reason"] == "health check failed due to missing too many heartbeats"
     assert [w.alive for w in workers] == [True, True]
     assert survivors == ["keeper", "phoenix"]
     assert await keeper.call("get") == 3, "its worker process never died: memory intact"

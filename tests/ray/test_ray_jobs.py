@@ -12,6 +12,8 @@ from emu.ray.jobs import pending_message
 
 HEAD = "raycluster-head-0"
 DASH = f"{HEAD_SVC}:8265"
+#: The first line of a driver log (the virtual epoch is 2026-01-01 00:00:00 UTC).
+RUNTIME_ENV = "2026-01-01 {t}\tINFO job_manager.py:581 -- Runtime env is setting up."
 
 DUPLICATE_BODY = (
     "Traceback (most recent call last):\n"
@@ -145,7 +147,8 @@ async def test_failing_entrypoint_makes_the_job_failed_with_its_exit_code(ray_wo
     assert done["error_type"] == "JOB_ENTRYPOINT_COMMAND_ERROR"
     assert done["message"] == (
         "Job entrypoint command failed with exit code 3, last available logs (truncated to "
-        "20,000 chars):\nRunning entrypoint for job rayjob-1: python train.py\nboom")
+        "20,000 chars):\n" + RUNTIME_ENV.format(t="00:00:00,500")
+        + "\nRunning entrypoint for job rayjob-1: python train.py\nboom")
 
 
 async def test_stop_ends_a_running_job_as_stopped_and_delete_needs_a_terminal_job(ray_world):
@@ -159,6 +162,9 @@ async def test_stop_ends_a_running_job_as_stopped_and_delete_needs_a_terminal_jo
                                  "but it is in a non-terminal state RUNNING.\n")
     stop = await rw.http(DASH, "POST", "/api/jobs/rayjob-1/stop")
     assert stop.json() == {"stopped": True}
+    await rw.sleep(1)
+    # Ray 2.60 reads STOPPED ~1.5-2 s after the stop (RayConfig.job_stop_seconds, 1.5)
+    assert (await status(rw, "rayjob-1"))["status"] == "RUNNING"
     await rw.sleep(1)
     stopped = await status(rw, "rayjob-1")
     assert (stopped["status"], stopped["message"]) == ("STOPPED", "Job was intentionally stopped.")
@@ -176,7 +182,9 @@ async def test_logs_come_from_the_driver_node(ray_world):
     await submit(rw, "python hello.py", "rayjob-1")
     await rw.sleep(2)
     logs = await rw.http(DASH, "GET", "/api/jobs/rayjob-1/logs")
-    assert logs.json() == {"logs": "Running entrypoint for job rayjob-1: python hello.py\nhello"}
+    # Ray's driver log file: the job manager's runtime-env line, each line ending with a newline
+    assert logs.json() == {"logs": RUNTIME_ENV.format(t="00:00:00,500") + "\nRunning entrypoint "
+                                   "for job rayjob-1: python hello.py\nhello\n"}
 
 
 @pytest.mark.parametrize("backend", ["memory", "redis"])
@@ -322,14 +330,23 @@ async def test_dashboard_hangs_while_the_gcs_is_down_as_real_ray(ray_world, wait
     rw.world.network.outage(head.child("gcs_server").name)
     start = rw.now
 
+    bodies = {}
+
     async def timed(path):
         answer = await rw.http(DASH, "GET", path)
+        bodies[path] = answer.body
         return path, answer.status, rw.now - start
 
     answers = await asyncio.gather(timed("/api/gcs_healthz"), timed("/api/jobs/"),
                                    timed("/api/jobs/rayjob-1"))
     assert answers == [("/api/gcs_healthz", 503, health_at), ("/api/jobs/", 500, list_at),
                        ("/api/jobs/rayjob-1", 500, get_at)]
+    # the texts measured on Ray 2.60: aiohttp's 503 with the GCS client's reason, and its
+    # plain 500 page for the job routes' unhandled error
+    trouble = "500 Internal Server Error\n\nServer got itself in trouble"
+    assert bodies == {"/api/gcs_healthz": "503: Health check failed: Timed out while waiting "
+                                          "for GCS to become available.",
+                      "/api/jobs/": trouble, "/api/jobs/rayjob-1": trouble}
     rw.world.network.restore(head.child("gcs_server").name)
     assert (await rw.http(DASH, "GET", "/api/gcs_healthz")).status == 200
 

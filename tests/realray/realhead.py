@@ -330,6 +330,16 @@ class RealHead:
             self.proc.wait(timeout=10)
         self.proc = None
 
+    def kill_all(self) -> None:
+        """A crash: SIGKILL to every process of this head at once (as a node or container
+        that dies does), without reaping ``ray start`` (`stop` does that)."""
+        if self.proc is not None:
+            self._signal(self._tree(), signal.SIGKILL)
+
+    def exit_code(self) -> int | None:
+        """``ray start``'s exit code once it has exited (a signal as its negative number)."""
+        return None if self.proc is None else self.proc.poll()
+
     def pids_of(self, name: str) -> list[int]:
         """This head's live processes whose command name (``/proc/<pid>/comm``) is ``name``."""
         out = []

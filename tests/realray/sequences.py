@@ -8,6 +8,7 @@ restart on the same Redis, internal KV through a GCS client, and the Redis keys 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Protocol
 
 import orjson
@@ -27,6 +28,23 @@ NO_AGENT = "No available agent to submit job, please try again later."
 GET_ONLY_S = 65.0
 
 
+#: The death reason of a head stopped with SIGTERM while a job runs: ``ray start`` drains the
+#: node with a 30 s deadline (``Node._drain_node_before_shutdown``), the busy node never finishes,
+#: and at the deadline the raylet gets SIGTERM; its handler (raylet ``main.cc``) keeps the drain's
+#: text only if the drain's wall-clock deadline, computed a moment after the poll's, has already
+#: passed, else it writes its own. Which text wins is a race in Ray; both mean the same.
+SIGTERM_REASONS = ("Node received SIGTERM; draining before shutdown.", "received SIGTERM")
+SIGTERM_REASON = "<SIGTERM: drain or raylet text>"
+
+
+def node_reason(reason: str) -> str:
+    return SIGTERM_REASON if reason in SIGTERM_REASONS else reason
+
+
+#: Observations whose name starts so are measurements kept for a look, not compared.
+MEASURED = "measured:"
+
+
 class Side(Protocol):
     name: str
 
@@ -39,6 +57,9 @@ class Side(Protocol):
     async def kv_get(self, namespace: str, key: str) -> bytes | None: ...
     def redis_keys(self) -> dict[str, tuple[str, list[bytes]]]: ...
     async def nodes(self) -> list[tuple[str, bool, str]]: ...
+    async def kill(self, how: str) -> None: ...
+    async def head_exit(self) -> int | None: ...
+    async def start_again(self) -> None: ...
 
 
 class SideFailed(AssertionError):
@@ -156,6 +177,19 @@ INVALID_BODIES = {
 }
 
 
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\t")
+
+
+def log_shape(logs: str) -> dict[str, Any]:
+    """A driver log: its first line without its timestamp (the job manager's runtime-env line),
+    the other lines sorted (the entrypoint's output and the supervisor's "Running entrypoint"
+    line reach the file in either order), whether it ends with a newline."""
+    lines = logs.split("\n")
+    first = _STAMP.sub("<time>\t", lines[0])
+    return {"first": first, "others": sorted(line for line in lines[1:] if line),
+            "ends_with_newline": logs.endswith("\n")}
+
+
 def last_line(status: int, text: str) -> tuple[int, str]:
     """An error answer as status and the last line of its body (a traceback's exception)."""
     lines = [line for line in text.strip().split("\n") if line.strip()]
@@ -196,7 +230,7 @@ async def jobs_api(side: Side) -> dict[str, Any]:
     out["s1_details_keys"] = sorted(done)
     out["s1_end_after_start"] = done["end_time"] > done["start_time"]
     logs = (await ok(side, "GET", "/api/jobs/s1/logs"))["logs"]
-    out["s1_logs"] = [line for line in logs.split("\n") if "Running entrypoint" in line]
+    out["s1_logs"] = log_shape(logs)
     for what, method, path in (("get_unknown", "GET", "/api/jobs/nope"),
                                ("logs_unknown", "GET", "/api/jobs/nope/logs"),
                                ("stop_unknown", "POST", "/api/jobs/nope/stop"),
@@ -206,13 +240,22 @@ async def jobs_api(side: Side) -> dict[str, Any]:
         out[what] = last_line(*await side.http("POST", "/api/jobs/", body))
     out["invalid_not_created"] = (await side.http("GET", "/api/jobs/bad1"))[0]
     out["driver_d1"] = await run_driver(side, "d1")
+    submitted = side.clock()
     out["submit_s2"] = await submit(side, {"entrypoint": "sleep 600", "submission_id": "s2"})
-    await follow(side, "s2", ("RUNNING", *TERMINAL))
+    await follow(side, "s2", ("RUNNING", *TERMINAL), every=0.1)
+    pending_s = side.clock() - submitted
     status, text = await side.http("DELETE", "/api/jobs/s2")
     out["delete_running"] = {"status": status, "mentions_non_terminal":
                              "non-terminal state RUNNING" in text}
+    stopping = side.clock()
     out["stop"] = call(*await side.http("POST", "/api/jobs/s2/stop"))
-    seen, messages, done = await follow(side, "s2")
+    seen, messages, done = await follow(side, "s2", every=0.1)
+    stop_s = side.clock() - stopping
+    # Durations, kept for a look (`MEASURED`: not compared, a loaded machine stretches them).
+    out[f"{MEASURED}pending_s"] = round(pending_s, 2)
+    out[f"{MEASURED}stop_s"] = round(stop_s, 2)
+    # Real Ray: 0.5-2 s seen on two loaded cores (the fake: RayConfig.job_stop_seconds, 1.5 s).
+    out["stop_took"] = "<3s" if stop_s < 3.0 else ">=3s"
     out["s2_after_stop"] = (seen[-1], messages[seen[-1]], done["error_type"])
     # Real Ray answers ``stopped: true`` while the job's supervisor actor is still alive, which it
     # may be for a moment after the status reads STOPPED (JobManager.stop_job); what a client can
@@ -254,7 +297,8 @@ async def head_restart(side: Side) -> dict[str, Any]:
     out["kv_after"] = await side.kv_get("myns", "k1")
     out["cluster_id_kept"] = await side.kv_get("cluster", "ray_cluster_id") == cluster
     out["session_kept"] = (await ok(side, "GET", "/api/version"))["session_name"] == session
-    out["nodes_after_restart"] = await side.nodes()
+    out["nodes_after_restart"] = [(state, head, node_reason(why))
+                                  for state, head, why in await side.nodes()]
     # GET polling alone for longer than a minute: the job manager must not start by itself.
     polled = []
     start = side.clock()
@@ -280,4 +324,86 @@ async def head_restart(side: Side) -> dict[str, Any]:
     out["list_after_restart"] = sorted(
         (j.get("submission_id") or "", j["status"], j["type"], j.get("job_id") or "")
         for j in await ok(side, "GET", "/api/jobs/"))
+    return out
+
+
+#: The ways `head_loss` loses the head: the GCS process alone with SIGKILL (``ray start --block``
+#: sees an unexpected exit and kills the rest at once) or SIGTERM (an expected exit: the head
+#: lives on without a GCS until its raylet gives up after its 60 s reconnect window), or every
+#: process of the head with SIGKILL (a crash).
+LOSSES = ("gcs-KILL", "gcs-TERM", "head-KILL")
+#: How long `head_loss` waits for ``ray start`` to exit after the loss.
+EXIT_TIMEOUT_S = {"gcs-KILL": 30.0, "gcs-TERM": 150.0, "head-KILL": 30.0}
+#: How long the new GCS may take to declare the lost head node dead (health checks: 5 s initial
+#: delay, then 5 failures 3 s apart, each up to 10 s).
+NODE_DEATH_TIMEOUT_S = 120.0
+
+
+def took(seconds: float) -> str:
+    """A duration as a coarse bucket, wide enough for a loaded machine's real side."""
+    for bound, name in ((5, "<5s"), (20, "5-20s"), (45, "20-45s"), (100, "45-100s")):
+        if seconds < bound:
+            return name
+    return ">=100s"
+
+
+async def timed(side: Side, method: str, path: str) -> dict[str, Any]:
+    """A request's answer (as `call` records it) and how long it took (`took`)."""
+    start = side.clock()
+    answer = call(*await side.http(method, path))
+    return {**answer, "took": took(side.clock() - start)}
+
+
+async def settled_nodes(side: Side) -> list[tuple[str, bool, str]]:
+    """The node table once a single node is ALIVE (the lost ones declared dead)."""
+    start = side.clock()
+    while True:
+        nodes = await side.nodes()
+        if sum(1 for state, _head, _why in nodes if state == "ALIVE") == 1:
+            return nodes
+        if side.clock() - start >= NODE_DEATH_TIMEOUT_S:
+            raise fail(side, f"lost nodes not declared dead after {NODE_DEATH_TIMEOUT_S:g}s: "
+                             f"{nodes}")
+        await side.sleep(1.0)
+
+
+async def head_loss(side: Side, how: str) -> dict[str, Any]:
+    """A job runs, the head is lost (`LOSSES`), ``ray start`` exits, a new head starts on the
+    same Redis: how ``ray start`` ended and how long it took, what the dashboard answered while
+    the GCS was down (SIGTERM), the node table, the lost job under GET then after a logs request,
+    and the next driver's job id."""
+    if how not in LOSSES:
+        raise ValueError(f"how must be one of {LOSSES}, not {how!r}")
+    out: dict[str, Any] = {}
+    sid = f"lost-{how.lower()}"
+    before = await side.nodes()
+    await submit(side, {"entrypoint": "sleep 600", "submission_id": sid})
+    seen, _m, _d = await follow(side, sid, ("RUNNING", *TERMINAL))
+    out["before"] = seen[-1]
+    start = side.clock()
+    await side.kill(how)
+    if how == "gcs-TERM":
+        out["healthz_without_gcs"] = await timed(side, "GET", "/api/gcs_healthz")
+        out["list_without_gcs"] = await timed(side, "GET", "/api/jobs/")
+    code: int | None = None
+    while side.clock() - start < EXIT_TIMEOUT_S[how]:
+        code = await side.head_exit()
+        if code is not None:
+            break
+        await side.sleep(0.5)
+    else:
+        raise fail(side, f"ray start still running {EXIT_TIMEOUT_S[how]:g}s after {how}")
+    out["ray_start_exit"] = {"code": "killed" if how == "head-KILL" else code,
+                             "took": took(side.clock() - start)}
+    await side.start_again()
+    out["first_get"] = (await job(side, sid))["status"]
+    nodes = sorted((state, head, node_reason(why))
+                   for state, head, why in await settled_nodes(side))
+    before = [(state, head, node_reason(why)) for state, head, why in before]
+    out["nodes"] = nodes
+    out["nodes_changed"] = sorted((Counter(nodes) - Counter(before)).elements())
+    out["logs"] = (await side.http("GET", f"/api/jobs/{sid}/logs"))[0]
+    _seen, _m, done = await follow(side, sid, every=0.5)
+    out["after_logs"] = (done["status"], done["message"], done["error_type"])
+    out["next_driver"] = await run_driver(side, f"after-{how.lower()}")
     return out

@@ -3,7 +3,9 @@ Redis GCS FT on a real redis-server) and against the fake, compared field by fie
 
 Each observation must be equal on both sides, except the differences listed in `KNOWN`, whose
 real and fake values are both asserted (so a change on either side fails here and the list in
-docs/deviations.md, "Compared with real Ray", is updated with it).
+docs/deviations.md, "Compared with real Ray", is updated with it). Observations named
+``measured:...`` are durations kept for a look, not compared; ``REALRAY_DUMP=<file>`` writes
+everything the real side showed to that file.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pprint
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -20,10 +23,11 @@ import httpx
 import pytest
 from raytestworld import HEAD_SVC, RayTestWorld
 from realhead import RealHead
-from sequences import fail, head_restart, jobs_api, redis_layout
+from sequences import LOSSES, MEASURED, fail, head_loss, head_restart, jobs_api, redis_layout
 
 from emu.kernel.loop import VirtualTimeLoop
 from emu.kernel.world import World
+from emu.ray import faults
 
 pytestmark = pytest.mark.realray
 
@@ -34,7 +38,7 @@ KNOWN: dict[str, tuple[Any, Any]] = {
     # The real GCS keys its tables by binary ids, the fake by hex strings.
     "layout.id_lengths": ({"ACTOR": [16], "JOB": [4], "NODE": [28], "WORKERS": [28]},
                           {"ACTOR": [32], "JOB": [8], "NODE": [56], "WORKERS": [28]}),
-    # A real job is PENDING for a second or two (supervisor start, runtime env); the fake's
+    # A real job is PENDING for 1-2.4 s (the supervisor actor's worker starts); the fake's
     # default JobBehaviour.start_delay is 0, so polling sees RUNNING first.
     "jobs.s1_statuses": (["PENDING", "RUNNING", "SUCCEEDED"], ["RUNNING", "SUCCEEDED"]),
     "jobs.s1_messages": ({"PENDING": "Job has not started yet.",
@@ -112,6 +116,23 @@ class RealSide:
         return sorted((GcsNodeInfo.GcsNodeState.Name(n.state), bool(n.is_head_node),
                        n.death_info.reason_message) for n in infos.values())
 
+    async def kill(self, how: str) -> None:
+        if how == "head-KILL":
+            self.head.kill_all()
+            return
+        pids = self.head.pids_of("gcs_server")
+        if len(pids) != 1:
+            raise fail(self, f"{how}: wanted one gcs_server, found pids {pids}")
+        os.kill(pids[0], signal.SIGKILL if how == "gcs-KILL" else signal.SIGTERM)
+
+    async def head_exit(self) -> int | None:
+        return self.head.exit_code()
+
+    async def start_again(self) -> None:
+        """What is left of the lost head is stopped (by pid), then a new head starts."""
+        await asyncio.to_thread(self.head.stop)
+        await asyncio.to_thread(self.head.start)
+
 
 class FakeSide:
     name = "fake"
@@ -161,18 +182,38 @@ class FakeSide:
         return sorted((n["state"], bool(n.get("is_head")), n.get("death_reason") or "")
                       for n in await self.rw.driver().gcs.nodes())
 
+    async def kill(self, how: str) -> None:
+        if how == "head-KILL":
+            self.head.crash()
+        else:
+            faults.kill_gcs(self.rw.world, self.head.name, how.removeprefix("gcs-"))
+
+    async def head_exit(self) -> int | None:
+        assert self.head.process is not None
+        return None if self.head.alive else self.head.process.exit_code
+
+    async def start_again(self) -> None:
+        """The head container starts again in place (same address, same Redis)."""
+        self.head.start()
+        await self.head.wait_ready()
+
 
 async def _observe(side: Any) -> dict[str, Any]:
     out = {"jobs": await jobs_api(side)}
     out["layout"] = redis_layout(side)
     out["restart"] = await head_restart(side)
+    out["loss"] = {how: await head_loss(side, how) for how in LOSSES}
     return out
 
 
 @pytest.fixture(scope="module")
 def real(real_head: RealHead, redis_url: str) -> dict[str, Any]:
     try:
-        return asyncio.run(_observe(RealSide(real_head, redis_url)))
+        observed = asyncio.run(_observe(RealSide(real_head, redis_url)))
+        dump = os.environ.get("REALRAY_DUMP")
+        if dump:  # what the real side showed, measurements included, for a look
+            Path(dump).write_text(pprint.pformat(observed, width=100) + "\n")
+        return observed
     except BaseException:
         real_head.keep = True  # its logs, named in the failure, stay for a look
         raise
@@ -212,6 +253,8 @@ def _compare(real: dict[str, Any], fake: dict[str, Any], prefix: str) -> None:
     for name in sorted(set(real) | set(fake)):
         key = f"{prefix}.{name}"
         r, f = real.get(name), fake.get(name)
+        if name.startswith(MEASURED):
+            continue
         if key in KNOWN:
             assert (r, f) == KNOWN[key], f"{key}: the listed difference changed"
         elif r != f:
@@ -229,3 +272,8 @@ def test_redis_keys_and_types_as_real_gcs(real: dict[str, Any], fake: dict[str, 
 
 def test_head_restart_on_redis_as_real_ray(real: dict[str, Any], fake: dict[str, Any]) -> None:
     _compare(real["restart"], fake["restart"], "restart")
+
+
+@pytest.mark.parametrize("how", LOSSES)
+def test_head_loss_as_real_ray(real: dict[str, Any], fake: dict[str, Any], how: str) -> None:
+    _compare(real["loss"][how], fake["loss"][how], f"loss.{how}")

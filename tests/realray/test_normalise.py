@@ -40,3 +40,33 @@ def test_a_source_checkout_of_ray_is_cut_before_its_package() -> None:
 def test_paths_already_relative_are_kept() -> None:
     text = '  File "ray/dashboard/modules/job/job_manager.py", in submit_job\n'
     assert normalise_trace(text) == text
+
+
+def test_a_driver_log_is_compared_without_its_timestamp_and_output_order() -> None:
+    from sequences import log_shape
+
+    one = ("2026-12-07 10:36:59,375\tINFO job_manager.py:581 -- Runtime env is setting up.\n"
+           "hi\nRunning entrypoint for job s1: echo hi\n")
+    other = ("2026-01-01 00:00:00,500\tINFO job_manager.py:581 -- Runtime env is setting up.\n"
+             "Running entrypoint for job s1: echo hi\nhi\n")
+    assert log_shape(one) == log_shape(other) == {
+        "first": "<time>\tINFO job_manager.py:581 -- Runtime env is setting up.",
+        "others": ["Running entrypoint for job s1: echo hi", "hi"], "ends_with_newline": True}
+    assert log_shape(other.rstrip("\n"))["ends_with_newline"] is False
+
+
+def test_both_sigterm_death_texts_of_real_ray_read_the_same_and_others_are_kept() -> None:
+    from sequences import SIGTERM_REASON, node_reason
+
+    assert node_reason("received SIGTERM") == SIGTERM_REASON
+    assert node_reason("Node received SIGTERM; draining before shutdown.") == SIGTERM_REASON
+    why = "health check failed due to missing too many heartbeats"
+    assert node_reason(why) == why
+
+
+@pytest.mark.parametrize(("seconds", "bucket"), [(0.0, "<5s"), (4.99, "<5s"), (30.0, "20-45s"),
+                                                 (61.0, "45-100s"), (100.0, ">=100s")])
+def test_durations_are_compared_in_buckets(seconds: float, bucket: str) -> None:
+    from sequences import took
+
+    assert took(seconds) == bucket
