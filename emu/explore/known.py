@@ -1,6 +1,6 @@
 """The known KubeRay findings, shipped with the package, and how a new finding is classified.
 
-docs/findings.md tells each known finding's story (F1..F6: the minimized plan, the timeline, the
+docs/findings.md tells each known finding's story (F1..F7: the minimized plan, the timeline, the
 Go code). This module is the same list as data, so an installed explorer can say of every
 finding it reports (`classify`):
 
@@ -222,6 +222,24 @@ KNOWN: tuple[Known, ...] = (
             Shape(_s("rayjob-status-consistent"), "Failed (DeadlineExceeded) beside SUCCEEDED",
                   facts=(("activeDeadline", True),),
                   status=(("reason", _s("DeadlineExceeded")), ("jobStatus", _s("SUCCEEDED")))),
+        )),
+    Known(
+        id="F7",
+        title="With GCS fault tolerance, an HTTPMode RayJob whose head was lost stays Running "
+              "forever",
+        go=(RAY + "rayjob_controller.go RayJobReconciler.Reconcile (Running: GetJobInfo)",
+            RAY + "utils/dashboard_httpclient.go RayDashboardClient.GetJobInfo"),
+        issues=(),
+        mitigation="Set activeDeadlineSeconds on the RayJob: the stuck RayJob then fails "
+                   "(DeadlineExceeded) instead of waiting forever. Or use K8sJobMode: its "
+                   "submitter Job's end is seen and fails the RayJob after the transition grace "
+                   "period.",
+        replays=("test_gcs_ft_http_mode_head_lost_stays_running.py",),
+        shapes=(
+            Shape(STEADY, "an HTTPMode RayJob with GCS fault tolerance stuck Running after its "
+                  "head was lost", not_also=_s("one-live-head"), faults=(HEAD_LOST,),
+                  facts=(("submissionMode", "HTTPMode"), ("gcsFaultTolerance", True)),
+                  status=(("jobDeploymentStatus", _s("Running")),)),
         )),
 )
 
