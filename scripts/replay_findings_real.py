@@ -56,7 +56,9 @@ def main() -> int:
             return 2
     out = Path(args.out or tempfile.mkdtemp(prefix="emu-findings-real-"))
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(f, n) for n in range(args.runs) for f in files]
+    # with --out, a run whose result is already there is kept (an interrupted table resumes)
+    jobs = [(f, n) for n in range(args.runs) for f in files
+            if not (out / f"{f.stem}.{n}.json").exists()]
     running: list[tuple[subprocess.Popen[bytes], Path, int]] = []
     while jobs or running:
         while jobs and len(running) < args.jobs:
@@ -67,11 +69,14 @@ def main() -> int:
                                      args.binary, "--limit", str(args.limit), "--out",
                                      str(target)], stdout=log, stderr=subprocess.STDOUT)
             running.append((proc, f, n))
-        proc, f, n = running[0]
-        proc.wait()
-        running.pop(0)
-        print(f"replay-findings-real: {f.name} run {n + 1}: exit {proc.returncode}",
-              file=sys.stderr, flush=True)
+        done = [r for r in running if r[0].poll() is not None]
+        if not done:
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)  # until a child ends (not reaped)
+            continue
+        for proc, f, n in done:
+            running.remove((proc, f, n))
+            print(f"replay-findings-real: {f.name} run {n + 1}: exit {proc.returncode}",
+                  file=sys.stderr, flush=True)
     version = binary_version(args.binary) or "(unknown version)"
     print(f"| finding | replay | verdict ({version}) | each run |")
     print("|---|---|---|---|")
