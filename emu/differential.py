@@ -119,13 +119,17 @@ def _snapshot(sim: Any) -> list[str]:
 
 
 def replay_finding_once(path: str | os.PathLike[str], binary: str | os.PathLike[str], *,
-                        limit: float = 900.0) -> dict[str, Any]:
+                        limit: float = 900.0, shift: float = 0.0) -> dict[str, Any]:
     """Replay one docs/findings file's plan once with the real ``binary`` (paced, its plan's
     times counted from the run's start): ``outcome`` (``ran``, or ``error`` with the ``error``
     that stopped it), the ``invariants`` the run broke and each violation (``violations``,
     times from the run's start; `known_in_run` classifies them), the first message of the
     file's own invariant, the faults performed and the RayJob/head-Pod states the run went
-    through (``states``, ``t=... phrase``)."""
+    through (``states``, ``t=... phrase``). ``shift`` moves every fault of the plan that many
+    seconds later (the binary takes a few seconds longer than the port to start and lead, so
+    the workload is applied later: a narrow window can be aimed at again)."""
+    import attrs
+
     import emu
 
     from .explore.export import replay
@@ -151,7 +155,8 @@ def replay_finding_once(path: str | os.PathLike[str], binary: str | os.PathLike[
 
         watcher = sim.loop.create_task(watch())
         try:
-            found = await replay(sim, module.WORKLOAD, module.KNOBS, module.PLAN)
+            plan = [attrs.evolve(f, at=f.at + shift) for f in module.PLAN]
+            found = await replay(sim, module.WORKLOAD, module.KNOBS, plan)
         finally:
             watcher.cancel()
         box["faults"] = [f"{type(f).__name__} t={f.at - start:.1f}"
@@ -160,7 +165,8 @@ def replay_finding_once(path: str | os.PathLike[str], binary: str | os.PathLike[
 
     options = {**real_operator_options(binary, world_options(module.WORKLOAD)),
                "max_virtual_time": limit}
-    row: dict[str, Any] = {"file": os.path.basename(str(path)), "invariant": module.INVARIANT}
+    row: dict[str, Any] = {"file": os.path.basename(str(path)), "invariant": module.INVARIANT,
+                           "shift": shift}
     try:
         found = emu.run(main, seed=_finding_seed(module), **options)
     except Exception as exc:  # the row says what stopped the run

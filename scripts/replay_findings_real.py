@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BINARY = os.path.expanduser("~/.cache/kuberay-emu/bin/ray-operator-v1.5.0")
 
 
-def _one(path: str, binary: str, limit: float, out: str) -> int:
+def _one(path: str, binary: str, limit: float, shift: float, out: str) -> int:
     from emu.differential import replay_finding_once
 
-    row = replay_finding_once(path, binary, limit=limit)
+    row = replay_finding_once(path, binary, limit=limit, shift=shift)
     Path(out).write_text(json.dumps(row, indent=1))
     return 0
 
@@ -31,11 +31,13 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("-j", "--jobs", type=int, default=2)
     p.add_argument("--limit", type=float, default=900.0, help="virtual seconds per run")
+    p.add_argument("--shift", type=float, default=0.0,
+                   help="seconds to move every planned fault later (default 0: as recorded)")
     p.add_argument("--out", default="", help="a directory for each run's JSON (default: temp)")
     p.add_argument("--one", default="", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
-        return _one(args.one, args.binary, args.limit, args.out)
+        return _one(args.one, args.binary, args.limit, args.shift, args.out)
     if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
         print(f"replay-findings-real: --binary {args.binary}: not an executable file "
               "(build it with scripts/build-kuberay.sh)", file=sys.stderr)
@@ -66,7 +68,8 @@ def main() -> int:
             target = out / f"{f.stem}.{n}.json"
             log = open(out / f"{f.stem}.{n}.log", "wb")  # noqa: SIM115 (the child's own)
             proc = subprocess.Popen([sys.executable, __file__, "--one", str(f), "--binary",
-                                     args.binary, "--limit", str(args.limit), "--out",
+                                     args.binary, "--limit", str(args.limit), "--shift",
+                                     str(args.shift), "--out",
                                      str(target)], stdout=log, stderr=subprocess.STDOUT)
             running.append((proc, f, n))
         done = [r for r in running if r[0].poll() is not None]
