@@ -95,7 +95,7 @@ def main() -> int:
             if r["outcome"] != "error":
                 r["known"] = known_in_run(module, r)
         each = "; ".join(
-            f"{i + 1}: " + (f"error ({r['error']})" if r["outcome"] == "error" else
+            f"{i + 1}: " + (f"error ({r['error'][:120]}...)" if r["outcome"] == "error" else
                             f"{', '.join(r['known']) or 'nothing'} "
                             f"(broke {', '.join(r['invariants']) or 'nothing'})")
             for i, r in enumerate(rows))
