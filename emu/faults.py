@@ -1041,10 +1041,13 @@ class Faults:
         self._records.append(record)
 
     def schedule(self, plan: Iterable[Fault] | FaultPlan) -> None:
-        """Perform each fault at its ``at`` time (relative to the start of the run). A fault
-        that cannot be performed then is recorded as not performed, with why."""
+        """Perform each fault at its ``at`` time, counted from the start of the run: the loop's
+        starting virtual time, 0 in a virtual run and the real instant a paced run began at
+        (``emu.run(paced=True)``), so a plan means the same in both. A fault that cannot be
+        performed then is recorded as not performed, with why."""
+        origin = float(getattr(self._sim.loop, "start", 0.0))
         for fault in plan:
-            delay = max(0.0, fault.at - self._sim.now)
+            delay = max(0.0, origin + fault.at - self._sim.now)
             record = _Record(fault, "waiting")
             self._records.append(record)
             self._sim.loop.call_later(delay, self._perform, record)

@@ -1,6 +1,6 @@
 """The known KubeRay findings, shipped with the package, and how a new finding is classified.
 
-docs/findings.md tells each known finding's story (F1..F6: the minimized plan, the timeline, the
+docs/findings.md tells each known finding's story (F1..F7: the minimized plan, the timeline, the
 Go code). This module is the same list as data, so an installed explorer can say of every
 finding it reports (`classify`):
 
@@ -72,7 +72,9 @@ class Shape:
 class Known:
     """A known finding: its id and title (docs/findings.md's heading), the Go functions with the
     same logic, upstream issues and pull requests, what a user can do, the docs/findings
-    replay files that show it, and the shapes that recognise it."""
+    replay files that show it, the shapes that recognise it, and ``real``: what its replays
+    showed with the released KubeRay binary (scripts/replay-findings-real.sh; docs/findings.md,
+    "Checked on the real operator")."""
 
     id: str
     title: str
@@ -81,6 +83,7 @@ class Known:
     mitigation: str
     replays: tuple[str, ...]
     shapes: tuple[Shape, ...]
+    real: str = ""
 
     @property
     def links(self) -> tuple[str, ...]:
@@ -112,6 +115,12 @@ KNOWN: tuple[Known, ...] = (
                    "then has no successor acting beside it.",
         replays=("test_zombie_leader_second_head.py",
                  "test_zombie_leader_creates_cluster_for_suspended_rayjob.py"),
+        real=('reproduced on KubeRay v1.5.0 (3 of 6 runs). The paused status write with suspend: 2 '
+              "of 3 runs; when the paused leader resumed (t=31 s), the suspended RayJob's cluster "
+              'had two live head Pods. CrashLeader then PauseLeader: 1 of 3 runs; after the retry '
+              '(t=64 s) the new cluster had two live head Pods and the RayJob stayed Initializing '
+              'to the end. In the other runs the retried RayJob failed as it should, one head at a '
+              'time.'),
         shapes=(
             Shape(_s("one-live-head"), "two live head Pods after a stalled operator replica",
                   faults=(_s("operator-stall"),)),
@@ -138,6 +147,11 @@ KNOWN: tuple[Known, ...] = (
                    "the job missing.",
         replays=("test_head_container_kill_job_runs_twice.py",
                  "test_head_pod_deleted_failed_beside_running.py"),
+        real=('reproduced on KubeRay v1.5.0 with the head container kill (3 of 3 runs: the job ran '
+              'twice in 2, Failed (AppFailed) beside RUNNING in 1). Not with the head Pod deletion '
+              "(3 runs): v1.5.0 creates no new head for a RayJob's cluster, so the RayJob stayed "
+              'Running until the transition grace period and then failed consistently (Failed, '
+              'JobDeploymentStatusTransitionGracePeriodExceeded, jobStatus FAILED).'),
         shapes=(
             Shape(_s("one-job-run-per-attempt"), "the job ran twice after its head was lost",
                   faults=(HEAD_LOST,), facts=(("gcsFaultTolerance", False),)),
@@ -168,6 +182,9 @@ KNOWN: tuple[Known, ...] = (
                    "need SidecarMode, set preRunningDeadlineSeconds (or activeDeadlineSeconds): "
                    "the wedged RayJob then fails instead of waiting forever.",
         replays=("test_sidecar_job_ends_before_cluster_ready.py",),
+        real=("reproduced on KubeRay v1.5.0 (3 of 3 runs): the lost response to the operator's "
+              'first RayCluster status write reached the binary, and the SidecarMode RayJob stayed '
+              'Initializing with its head never Ready for the whole run.'),
         shapes=(
             Shape(STEADY, "a SidecarMode RayJob stuck in Initializing",
                   not_also=_s("one-live-head"), facts=(("submissionMode", "SidecarMode"),),
@@ -185,6 +202,12 @@ KNOWN: tuple[Known, ...] = (
                    "found\". Without it, leave backoffLimit unset for a job that must not run "
                    "twice: a retry would run again a job that succeeded.",
         replays=("test_head_lost_after_success_marked_failed.py",),
+        real=('not reproduced on KubeRay v1.5.0 (3 runs, and 2 more with the plan 4 s later): the '
+              "head was lost before the job ended (Failed beside RUNNING, F2's shape: the RayJob "
+              'had started later than on the port), or after KubeRay had already seen the submitter'
+              ' finish, written Complete and deleted the cluster (the kill found no head). The '
+              'window is narrower on the binary, which completed the RayJob within a second of the '
+              "job's end."),
         shapes=(
             Shape(_s("rayjob-status-consistent"), "Failed (AppFailed) beside SUCCEEDED after "
                   "the head was lost", faults=(HEAD_LOST,),
@@ -202,6 +225,10 @@ KNOWN: tuple[Known, ...] = (
                    "never run at once, leave backoffLimit unset and do not suspend and resume "
                    "the RayJob, or make the job's side effects safe to run twice.",
         replays=("test_retry_does_not_wait_for_pods_on_lost_node.py",),
+        real=('cannot be replayed on KubeRay v1.5.0 as recorded (3 runs): its second fault loses '
+              'the Node of the head the port recreates after the first fault; v1.5.0 creates no new'
+              " head for a RayJob's cluster, so that fault found no head. The retry came after the "
+              'transition grace period and completed.'),
         shapes=(
             Shape(_s("retry-attempts-fenced"), "Pods of two attempts alive at once",
                   not_also=_s("one-live-head")),
@@ -218,10 +245,37 @@ KNOWN: tuple[Known, ...] = (
                    "before its deadline, or whose submitter's exit is seen late, loses it), "
                    "and treat DeadlineExceeded beside jobStatus SUCCEEDED as a success.",
         replays=("test_deadline_after_success_marked_failed.py",),
+        real=("cannot be replayed on the binary (2 runs): its fault, CoalesceEvents on the leader's"
+              " Pod informer, acts on the port's informers and does not reach a Go process. A "
+              "network fault is not equivalent (a partition or latency on the replica's API "
+              'connection also holds its writes, and breaks the watch into a relist). Without it '
+              'the runs completed.'),
         shapes=(
             Shape(_s("rayjob-status-consistent"), "Failed (DeadlineExceeded) beside SUCCEEDED",
                   facts=(("activeDeadline", True),),
                   status=(("reason", _s("DeadlineExceeded")), ("jobStatus", _s("SUCCEEDED")))),
+        )),
+    Known(
+        id="F7",
+        title="With GCS fault tolerance, an HTTPMode RayJob whose head was lost stays Running "
+              "forever",
+        go=(RAY + "rayjob_controller.go RayJobReconciler.Reconcile (Running: GetJobInfo)",
+            RAY + "utils/dashboard_httpclient.go RayDashboardClient.GetJobInfo"),
+        issues=(),
+        mitigation="Set activeDeadlineSeconds on the RayJob: the stuck RayJob then fails "
+                   "(DeadlineExceeded) instead of waiting forever. Or use K8sJobMode: its "
+                   "submitter Job's end is seen and fails the RayJob after the transition grace "
+                   "period.",
+        replays=("test_gcs_ft_http_mode_head_lost_stays_running.py",),
+        real=('reproduced on KubeRay v1.5.0 (3 of 3 runs; and 2 of 2 in the earlier check of '
+              'real-operator.md): the RayJob stayed Running, jobStatus RUNNING, for the whole run. '
+              'On v1.5.0 no new head is created at all, so KubeRay asks a dashboard that is gone; '
+              'on the port the new head answers RUNNING from Redis.'),
+        shapes=(
+            Shape(STEADY, "an HTTPMode RayJob with GCS fault tolerance stuck Running after its "
+                  "head was lost", not_also=_s("one-live-head"), faults=(HEAD_LOST,),
+                  facts=(("submissionMode", "HTTPMode"), ("gcsFaultTolerance", True)),
+                  status=(("jobDeploymentStatus", _s("Running")),)),
         )),
 )
 

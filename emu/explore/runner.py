@@ -626,7 +626,9 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
 
 
 def _last_fault_end(sim: Simulation) -> float:
-    return max([_fault_end(f) for f in sim.faults.applied] or [0.0])
+    # none yet: the run's start (0, or a paced run's real instant), not the clock's zero
+    return max([_fault_end(f) for f in sim.faults.applied]
+               or [float(getattr(sim.loop, "start", 0.0))])
 
 
 async def _settle(sim: Simulation, settle: float, quiet: Quiet | None = None,

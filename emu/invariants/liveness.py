@@ -55,8 +55,10 @@ def heals_at(fault: object) -> float:
 
 
 def last_fault_healed(sim: Simulation) -> float:
-    """The latest `heals_at` of the faults performed so far (0 when none)."""
-    return max([heals_at(fault) for fault in sim.faults.applied] or [0.0])
+    """The latest `heals_at` of the faults performed so far (the run's start when none: 0, or
+    the real instant a paced run began at)."""
+    return max([heals_at(fault) for fault in sim.faults.applied]
+               or [float(getattr(sim.loop, "start", 0.0))])
 
 
 def _desired_workers(cluster: Obj) -> int:

@@ -162,6 +162,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         pin_asyncio()
         self._wall_clock = wall_clock
         self._now = float(start)
+        #: The virtual time the loop started at: 0 in a virtual run, the real instant in a
+        #: paced one (`emu.kernel.paced.PacedLoop`). A fault plan's times count from it.
+        self.start = float(start)
         self._wall_origin = time.monotonic() - float(start)
         self._frozen = 0
         self._closing_executor = False

@@ -77,6 +77,12 @@ def test_a_known_findings_section_says_what_its_data_says(known: Any) -> None:
     assert linked == set(known.replays), known.id
 
 
+@pytest.mark.parametrize("known", KNOWN, ids=[k.id for k in KNOWN])
+def test_a_known_findings_section_gives_its_real_operator_verdict(known: Any) -> None:
+    assert known.real, f"{known.id}: no verdict on the real operator in known.py"
+    assert f"**On the real operator**: {known.real}" in _flat(_sections()[known.id][1])
+
+
 def test_every_replay_file_belongs_to_exactly_one_known_finding() -> None:
     files = sorted(p.name for p in (DOCS / "findings").glob("test_*.py"))
     owners = [k.id for f in files for k in KNOWN if f in k.replays]
