@@ -29,8 +29,6 @@ exists: the write path asks one dictionary for that (docs/deviations.md).
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -219,6 +217,11 @@ class Webhooks:
             raise WebhookCallError(f'Post "{target}": dial tcp: connect: connection refused')
         client = hook.get("clientConfig") or {}
         if client.get("url"):
+            # Imported here, not at the top: urllib.request pulls in http.client, and a script run
+            # from a folder with its own http.py (benchmarks/) would shadow it while emu imports.
+            import urllib.error
+            import urllib.request
+
             data = json.dumps(review).encode()
             req = urllib.request.Request(str(client["url"]), data=data, method="POST",
                                          headers={"Content-Type": "application/json",

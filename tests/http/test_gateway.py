@@ -612,7 +612,7 @@ async def test_aggregated_discovery_when_asked_first(sim):
         assert core["items"][0]["metadata"] == {}
         pods = next(res for res in core["items"][0]["versions"][0]["resources"]
                     if res["resource"] == "pods")
-        assert {s["subresource"] for s in pods["subresources"]} == {"status", "log"}
+        assert {s["subresource"] for s in pods["subresources"]} == {"status", "log", "eviction"}
         legacy = (await c.get("/apis")).json()  # without the Accept: the legacy document
         assert legacy["kind"] == "APIGroupList"
 
