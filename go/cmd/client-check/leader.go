@@ -40,7 +40,8 @@ func (l *leaders) now() []string {
 }
 
 // elect runs one elector on the Lease until its context ends; done is closed when it returns.
-func (e *env) elect(ctx context.Context, id string, release bool, l *leaders) (chan struct{}, error) {
+// lease is the duration it writes into the Lease while it holds it.
+func (e *env) elect(ctx context.Context, id string, release bool, lease time.Duration, l *leaders) (chan struct{}, error) {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: "check-leader", Namespace: e.ns},
 		Client:     e.pb.CoordinationV1(),
@@ -48,8 +49,8 @@ func (e *env) elect(ctx context.Context, id string, release bool, l *leaders) (c
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   2 * time.Second,
-		RenewDeadline:   1500 * time.Millisecond,
+		LeaseDuration:   lease,
+		RenewDeadline:   lease * 3 / 4,
 		RetryPeriod:     200 * time.Millisecond,
 		ReleaseOnCancel: release,
 		Name:            id,
@@ -84,6 +85,10 @@ func (e *env) holder(ctx context.Context) (string, int32, error) {
 	return holder, transitions, nil
 }
 
+// releasedLease is the lease elector-b holds and releases: long, so that a handover that waited
+// for its expiry instead of the release cannot pass for one.
+const releasedLease = 12 * time.Second
+
 // checkLeaderElection: two electors on one Lease, exactly one leads; when the leader stops
 // without releasing, the other takes over once the lease expires; a leader that releases on
 // cancel hands over at once (a third elector leads within a retry period or two).
@@ -91,7 +96,7 @@ func checkLeaderElection(ctx context.Context, e *env) error {
 	l := &leaders{leading: map[string]bool{}, led: map[string]bool{}}
 	actx, stopA := context.WithCancel(ctx)
 	defer stopA()
-	doneA, err := e.elect(actx, "elector-a", false, l)
+	doneA, err := e.elect(actx, "elector-a", false, 2*time.Second, l)
 	if err != nil {
 		return err
 	}
@@ -100,7 +105,7 @@ func checkLeaderElection(ctx context.Context, e *env) error {
 	}
 	bctx, stopB := context.WithCancel(ctx)
 	defer stopB()
-	doneB, err := e.elect(bctx, "elector-b", true, l)
+	doneB, err := e.elect(bctx, "elector-b", true, releasedLease, l)
 	if err != nil {
 		return err
 	}
@@ -133,7 +138,7 @@ func checkLeaderElection(ctx context.Context, e *env) error {
 	e.logf("elector-b led %s after elector-a stopped", took.Round(10*time.Millisecond))
 	cctx, stopC := context.WithCancel(ctx)
 	defer stopC()
-	doneC, err := e.elect(cctx, "elector-c", false, l)
+	doneC, err := e.elect(cctx, "elector-c", false, releasedLease, l)
 	if err != nil {
 		return err
 	}
@@ -146,8 +151,11 @@ func checkLeaderElection(ctx context.Context, e *env) error {
 	}); err != nil {
 		return fmt.Errorf("%w (leaders: %v)", err, l.now())
 	}
-	if took := time.Since(stoppedB); took > 1500*time.Millisecond {
-		return fmt.Errorf("elector-c led %s after elector-b released the Lease; a release hands over within retry periods", took)
+	// Without the release elector-c would wait out elector-b's whole lease (releasedLease); a
+	// release hands over within retry periods. Half the lease between the two keeps the check
+	// meaningful on a loaded machine, where a retry period can take a second or two.
+	if took := time.Since(stoppedB); took > releasedLease/2 {
+		return fmt.Errorf("elector-c led %s after elector-b released the Lease; a release hands over within retry periods, not after the %s lease", took, releasedLease)
 	}
 	holder, transitions, err = e.holder(ctx)
 	if err != nil || holder != "elector-c" || transitions != 2 {
