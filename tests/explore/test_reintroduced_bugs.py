@@ -11,6 +11,7 @@ stays small and the test survives changes to the generators' order.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,18 @@ def test_kuberay_3903_rayjob_running_forever_after_its_head_pod_is_deleted(
                and "jobDeploymentStatus Running" in f.message for f in buggy.findings)
 
 
+def _submitter_fault_once_running(how: str) -> Callable[[RunSpec, list[dict[str, Any]]], bool]:
+    """The first knob-free plan with a ``LoseSubmitter(how=how)`` at or after the RayJob's
+    RUNNING transition."""
+    def reached(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
+        running = min(a["t"] for a in actions if a["type"] == "transition"
+                      and a["kind"] == "RayJob" and "RUNNING" in a["state"])
+        return not spec.knob_map and any(
+            isinstance(f, LoseSubmitter) and f.how == how and f.at >= running
+            for f in spec.plan.faults)
+    return reached
+
+
 def test_kuberay_2579_a_retried_submitter_submits_the_job_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # KubeRay PR #2579 (BuildJobSubmitCommand, job.go): the K8sJobMode submitter asks
@@ -148,14 +161,7 @@ def test_kuberay_2579_a_retried_submitter_submits_the_job_again(
     # (SubmissionFailed) while its Ray job runs on and SUCCEEDS.
     wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
 
-    def submitter_lost_after_submitting(spec: RunSpec, actions: list[dict[str, Any]]) -> bool:
-        running = min(a["t"] for a in actions if a["type"] == "transition"
-                      and a["kind"] == "RayJob" and "RUNNING" in a["state"])
-        return not spec.knob_map and any(
-            isinstance(f, LoseSubmitter) and f.how == "pod" and f.at >= running
-            for f in spec.plan.faults)
-
-    budget = budget_to_reach(wl, 1, submitter_lost_after_submitting)
+    budget = budget_to_reach(wl, 1, _submitter_fault_once_running("pod"))
     assert budget <= 60
     search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
                   invariants=[RayJobStatusConsistent()])
@@ -180,15 +186,7 @@ def test_kuberay_3642_a_hung_submitter_keeps_a_finished_rayjob_running_for_ever(
     # submitter's processes, its Pod Running all the while.
     wl = attrs.evolve(builtin("rayjob"), families=("pod-loss",))
 
-    def submitter_hung_while_the_job_runs(spec: RunSpec, actions: list[dict[str, Any]]
-                                          ) -> bool:
-        running = min(a["t"] for a in actions if a["type"] == "transition"
-                      and a["kind"] == "RayJob" and "RUNNING" in a["state"])
-        return not spec.knob_map and any(
-            isinstance(f, LoseSubmitter) and f.how == "hang" and f.at >= running
-            for f in spec.plan.faults)
-
-    budget = budget_to_reach(wl, 1, submitter_hung_while_the_job_runs)
+    budget = budget_to_reach(wl, 1, _submitter_fault_once_running("hang"))
     assert budget <= 60
     search = dict(budget=budget, seed=1, shrink_budget=0, export=False,
                   invariants=[RayJobStatusConsistent()])
