@@ -248,6 +248,11 @@ class APIServer:
         #: exists or the Pod names one.
         self.priority = Priority(self)
         self._priority_classes = self.priority.classes.objs
+        from .tokens import Tokens
+
+        #: Bound ServiceAccount tokens: the TokenRequest subresource and TokenReview
+        #: (`emu.apiserver.tokens`); the signing key is made on first use.
+        self.tokens = Tokens(self, rng)
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -389,6 +394,17 @@ class APIServer:
         """``POST pods/<name>/eviction``: delete the Pod as its PodDisruptionBudget allows
         (`emu.apiserver.disruption.Disruption.evict`); a 429 when it does not."""
         return self.disruption.evict(name, namespace, body, caller, dry_run)
+
+    def create_token(self, name: str, namespace: str = "default", body: Obj | None = None, *,
+                     dry_run: bool = False) -> Obj:
+        """``POST serviceaccounts/<name>/token`` (``kubectl create token``): a TokenRequest
+        answered with a JWT signed by the world's key (`emu.apiserver.tokens`)."""
+        return self.tokens.request(name, namespace, body, dry_run=dry_run)
+
+    def review_token(self, body: Obj) -> Obj:
+        """``POST tokenreviews``: the TokenReview with its ``status`` (authenticated, user,
+        audiences, or kube's error) for ``spec.token``."""
+        return self.tokens.review(body)
 
     def _admit_delete(self, info: KindInfo, entry: Entry, obj: Obj, caller: str,
                       dry_run: bool) -> None:
@@ -1319,6 +1335,14 @@ class APIServer:
                 raise NotFound(f"{info.plural}/eviction", req.name or "", info.group)
             return self.disruption.evict(req.name or "", self._scope(info, req.namespace),
                                          req.body, caller, bool(o.get("dry_run")))
+        if verb == "create" and o.get("subresource") == "token":
+            info, _ = self._resolve(req.kind, req.api_version)
+            if info.kind != "ServiceAccount" or info.group:
+                raise NotFound(f"{info.plural}/token", req.name or "", info.group)
+            return self.tokens.request(req.name or "", self._scope(info, req.namespace),
+                                       req.body, dry_run=bool(o.get("dry_run")))
+        if verb == "create" and req.kind == "TokenReview":
+            return self.tokens.review(req.body)
         if verb == "create":
             body, resolved = self._body(req)
             return self._create(body, caller, bool(o.get("dry_run")), req.namespace,
