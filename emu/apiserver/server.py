@@ -57,6 +57,7 @@ from .selectors import (
     selector_from_dict,
 )
 from .store import Entry, Store, Table
+from .storedkinds import admit_default_storage_class
 from .watch import BOOKMARK_INTERVAL, WatchHub, WatchStream
 
 Obj = dict[str, Any]
@@ -248,6 +249,10 @@ class APIServer:
         #: exists or the Pod names one.
         self.priority = Priority(self)
         self._priority_classes = self.priority.classes.objs
+        #: StorageClasses, for the DefaultStorageClass admission of claims (read only when
+        #: one exists).
+        self._storage_classes = self.store.table(self.kinds.resolve(
+            "StorageClass", "storage.k8s.io/v1")).objs
         from .tokens import Tokens
 
         #: Bound ServiceAccount tokens: the TokenRequest subresource and TokenReview
@@ -761,6 +766,8 @@ class APIServer:
         if info.kind == "Pod" and info.group == "" and (self._priority_classes or (
                 new.get("spec") or {}).get("priorityClassName")):
             self.priority.admit(info, new, name)
+        if info.kind == "PersistentVolumeClaim" and info.group == "" and self._storage_classes:
+            admit_default_storage_class(new, self._storage_classes)
         if self._hooks_m:
             new = self.webhooks.admit(True, "CREATE", info, new, None, ns, name, dry_run, caller)
             meta = new["metadata"]

@@ -31,6 +31,15 @@ def test_kubectl_create_token_and_a_tokenreview_with_the_kubernetes_client(serve
     got = claims(token)
     assert got["sub"] == "system:serviceaccount:tok:bot" and got["aud"] == ["vault"]
     assert got["exp"] - got["iat"] == 1200
+    served.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "tok"},
+        "spec": {"serviceAccountName": "bot",
+                 "containers": [{"name": "c", "image": "busybox"}]}}))
+    pod_uid = json.loads(served.kubectl("get", "pod", "p", "-n", "tok", "-o", "json").stdout)[
+        "metadata"]["uid"]
+    bound = served.kubectl("create", "token", "bot", "-n", "tok", "--bound-object-kind", "Pod",
+                           "--bound-object-name", "p").stdout.strip()
+    assert claims(bound)["kubernetes.io"]["pod"] == {"name": "p", "uid": pod_uid}
     short = served.kubectl("create", "token", "bot", "-n", "tok", "--duration", "1m",
                            check=False)
     assert short.returncode != 0
