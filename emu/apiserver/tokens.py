@@ -261,7 +261,7 @@ class Tokens:
 
     def _bound(self, name: str, namespace: str, ref: Any) -> tuple[str, Obj]:
         """The object a token is bound to (``boundObjectRef``): a Pod running as the
-        ServiceAccount, or a Secret; its uid must be the one given."""
+        ServiceAccount, a Secret or a Node; its uid must be the one given."""
         if not isinstance(ref, dict):
             raise BadRequest("spec.boundObjectRef must be an object")
         kind, version = str(ref.get("kind") or ""), str(ref.get("apiVersion") or "")
@@ -276,6 +276,9 @@ class Tokens:
         elif group == "" and kind == "Secret":
             obj = self.api.get("Secret", obj_name, namespace)
             found = "secret"
+        elif group == "" and kind == "Node":  # ServiceAccountTokenNodeBinding (GA in 1.33)
+            obj = self.api.get("Node", obj_name)
+            found = "node"
         else:
             shown = f"{group}/{version.rpartition('/')[2]}, Kind={kind}" if group else \
                 f"/{version}, Kind={kind}"
@@ -335,37 +338,39 @@ class Tokens:
             raise TokenError("service account token has expired")
         if isinstance(nbf, int) and now < nbf - leeway:
             raise TokenError("service account token is not valid yet")
+        iat = claims.get("iat")
+        if isinstance(iat, int) and now < iat - leeway:
+            raise TokenError("service account token is issued in the future")
         private = claims.get("kubernetes.io") or {}
         namespace = str(private.get("namespace") or "")
         saref = private.get("serviceaccount") or {}
         sa = self._live("ServiceAccount", str(saref.get("name") or ""), namespace)
         if sa is None:
             raise TokenError(f'serviceaccounts "{saref.get("name")}" not found')
-        if self._deleted(sa):
-            raise TokenError(f"service account {namespace}/{saref.get('name')} has been deleted")
         if sa["metadata"]["uid"] != saref.get("uid"):
             raise TokenError(f"service account UID ({sa['metadata']['uid']}) does not match "
                              f"claim ({saref.get('uid')})")
+        if self._deleted(sa):
+            raise TokenError(f"service account {namespace}/{saref.get('name')} has been deleted")
         extra: Obj = {}
-        secref = private.get("secret")
-        if isinstance(secref, dict):
-            secret = self._live("Secret", str(secref.get("name") or ""), namespace)
-            if secret is None or self._deleted(secret):
-                raise TokenError("service account token has been invalidated")
-            if secret["metadata"]["uid"] != secref.get("uid"):
-                raise TokenError(f"secret UID ({secret['metadata']['uid']}) does not match "
-                                 f"service account secret ref claim ({secref.get('uid')})")
         podref = private.get("pod")
-        if isinstance(podref, dict):
-            pod = self._live("Pod", str(podref.get("name") or ""), namespace)
-            if pod is None or self._deleted(pod):
+        noderef = private.get("node")
+        bound = [(kind, ref, ns) for kind, ref, ns in (
+            ("Secret", private.get("secret"), namespace), ("Pod", podref, namespace),
+            ("Node", noderef if not isinstance(podref, dict) else None, None))
+            if isinstance(ref, dict)]
+        for kind, ref, ns in bound:
+            obj = self._live(kind, str(ref.get("name") or ""), ns)
+            if obj is None:
                 raise TokenError("service account token has been invalidated")
-            if pod["metadata"]["uid"] != podref.get("uid"):
-                raise TokenError(f"pod UID ({pod['metadata']['uid']}) does not match service "
-                                 f"account pod ref claim ({podref.get('uid')})")
+            if obj["metadata"]["uid"] != ref.get("uid"):
+                raise TokenError(f"{kind.lower()} UID ({obj['metadata']['uid']}) does not match "
+                                 f"service account {kind.lower()} ref claim ({ref.get('uid')})")
+            if self._deleted(obj):
+                raise TokenError("service account token has been invalidated")
+        if isinstance(podref, dict):
             extra["authentication.kubernetes.io/pod-name"] = [podref.get("name")]
             extra["authentication.kubernetes.io/pod-uid"] = [podref.get("uid")]
-        noderef = private.get("node")
         if isinstance(noderef, dict) and noderef.get("name"):
             extra["authentication.kubernetes.io/node-name"] = [noderef.get("name")]
             if noderef.get("uid"):
@@ -380,7 +385,7 @@ class Tokens:
             user["extra"] = dict(sorted(extra.items()))
         return user
 
-    def _live(self, kind: str, name: str, namespace: str) -> Obj | None:
+    def _live(self, kind: str, name: str, namespace: str | None) -> Obj | None:
         try:
             return self.api.get(kind, name, namespace)
         except NotFound:

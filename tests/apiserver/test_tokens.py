@@ -241,3 +241,41 @@ def test_over_the_network_token_creation_is_rbac_checked_as_create_serviceaccoun
                                   "name": "tok"},
                       "subjects": [{"kind": "User", "name": "alice"}]})
     assert world.api.answer(req, info)["status"]["token"]
+
+
+def test_a_token_bound_to_a_node_or_secret_follows_that_object(world: World):
+    node = world.api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    token = world.token(boundObjectRef={"kind": "Node", "apiVersion": "v1", "name": "n1"})
+    assert claims(token)["kubernetes.io"]["node"] == {"name": "n1",
+                                                      "uid": node["metadata"]["uid"]}
+    extra = world.review(token)["user"]["extra"]
+    assert extra["authentication.kubernetes.io/node-name"] == ["n1"]
+    world.api.delete("Node", "n1")
+    again = world.api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    assert world.review(token) == {"user": {}, "error": (
+        f"node UID ({again['metadata']['uid']}) does not match service account node ref claim "
+        f"({node['metadata']['uid']})")}
+    world.api.create({"apiVersion": "v1", "kind": "Secret",
+                      "metadata": {"name": "s", "namespace": "default"}})
+    bound = world.token(boundObjectRef={"kind": "Secret", "apiVersion": "v1", "name": "s"})
+    assert world.review(bound)["authenticated"] is True
+    world.api.delete("Secret", "s", "default")
+    assert world.review(bound) == {"user": {},
+                                   "error": "service account token has been invalidated"}
+
+
+def test_a_pod_bound_token_carries_the_pods_node_and_is_refused_for_a_recreated_pod(
+        world: World):
+    node = world.api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}})
+    first = world.api.create({"apiVersion": "v1", "kind": "Pod",
+                              "metadata": {"name": "q", "namespace": "default"},
+                              "spec": {"serviceAccountName": "bot", "nodeName": "n2",
+                                       "containers": [{"name": "c", "image": "busybox"}]}})
+    token = world.token(boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "q"})
+    assert claims(token)["kubernetes.io"]["node"] == {"name": "n2",
+                                                      "uid": node["metadata"]["uid"]}
+    world.api.delete("Pod", "q", "default", grace_period_seconds=0)
+    second = pod(world, "q")
+    assert world.review(token) == {"user": {}, "error": (
+        f"pod UID ({second['metadata']['uid']}) does not match service account pod ref claim "
+        f"({first['metadata']['uid']})")}
