@@ -8,7 +8,7 @@ import base64
 import json
 
 import pytest
-from serving import Served, require
+from serving import Served, require, start_serve
 
 pytestmark = [pytest.mark.external, pytest.mark.usefixtures("kubectl_found")]
 
@@ -88,3 +88,17 @@ def test_kubectl_certificate_approve(served: Served):
         ("Approved", "True", "KubectlApprove")]
     listed = served.kubectl("get", "csr", "alice").stdout
     assert "Approved" in listed
+
+
+def test_an_issued_token_is_a_kubectl_credential_under_serve_token(tmp_path):
+    srv = start_serve(tmp_path, "--token", "t0ken", "--speed", "10")
+    try:
+        srv.kubectl("create", "serviceaccount", "bot")
+        token = srv.kubectl("create", "token", "bot").stdout.strip()
+        who = srv.kubectl("--token", token, "auth", "whoami", "-o", "json").stdout
+        assert json.loads(who)["status"]["userInfo"]["username"] == \
+            "system:serviceaccount:default:bot"
+        bad = srv.kubectl("--token", token[:-4] + "AAAA", "get", "namespaces", check=False)
+        assert bad.returncode != 0 and "You must be logged in to the server" in bad.stderr
+    finally:
+        assert srv.stop() == 0
