@@ -120,6 +120,16 @@ class SigningKey:
         return self.public.public_bytes(serialization.Encoding.PEM,
                                         serialization.PublicFormat.SubjectPublicKeyInfo)
 
+    def jwk(self) -> Obj:
+        """The public key as a JSON Web Key, as ``/openid/v1/jwks`` lists it."""
+        numbers = self.public.public_numbers()
+
+        def raw(n: int) -> str:
+            return _b64(n.to_bytes((n.bit_length() + 7) // 8, "big"))
+
+        return {"use": "sig", "kty": "RSA", "kid": self.kid, "alg": "RS256",
+                "n": raw(numbers.n), "e": raw(numbers.e)}
+
     def sign(self, claims: Obj) -> str:
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric import padding
@@ -188,6 +198,19 @@ class Tokens:
         if self._key is None:
             self._key = signing_key(self._seed)
         return self._key
+
+    def openid_configuration(self, server_url: str) -> Obj:
+        """``/.well-known/openid-configuration`` (``ServiceAccountIssuerDiscovery``): the
+        issuer and where its keys are, for verifiers outside the world."""
+        base = server_url.rstrip("/") or ISSUER
+        return {"issuer": ISSUER, "jwks_uri": f"{base}/openid/v1/jwks",
+                "response_types_supported": ["id_token"],
+                "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["RS256"]}
+
+    def jwks(self) -> Obj:
+        """``/openid/v1/jwks``: the key set that verifies the world's tokens."""
+        return {"keys": [self.key.jwk()]}
 
     def _unix(self) -> int:
         return int(EPOCH.timestamp() + self.api._clock())

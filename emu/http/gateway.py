@@ -363,6 +363,10 @@ class Gateway:
             return HttpResponse(200, b"ok", "text/plain")
         if path == "/version":
             return HttpResponse.json(api.version_info())
+        if path == "/.well-known/openid-configuration":  # ServiceAccount issuer discovery
+            return HttpResponse.json(api.tokens.openid_configuration(self.server_url))
+        if path == "/openid/v1/jwks":
+            return HttpResponse(200, orjson.dumps(api.tokens.jwks()), "application/jwk-set+json")
         if path in ("/api", "/apis") and discovery.wants_aggregated(req.header("accept")):
             listing = discovery.aggregated(api.kinds, core=path == "/api",
                                            scalable=scalable(self.sim))

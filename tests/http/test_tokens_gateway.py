@@ -96,3 +96,30 @@ async def test_an_issued_token_is_a_credential_acting_as_its_serviceaccount(sim)
             assert (await bot.get("/api/v1/namespaces/default/pods")).status_code == 401
         async with client(sim, token="s3cret", bearer="forged.token.here") as forged:
             assert (await forged.get("/api/v1/namespaces/default/pods")).status_code == 401
+
+
+async def test_issuer_discovery_serves_the_keys_that_verify_the_worlds_tokens(sim):
+    import base64
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    def raw(text: str) -> bytes:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+    async with client(sim) as c:
+        config = (await c.get("/.well-known/openid-configuration")).json()
+        assert config["issuer"] == "https://kubernetes.default.svc.cluster.local"
+        assert config["jwks_uri"] == f"{BASE_URL}/openid/v1/jwks"
+        assert config["id_token_signing_alg_values_supported"] == ["RS256"]
+        r = await c.get("/openid/v1/jwks")
+        assert r.headers["content-type"] == "application/jwk-set+json"
+        [jwk] = r.json()["keys"]
+        await c.post(SA, json={"apiVersion": "v1", "kind": "ServiceAccount",
+                               "metadata": {"name": "bot"}})
+        token = (await c.post(f"{SA}/bot/token", json={})).json()["status"]["token"]
+    head, body, sig = token.split(".")
+    assert raw(head) == b'{"alg":"RS256","kid":"' + jwk["kid"].encode() + b'"}'
+    key = rsa.RSAPublicNumbers(int.from_bytes(raw(jwk["e"]), "big"),
+                               int.from_bytes(raw(jwk["n"]), "big")).public_key()
+    key.verify(raw(sig), f"{head}.{body}".encode(), padding.PKCS1v15(), hashes.SHA256())
