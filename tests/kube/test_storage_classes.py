@@ -154,3 +154,29 @@ async def test_without_storage_classes_a_claim_without_a_class_is_provisioned_as
     assert pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == \
         "emu.kube/hostpath"
     assert pv["spec"]["storageClassName"] == "standard"
+
+
+async def provisioning_world(sim) -> str:
+    sim.programs.register("example/store", store)
+    cluster = kc.install(sim, nodes=3)
+    await cluster.wait_ready()
+    await emu.install_standard_storage_class(sim)
+    await sim.apply({"apiVersion": "v1", "kind": "ServiceAccount",
+                     "metadata": {"name": "bot", "namespace": "default"}})
+    for i in range(3):
+        await sim.apply(pvc(f"d{i}"))
+        await sim.apply(pod_with_claim(f"w{i}", f"d{i}"))
+    for i in range(3):
+        await sim.wait_for("Pod", f"w{i}", phase_is("Succeeded"))
+    token = sim.api.create_token("bot", "default")["status"]["token"]
+    await sim.apply({"apiVersion": "v1", "kind": "Secret",
+                     "metadata": {"name": "tok", "namespace": "default"},
+                     "stringData": {"token": token}})
+    await sim.sleep(5)
+    return str(sim.trace.digest())
+
+
+def test_provisioning_and_issued_tokens_are_deterministic():
+    first = emu.run(provisioning_world, seed=5)
+    assert first == emu.run(provisioning_world, seed=5)
+    assert first != emu.run(provisioning_world, seed=6)
