@@ -69,7 +69,7 @@ def standard_storage_class() -> Obj:
             "volumeBindingMode": "WaitForFirstConsumer"}
 
 
-async def install_standard_storage_class(sim: Any) -> Obj:
+async def install_standard_storage_class(sim: Any) -> dict[str, Any]:
     """Create kind's ``standard`` StorageClass in ``sim`` (a `emu.Simulation`) as the cluster's
     default class, so claims without a class get it and are provisioned when their first Pod is
     scheduled; returns the stored class (an existing ``standard`` class is left as it is)."""
