@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from .cluster import KubeCluster
 
 SCHEDULER_NAME = "default-scheduler"
+#: How a plugin's error (not a filter's verdict) begins (the framework's ``RunPreFilterPlugins``).
+_PLUGIN_ERROR = "running PreFilter plugin "
 #: How long a binding waits for its WaitForFirstConsumer claims (``bindTimeoutSeconds``).
 BIND_TIMEOUT = 600.0
 MIN_FEASIBLE_NODES = 100
@@ -420,6 +422,10 @@ class Scheduler:
             self._unschedulable[key] = None
             if (pod.get("spec") or {}).get("priority") is not None:
                 self._maybe_preempt(key, pod)
+            error = next((r for r in reasons if r.startswith(_PLUGIN_ERROR)), None)
+            if error is not None:  # a plugin's error, not a FitError: kube's SchedulerError
+                self.process.spawn(self._mark_unschedulable(pod, error, "SchedulerError"))
+                return
             total = len(self.nodes)
             parts = sorted(f"{n} {r}" for r, n in reasons.items())
             message = f"0/{total} nodes are available: {', '.join(parts)}." if parts else \
@@ -591,14 +597,16 @@ class Scheduler:
                 name = explicit_class(pvc)
                 if name is not None and self.classes is not None:
                     storage_class = self.classes.get(name)
-                    if storage_class is None:
-                        return f'storageclass.storage.k8s.io "{name}" not found'
+                    if storage_class is None:  # GetBindingMode's error fails PreFilter
+                        return (f'{_PLUGIN_ERROR}"VolumeBinding": storageclass.storage.k8s.io '
+                                f'"{name}" not found')
                     if delayed_binding(storage_class):
                         continue  # bound for the Node this Pod gets (`_bind_volumes`)
                 return "pod has unbound immediate PersistentVolumeClaims"
         return None
 
-    async def _mark_unschedulable(self, pod: Obj, message: str) -> None:
+    async def _mark_unschedulable(self, pod: Obj, message: str,
+                                  reason: str = "Unschedulable") -> None:
         assert self.client is not None and self.process is not None
         meta = pod["metadata"]
         conditions = list((pod.get("status") or {}).get("conditions") or [])
@@ -607,7 +615,7 @@ class Scheduler:
                 current.get("message") == message:
             return
         conditions = set_condition(conditions, {
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "type": "PodScheduled", "status": "False", "reason": reason,
             "message": message, "lastTransitionTime": rfc3339(clock.now())})
         self.process.log("pod_unschedulable", pod=f"{meta.get('namespace')}/{meta['name']}",
                          message=message)

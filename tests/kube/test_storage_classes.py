@@ -103,8 +103,9 @@ async def test_a_missing_class_leaves_the_claim_pending_until_the_class_appears(
     p = await sim.wait_for("Pod", "p", lambda p: any(
         c["type"] == "PodScheduled" for c in p["status"].get("conditions") or []))
     [cond] = [c for c in p["status"]["conditions"] if c["type"] == "PodScheduled"]
-    assert cond["message"] == ('0/3 nodes are available: 3 storageclass.storage.k8s.io "fast" '
-                               "not found.")
+    assert (cond["reason"], cond["message"]) == (
+        "SchedulerError",
+        'running PreFilter plugin "VolumeBinding": storageclass.storage.k8s.io "fast" not found')
     assert ("ProvisioningFailed", "Warning", "persistentvolume-controller",
             'storageclass.storage.k8s.io "fast" not found') in await events_of(sim, "fast-data")
     assert (await sim.get("PersistentVolumeClaim", "fast-data"))["status"].get(
