@@ -14,12 +14,13 @@ Ports what kube-apiserver does with its ServiceAccount signing key:
   world's issuer and signature, has not expired on the virtual clock, names one of the wanted
   audiences, and its ServiceAccount (and bound Pod or Secret) still exist with the uids it names.
 
-The signing key is RSA-2048 and the tokens RS256, as a kind cluster's (kubeadm makes an RSA
-``sa.key``). The key is derived from the world's seed (`signing_key`), not from the operating
-system's randomness: the same seed issues the same token bytes, so a token written into an
-object leaves a run's digest unchanged, and anyone who knows the seed can forge one — this is an
-emulator's key, never a secret. PKCS#1 v1.5 signatures are deterministic, which is why RS256 and
-not ES256 (an ECDSA signature draws a fresh nonce from the operating system).
+The signing key is ECDSA P-256 and the tokens ES256 (kube-apiserver accepts an ECDSA
+``--service-account-key-file``; kubeadm's default is RSA, see docs/deviations.md). The key is
+derived from the world's seed (`signing_key`), not from the operating system's randomness, and
+signatures use RFC 6979's deterministic nonces: the same seed issues the same token bytes, so a
+token written into an object leaves a run's digest unchanged, and anyone who knows the seed can
+forge one — this is an emulator's key, never a secret. An RSA key would have to be generated
+from the seed by hand (the cryptography package draws RSA primes only from the OS).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import random
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -38,7 +38,7 @@ from .errors import ApiError, BadRequest, Conflict, Invalid, NotFound
 from .validation import invalid
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
 
     from .rbac import UserInfo
     from .server import APIServer
@@ -60,8 +60,6 @@ API_VERSION = f"{GROUP}/v1"
 #: The user a TokenReview of ``emu serve --token``'s token authenticates as (kind's admin).
 STATIC_USER = "kubernetes-admin"
 
-_SMALL_PRIMES = [p for p in range(3, 2000) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
-
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -71,40 +69,12 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _probable_prime(n: int, rng: random.Random) -> bool:
-    """Miller-Rabin with bases from ``rng`` (after trial division by the small primes)."""
-    for p in _SMALL_PRIMES:
-        if n % p == 0:
-            return n == p
-    d, s = n - 1, 0
-    while d % 2 == 0:
-        d //= 2
-        s += 1
-    for _ in range(24):
-        x = pow(rng.randrange(2, n - 2), d, n)
-        if x in (1, n - 1):
-            continue
-        for _ in range(s - 1):
-            x = pow(x, 2, n)
-            if x == n - 1:
-                break
-        else:
-            return False
-    return True
-
-
-def _prime(bits: int, rng: random.Random, e: int) -> int:
-    while True:
-        candidate = rng.getrandbits(bits) | (3 << (bits - 2)) | 1
-        if candidate % e != 1 and _probable_prime(candidate, rng):
-            return candidate
-
-
 class SigningKey:
-    """An RSA key that signs and verifies RS256 JWTs; ``kid`` as kube derives it
+    """An ECDSA P-256 key that signs and verifies ES256 JWTs (RFC 6979 deterministic signatures,
+    so the same claims give the same token bytes); ``kid`` as kube derives it
     (``keyIDFromPublicKey``: SHA-256 of the DER public key, unpadded base64url)."""
 
-    def __init__(self, key: RSAPrivateKey) -> None:
+    def __init__(self, key: EllipticCurvePrivateKey) -> None:
         from cryptography.hazmat.primitives import serialization
 
         self.key = key
@@ -123,56 +93,52 @@ class SigningKey:
     def jwk(self) -> Obj:
         """The public key as a JSON Web Key, as ``/openid/v1/jwks`` lists it."""
         numbers = self.public.public_numbers()
-
-        def raw(n: int) -> str:
-            return _b64(n.to_bytes((n.bit_length() + 7) // 8, "big"))
-
-        return {"use": "sig", "kty": "RSA", "kid": self.kid, "alg": "RS256",
-                "n": raw(numbers.n), "e": raw(numbers.e)}
+        return {"use": "sig", "kty": "EC", "crv": "P-256", "kid": self.kid, "alg": "ES256",
+                "x": _b64(numbers.x.to_bytes(32, "big")), "y": _b64(numbers.y.to_bytes(32, "big"))}
 
     def sign(self, claims: Obj) -> str:
         from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import padding
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-        head = _b64(orjson.dumps({"alg": "RS256", "kid": self.kid}))
+        head = _b64(orjson.dumps({"alg": "ES256", "kid": self.kid}))
         body = _b64(orjson.dumps(claims))
         signed = f"{head}.{body}".encode()
-        return f"{head}.{body}.{_b64(self.key.sign(signed, padding.PKCS1v15(), hashes.SHA256()))}"
+        r, s = decode_dss_signature(self.key.sign(
+            signed, ec.ECDSA(hashes.SHA256(), deterministic_signing=True)))
+        # JWS (RFC 7518 3.4): the signature is R and S as 32 big-endian bytes each, not DER.
+        return f"{head}.{body}.{_b64(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
 
     def verify(self, token: str) -> bool:
         """Whether ``token``'s signature is this key's."""
         from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import padding
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
         head, body, sig = token.split(".")
+        raw = _unb64(sig)
+        if len(raw) != 64:
+            return False
+        der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
         try:
-            self.public.verify(_unb64(sig), f"{head}.{body}".encode(), padding.PKCS1v15(),
-                               hashes.SHA256())
-        except (InvalidSignature, ValueError):
+            self.public.verify(der, f"{head}.{body}".encode(), ec.ECDSA(hashes.SHA256()))
+        except InvalidSignature:
             return False
         return True
 
 
 @functools.lru_cache(maxsize=8)
 def signing_key(seed: int) -> SigningKey:
-    """The ServiceAccount signing key of worlds with ``seed``: RSA-2048 whose primes come from
-    a stream derived from the seed (about a second of CPU, once per seed per process)."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
+    """The ServiceAccount signing key of worlds with ``seed``: a P-256 private scalar derived
+    from the seed by SHA-256 (no operating-system randomness, microseconds of CPU)."""
+    from cryptography.hazmat.primitives.asymmetric import ec
 
+    # P-256's group order; a scalar in [1, n-1].
+    order = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
     digest = hashlib.sha256(f"{seed}:serviceaccount-signing-key".encode()).digest()
-    rng = random.Random(int.from_bytes(digest, "big"))
-    e = 65537
-    while True:
-        p, q = _prime(1024, rng, e), _prime(1024, rng, e)
-        if p != q:
-            break
-    if p < q:
-        p, q = q, p
-    d = pow(e, -1, (p - 1) * (q - 1))
-    numbers = rsa.RSAPrivateNumbers(p, q, d, d % (p - 1), d % (q - 1), pow(q, -1, p),
-                                    rsa.RSAPublicNumbers(e, p * q))
-    return SigningKey(numbers.private_key())
+    return SigningKey(ec.derive_private_key(int.from_bytes(digest, "big") % (order - 1) + 1,
+                                            ec.SECP256R1()))
 
 
 class TokenError(Exception):
@@ -206,7 +172,7 @@ class Tokens:
         return {"issuer": ISSUER, "jwks_uri": f"{base}/openid/v1/jwks",
                 "response_types_supported": ["id_token"],
                 "subject_types_supported": ["public"],
-                "id_token_signing_alg_values_supported": ["RS256"]}
+                "id_token_signing_alg_values_supported": ["ES256"]}
 
     def jwks(self) -> Obj:
         """``/openid/v1/jwks``: the key set that verifies the world's tokens."""

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from emu.apiserver.errors import ApiError
 from emu.apiserver.request import ApiRequest
@@ -66,7 +67,7 @@ def test_a_token_carries_kubes_claims_on_the_virtual_clock(world: World):
     assert got["jti"]
 
 
-def test_the_signature_is_rs256_by_the_worlds_key_and_the_same_seed_signs_the_same_bytes():
+def test_the_signature_is_es256_by_the_worlds_key_and_the_same_seed_signs_the_same_bytes():
     a, b, other = World(7), World(7), World(8)
     token = a.token(audiences=["vault"])
     assert token == b.token(audiences=["vault"])
@@ -74,11 +75,14 @@ def test_the_signature_is_rs256_by_the_worlds_key_and_the_same_seed_signs_the_sa
     head, body, sig = token.split(".")
     header = json.loads(base64.urlsafe_b64decode(head + "=="))
     key = signing_key(7)
-    assert header == {"alg": "RS256", "kid": key.kid}
+    assert header == {"alg": "ES256", "kid": key.kid}
     public = serialization.load_pem_public_key(key.public_pem())
-    assert isinstance(public, rsa.RSAPublicKey) and public.key_size == 2048
-    public.verify(base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)),
-                  f"{head}.{body}".encode(), padding.PKCS1v15(), hashes.SHA256())
+    assert isinstance(public, ec.EllipticCurvePublicKey) and public.curve.name == "secp256r1"
+    raw = base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4))
+    assert len(raw) == 64  # JWS: R and S, 32 bytes each
+    public.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"),
+                                       int.from_bytes(raw[32:], "big")),
+                  f"{head}.{body}".encode(), ec.ECDSA(hashes.SHA256()))
 
 
 def test_issuing_a_token_draws_nothing_from_the_worlds_random_stream():

@@ -102,7 +102,8 @@ async def test_issuer_discovery_serves_the_keys_that_verify_the_worlds_tokens(si
     import base64
 
     from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
     def raw(text: str) -> bytes:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
@@ -111,7 +112,7 @@ async def test_issuer_discovery_serves_the_keys_that_verify_the_worlds_tokens(si
         config = (await c.get("/.well-known/openid-configuration")).json()
         assert config["issuer"] == "https://kubernetes.default.svc.cluster.local"
         assert config["jwks_uri"] == f"{BASE_URL}/openid/v1/jwks"
-        assert config["id_token_signing_alg_values_supported"] == ["RS256"]
+        assert config["id_token_signing_alg_values_supported"] == ["ES256"]
         r = await c.get("/openid/v1/jwks")
         assert r.headers["content-type"] == "application/jwk-set+json"
         [jwk] = r.json()["keys"]
@@ -119,7 +120,11 @@ async def test_issuer_discovery_serves_the_keys_that_verify_the_worlds_tokens(si
                                "metadata": {"name": "bot"}})
         token = (await c.post(f"{SA}/bot/token", json={})).json()["status"]["token"]
     head, body, sig = token.split(".")
-    assert raw(head) == b'{"alg":"RS256","kid":"' + jwk["kid"].encode() + b'"}'
-    key = rsa.RSAPublicNumbers(int.from_bytes(raw(jwk["e"]), "big"),
-                               int.from_bytes(raw(jwk["n"]), "big")).public_key()
-    key.verify(raw(sig), f"{head}.{body}".encode(), padding.PKCS1v15(), hashes.SHA256())
+    assert raw(head) == b'{"alg":"ES256","kid":"' + jwk["kid"].encode() + b'"}'
+    assert (jwk["kty"], jwk["crv"]) == ("EC", "P-256")
+    key = ec.EllipticCurvePublicNumbers(int.from_bytes(raw(jwk["x"]), "big"),
+                                        int.from_bytes(raw(jwk["y"]), "big"),
+                                        ec.SECP256R1()).public_key()
+    rs = raw(sig)
+    key.verify(encode_dss_signature(int.from_bytes(rs[:32], "big"), int.from_bytes(rs[32:], "big")),
+               f"{head}.{body}".encode(), ec.ECDSA(hashes.SHA256()))
