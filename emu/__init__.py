@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from .kube.certmanager import install_cert_manager as install_cert_manager
     from .kube.config import KubeConfig as KubeConfig
     from .kube.config import NodePool as NodePool
+    from .kube.volumes import install_standard_storage_class as install_standard_storage_class
     from .simulation import ReconcilePanic as ReconcilePanic
     from .simulation import Simulation as Simulation
     from .simulation import VirtualTimeExceeded as VirtualTimeExceeded
@@ -126,6 +127,7 @@ _EXPORTS = {
     "KubeConfig": ".kube.config",
     "NodePool": ".kube.config",
     "install_cert_manager": ".kube.certmanager",
+    "install_standard_storage_class": ".kube.volumes",
     "Simulation": ".simulation",
     "VirtualTimeExceeded": ".simulation",
     "Panic": ".kernel.process",
@@ -187,6 +189,8 @@ __all__ += ["AtCall", "CrashLeader", "Goal", "Knob", "LoseRayPod", "PartitionLea
             "PauseLeader", "RunSpec", "Setup", "Workload"]
 # cert-manager for KubeRay's mTLS (emu.kube.certmanager).
 __all__ += ["install_cert_manager"]
+# kind's default StorageClass, provisioned on first consumer (emu.kube.volumes).
+__all__ += ["install_standard_storage_class"]
 
 
 def __getattr__(name: str) -> Any:

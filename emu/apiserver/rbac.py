@@ -494,6 +494,8 @@ class RBAC:
     def attributes(self, req: ApiRequest, user: UserInfo) -> Attributes | None:
         """The request's attributes, or None for a kind the server does not know (the server
         then answers 404 itself)."""
+        if req.kind == "TokenReview" and req.verb == "create":  # served, not stored
+            return Attributes(user, "create", "", "authentication.k8s.io", "tokenreviews")
         try:
             info = self.server.kinds.resolve(req.kind, req.api_version)
         except ApiError:  # an unknown kind: the server reports it
@@ -510,9 +512,11 @@ class RBAC:
         subresource = ""
         if req.verb == "update_status":
             subresource = "status"
-        elif req.verb == "patch":
+        elif req.verb in ("patch", "create"):
             subresource = str(req.options.get("subresource") or "")
-        name = "" if req.verb in ("create", "list", "delete_collection") else (req.name or "")
+        # a create on a subresource (pods/eviction, serviceaccounts/token) names its object
+        name = "" if req.verb in ("list", "delete_collection") or (
+            req.verb == "create" and not subresource) else (req.name or "")
         if req.verb in ("list", "watch") and not name:
             name = _exact_name(req.options.get("field_selector"))
         return Attributes(user, verb, namespace, info.group, info.plural, subresource, name)

@@ -57,6 +57,7 @@ from .selectors import (
     selector_from_dict,
 )
 from .store import Entry, Store, Table
+from .storedkinds import admit_default_storage_class
 from .watch import BOOKMARK_INTERVAL, WatchHub, WatchStream
 
 Obj = dict[str, Any]
@@ -248,6 +249,15 @@ class APIServer:
         #: exists or the Pod names one.
         self.priority = Priority(self)
         self._priority_classes = self.priority.classes.objs
+        #: StorageClasses, for the DefaultStorageClass admission of claims (read only when
+        #: one exists).
+        self._storage_classes = self.store.table(self.kinds.resolve(
+            "StorageClass", "storage.k8s.io/v1")).objs
+        from .tokens import Tokens
+
+        #: Bound ServiceAccount tokens: the TokenRequest subresource and TokenReview
+        #: (`emu.apiserver.tokens`); the signing key is made on first use.
+        self.tokens = Tokens(self, rng)
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
@@ -389,6 +399,17 @@ class APIServer:
         """``POST pods/<name>/eviction``: delete the Pod as its PodDisruptionBudget allows
         (`emu.apiserver.disruption.Disruption.evict`); a 429 when it does not."""
         return self.disruption.evict(name, namespace, body, caller, dry_run)
+
+    def create_token(self, name: str, namespace: str = "default", body: Obj | None = None, *,
+                     dry_run: bool = False) -> Obj:
+        """``POST serviceaccounts/<name>/token`` (``kubectl create token``): a TokenRequest
+        answered with a JWT signed by the world's key (`emu.apiserver.tokens`)."""
+        return self.tokens.request(name, namespace, body, dry_run=dry_run)
+
+    def review_token(self, body: Obj) -> Obj:
+        """``POST tokenreviews``: the TokenReview with its ``status`` (authenticated, user,
+        audiences, or kube's error) for ``spec.token``."""
+        return self.tokens.review(body)
 
     def _admit_delete(self, info: KindInfo, entry: Entry, obj: Obj, caller: str,
                       dry_run: bool) -> None:
@@ -745,6 +766,8 @@ class APIServer:
         if info.kind == "Pod" and info.group == "" and (self._priority_classes or (
                 new.get("spec") or {}).get("priorityClassName")):
             self.priority.admit(info, new, name)
+        if info.kind == "PersistentVolumeClaim" and info.group == "" and self._storage_classes:
+            admit_default_storage_class(new, self._storage_classes)
         if self._hooks_m:
             new = self.webhooks.admit(True, "CREATE", info, new, None, ns, name, dry_run, caller)
             meta = new["metadata"]
@@ -1319,6 +1342,14 @@ class APIServer:
                 raise NotFound(f"{info.plural}/eviction", req.name or "", info.group)
             return self.disruption.evict(req.name or "", self._scope(info, req.namespace),
                                          req.body, caller, bool(o.get("dry_run")))
+        if verb == "create" and o.get("subresource") == "token":
+            info, _ = self._resolve(req.kind, req.api_version)
+            if info.kind != "ServiceAccount" or info.group:
+                raise NotFound(f"{info.plural}/token", req.name or "", info.group)
+            return self.tokens.request(req.name or "", self._scope(info, req.namespace),
+                                       req.body, dry_run=bool(o.get("dry_run")))
+        if verb == "create" and req.kind == "TokenReview":
+            return self.tokens.review(req.body)
         if verb == "create":
             body, resolved = self._body(req)
             return self._create(body, caller, bool(o.get("dry_run")), req.namespace,

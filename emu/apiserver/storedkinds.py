@@ -124,6 +124,31 @@ def default_storage_class(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("volumeBindingMode", "Immediate")
 
 
+def admit_default_storage_class(pvc: Obj, classes: Any) -> None:
+    """The DefaultStorageClass admission plugin (``GetDefaultClass``): a claim created without
+    ``spec.storageClassName`` gets the default class, the newest of those annotated
+    ``storageclass.kubernetes.io/is-default-class: "true"`` (by creation time, then name).
+    ``classes`` is the StorageClass table's entries (read only when a claim needs them)."""
+    spec = pvc.get("spec")
+    if not isinstance(spec, dict) or spec.get("storageClassName") is not None:
+        return
+    import orjson
+
+    best: tuple[str, str] | None = None
+    for key in sorted(classes):
+        sc = orjson.loads(classes[key].data)
+        meta = sc.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        if annotations.get("storageclass.kubernetes.io/is-default-class") != "true" and \
+                annotations.get("storageclass.beta.kubernetes.io/is-default-class") != "true":
+            continue
+        cand = (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+        if best is None or cand[0] > best[0] or (cand[0] == best[0] and cand[1] < best[1]):
+            best = cand
+    if best is not None:
+        spec["storageClassName"] = best[1]
+
+
 def validate_storage_class(obj: Obj, old: Obj | None) -> list[StatusCause]:
     """``ValidateStorageClass`` and ``ValidateStorageClassUpdate``."""
     causes: list[StatusCause] = []

@@ -119,6 +119,10 @@ def resource_list(kinds: KindRegistry, group_name: str, version_name: str,
                               "verbs": ["create"]})
             resources.append({"name": "pods/log", "singularName": "", "namespaced": True,
                               "kind": "Pod", "verbs": ["get"]})
+        if info.kind == "ServiceAccount" and not info.group:
+            resources.append({"name": "serviceaccounts/token", "singularName": "",
+                              "namespaced": True, "group": "authentication.k8s.io",
+                              "version": "v1", "kind": "TokenRequest", "verbs": ["create"]})
         if (info.group, info.kind) == APPROVABLE:
             resources.append({"name": f"{info.plural}/approval", "singularName": "",
                               "namespaced": False, "kind": info.kind,
@@ -162,6 +166,10 @@ def _resource_discovery(info: KindInfo, scalable: Collection[tuple[str, str]],
             "group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]})
         subs.append({"subresource": "log", "responseKind": {"group": "", "version": "v1",
                                                              "kind": "Pod"}, "verbs": ["get"]})
+    if info.kind == "ServiceAccount" and not info.group:
+        subs.append({"subresource": "token", "responseKind": {
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+            "verbs": ["create"]})
     if (info.group, info.kind) == APPROVABLE:
         subs.insert(0, {"subresource": "approval", "responseKind": gvk,
                         "verbs": ["get", "patch", "update"]})

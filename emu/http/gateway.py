@@ -37,7 +37,9 @@ from ..apiserver.errors import (
 )
 from ..apiserver.kinds import KindInfo
 from ..apiserver.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from ..apiserver.rbac import AUTHENTICATED, SYSTEM_MASTERS, UserInfo
 from ..apiserver.request import ApiRequest
+from ..apiserver.tokens import STATIC_USER, TokenError
 from ..apiserver.validation import forbidden, invalid, strict_error
 from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
@@ -184,6 +186,8 @@ class Gateway:
         self.sim = sim
         self.identity = identity
         self.token = token
+        if token is not None:  # a TokenReview of it authenticates as kind's admin user
+            sim.api.tokens.static[token] = UserInfo(STATIC_USER, (SYSTEM_MASTERS, AUTHENTICATED))
         self.max_body = max_body
         self.server_url = server_url
         self.requests = 0
@@ -199,6 +203,28 @@ class Gateway:
         self._identities: dict[str, str] = {}
         self._accepts: dict[str, tuple[str | None, bool]] = {}
         self._media: dict[str, str] = {}
+
+    def _service_account_bearer(self, req: HttpRequest) -> bool:
+        """Whether ``req`` carries a token the world issued (``kubectl create token``) that
+        authenticates now; if so the request is made as that ServiceAccount (its RBAC
+        applies)."""
+        scheme, _, token = req.header("authorization").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return False
+        try:
+            found = self.sim.api.tokens.authenticate(token.strip())
+        except TokenError:
+            return False
+        if found is None:
+            return False
+        username = str(found[0]["username"])
+        prefix, _, rest = username.partition("system:serviceaccount:")
+        namespace, _, name = rest.partition(":")
+        if prefix or not namespace or not name:
+            return False
+        self.sim.rbac.assign(username, UserInfo.service_account(namespace, name))
+        req.caller = username
+        return True
 
     def log_followers(self) -> LogFollowers:
         if self._followers is None:
@@ -224,7 +250,8 @@ class Gateway:
     async def handle(self, req: HttpRequest) -> HttpResponse | WatchResponse:
         """Answer one request; raises `Dropped` when the emulated network lost it."""
         self.requests += 1
-        if self.token is not None and req.header("authorization") != f"Bearer {self.token}":
+        if self.token is not None and req.header("authorization") != f"Bearer {self.token}" \
+                and not self._service_account_bearer(req):
             return HttpResponse.error({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                        "status": "Failure", "message": "Unauthorized",
                                        "reason": "Unauthorized", "code": 401}, 401)
@@ -280,6 +307,10 @@ class Gateway:
                 body = orjson.loads(req.body) if req.body else None
             except orjson.JSONDecodeError as exc:
                 raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+        if reviews.REVIEWS[review] == "TokenReview":  # answered by the API server's tokens
+            areq = ApiRequest("create", "TokenReview", f"{review[0]}/{review[1]}", None, None,
+                              body)
+            return HttpResponse(201, orjson.dumps(await self.call(self.caller(req), areq)))
         out = reviews.answer(self.sim, self.caller(req), review, body)
         return HttpResponse(201, orjson.dumps(out))
 
@@ -332,6 +363,10 @@ class Gateway:
             return HttpResponse(200, b"ok", "text/plain")
         if path == "/version":
             return HttpResponse.json(api.version_info())
+        if path == "/.well-known/openid-configuration":  # ServiceAccount issuer discovery
+            return HttpResponse.json(api.tokens.openid_configuration(self.server_url))
+        if path == "/openid/v1/jwks":
+            return HttpResponse(200, orjson.dumps(api.tokens.jwks()), "application/jwk-set+json")
         if path in ("/api", "/apis") and discovery.wants_aggregated(req.header("accept")):
             listing = discovery.aggregated(api.kinds, core=path == "/api",
                                            scalable=scalable(self.sim))
@@ -366,6 +401,8 @@ class Gateway:
     # -- the network ---------------------------------------------------------------------------
 
     def caller(self, req: HttpRequest) -> str:
+        if req.caller is not None:
+            return req.caller
         if self.identity:
             return self.identity
         agent = req.headers.get("user-agent", "")
@@ -426,9 +463,6 @@ _NOT_EMULATED: dict[str, dict[str, str]] = {
     "ephemeralcontainers": {"Pod": "kuberay-emu does not run ephemeral containers "
                                    "(kubectl debug); read the Pod with kubectl describe and "
                                    "kubectl logs"},
-    "token": {"ServiceAccount": "kuberay-emu does not issue ServiceAccount tokens "
-                                "(TokenRequest): emu serve accepts no credentials but the one "
-                                "--token it was started with"},
 }
 
 
@@ -855,6 +889,10 @@ class _Call:
                 method == "POST":
             return self._reply(await self.send("create", self._json_body(),
                                                subresource="eviction"), 201)
+        elif sub == "token" and self.info.kind == "ServiceAccount" and not self.info.group:
+            if method == "POST":  # kubectl create token (emu.apiserver.tokens)
+                return HttpResponse.json(await self.send("create", self._json_body(),
+                                                         subresource="token"), 201)
         elif sub == "finalize" and self.info.kind == "Namespace" and method == "PUT":
             return self._reply(await self.send("update", self._json_body()))
         elif sub == "proxy" and self.info.kind in ("Service", "Pod") and not self.info.group \

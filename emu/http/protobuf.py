@@ -346,6 +346,11 @@ NonResourceAttributes path:1 verb:2
 SelfSubjectRulesReview metadata:1:ObjectMeta spec:2:SSRRSpec status:3:-
 SSRRSpec namespace:1
 SelfSubjectReview metadata:1:ObjectMeta status:2:-
+TokenRequest metadata:1:ObjectMeta spec:2:TokenRequestSpec status:3:-
+TokenRequestSpec audiences:1* boundObjectRef:3:BoundObjectReference? expirationSeconds:4:i?
+BoundObjectReference kind:1 apiVersion:2 name:3 uid:4
+TokenReview metadata:1:ObjectMeta spec:2:TokenReviewSpec status:3:-
+TokenReviewSpec token:1 audiences:2*
 
 CertificateSigningRequest metadata:1:ObjectMeta spec:2:CSRSpec status:3:CSRStatus?
 CSRSpec request:1:y username:2 uid:3 groups:4* usages:5* signerName:7 expirationSeconds:8:i?
@@ -400,6 +405,9 @@ KINDS: dict[tuple[str, str], str] = {
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    # ``kubectl create token`` and client-go's TokenReviews (`emu.apiserver.tokens`)
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
     # read with its status: ``kubectl certificate approve`` PUTs it to ``/approval``
     ("certificates.k8s.io/v1", "CertificateSigningRequest"): "CertificateSigningRequest",
 }

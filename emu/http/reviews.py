@@ -1,6 +1,7 @@
 """The create-only review resources kubectl's ``auth`` commands post: ``kubectl auth can-i``
 (``SelfSubjectAccessReview``), ``kubectl auth can-i --list`` (``SelfSubjectRulesReview``) and
-``kubectl auth whoami`` (``SelfSubjectReview``).
+``kubectl auth whoami`` (``SelfSubjectReview``); and ``TokenReview``, which the gateway sends on
+to the API server (`emu.apiserver.tokens`) and which is listed here for discovery and routing.
 
 They are not stored kinds (kube answers them from its authorizer and authenticator and keeps
 nothing), so the gateway answers them here, from the world's RBAC (`emu.apiserver.rbac`): the
@@ -27,6 +28,8 @@ REVIEWS: dict[tuple[str, str, str], str] = {
     ("authorization.k8s.io", "v1", "selfsubjectaccessreviews"): "SelfSubjectAccessReview",
     ("authorization.k8s.io", "v1", "selfsubjectrulesreviews"): "SelfSubjectRulesReview",
     ("authentication.k8s.io", "v1", "selfsubjectreviews"): "SelfSubjectReview",
+    # answered by the API server (`emu.apiserver.tokens`), not here
+    ("authentication.k8s.io", "v1", "tokenreviews"): "TokenReview",
 }
 
 _ALL_RULES: list[Obj] = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]

@@ -33,8 +33,11 @@ class EventRecorder:
         #: (uid, type, reason, message) → [event name, namespace, count]
         self._seen: dict[tuple[str, str, str, str], list[Any]] = {}
 
-    def event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
-        """Record an Event about ``obj`` (written in the background; never raises)."""
+    def event(self, obj: Obj, event_type: str, reason: str, message: str, *,
+              component: str | None = None) -> None:
+        """Record an Event about ``obj`` (written in the background; never raises);
+        ``component`` reports it as another component than the recorder's (a provisioner the
+        recording process plays)."""
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or "default"
         key = (str(meta.get("uid", "")), event_type, reason, message)
@@ -50,7 +53,8 @@ class EventRecorder:
         self._seq += 1
         name = f"{meta.get('name', '')}.{round(now * 1e9) + self._seq:x}"
         self._seen[key] = [name, ns, 1]
-        source: Obj = {"component": self.component}
+        component = component or self.component
+        source: Obj = {"component": component}
         if self.host:
             source["host"] = self.host
         stamp = rfc3339(now)
@@ -63,7 +67,7 @@ class EventRecorder:
                                "uid": meta.get("uid", ""),
                                "resourceVersion": meta.get("resourceVersion", "")},
             "reason": reason, "message": message, "type": event_type,
-            "source": source, "reportingComponent": self.component,
+            "source": source, "reportingComponent": component,
             "reportingInstance": self.host or "",
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }

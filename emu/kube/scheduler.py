@@ -57,11 +57,16 @@ from .common import (
     whole,
 )
 from .events import EventRecorder
+from .volumes import SELECTED_NODE, delayed_binding, explicit_class
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
 
 SCHEDULER_NAME = "default-scheduler"
+#: How a plugin's error (not a filter's verdict) begins (the framework's ``RunPreFilterPlugins``).
+_PLUGIN_ERROR = "running PreFilter plugin "
+#: How long a binding waits for its WaitForFirstConsumer claims (``bindTimeoutSeconds``).
+BIND_TIMEOUT = 600.0
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENT = 5
 
@@ -182,6 +187,10 @@ class Scheduler:
         self.client: Client | None = None
         self.pods: Informer | None = None
         self.pvcs: Informer | None = None
+        #: StorageClasses, watched from the first Pod whose unbound claim names one.
+        self.classes: Informer | None = None
+        #: Set when a claim changes: a binding waiting for its WaitForFirstConsumer claims.
+        self._claims_changed = asyncio.Event()
 
     async def main(self, process: Process) -> None:
         self.process = process
@@ -198,7 +207,7 @@ class Scheduler:
         self.pvcs = Informer(self.client, "PersistentVolumeClaim")
         self.pvcs.add_event_handler(FuncHandler(
             on_add=lambda _p: self._requeue_unschedulable(),
-            on_update=lambda _o, _n: self._requeue_unschedulable()))
+            on_update=lambda _o, _n: self._claim_updated()))
         for inf in (node_informer, self.pods, self.pvcs):
             process.spawn(inf.run(), name=f"{process.name}:informer:{inf.kind}")
         for inf in (node_informer, self.pods, self.pvcs):
@@ -323,6 +332,62 @@ class Scheduler:
         if bound is not None or assumed is not None:
             self._requeue_unschedulable()
 
+    def _claim_updated(self) -> None:
+        self._claims_changed.set()
+        self._requeue_unschedulable()
+
+    def _unbound_claims(self, pod: Obj) -> list[Obj]:
+        assert self.pvcs is not None
+        ns = pod["metadata"].get("namespace")
+        out = []
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            pvc = self.pvcs.get(claim, ns) if claim else None
+            if pvc is not None and (pvc.get("status") or {}).get("phase") != "Bound":
+                out.append(pvc)
+        return out
+
+    async def _need_classes(self, pod: Obj) -> None:
+        """Start the StorageClass informer when ``pod`` has an unbound claim naming a class
+        (worlds whose claims name none never watch StorageClasses)."""
+        if self.classes is not None or not any(explicit_class(c) is not None
+                                               for c in self._unbound_claims(pod)):
+            return
+        assert self.client is not None and self.process is not None
+        self.classes = Informer(self.client, "StorageClass")
+        self.classes.add_event_handler(FuncHandler(
+            on_add=lambda _c: self._requeue_unschedulable(),
+            on_update=lambda _o, _n: self._requeue_unschedulable()))
+        self.process.spawn(self.classes.run(), name=f"{self.process.name}:informer:StorageClass")
+        await self.classes.wait_synced()
+
+    def _delayed_claims(self, pod: Obj) -> list[Obj]:
+        """The unbound claims of ``pod`` whose class binds on first consumer."""
+        if self.classes is None:
+            return []
+        out = []
+        for pvc in self._unbound_claims(pod):
+            name = explicit_class(pvc)
+            if name is not None and delayed_binding(self.classes.get(name)):
+                out.append(pvc)
+        return out
+
+    def _selected_node(self, pod: Obj) -> str | None:
+        """The Node a claim of ``pod`` was provisioned for (``selected-node``): a node-local
+        volume pins its Pods there (the PV's node affinity, read from the claim)."""
+        if self.classes is None:
+            return None
+        assert self.pvcs is not None
+        ns = pod["metadata"].get("namespace")
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            pvc = self.pvcs.get(claim, ns) if claim else None
+            if pvc is not None:
+                node = ((pvc.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE)
+                if node:
+                    return str(node)
+        return None
+
     def _requeue_unschedulable(self) -> None:
         if self._unschedulable:
             for key in self._unschedulable:
@@ -344,6 +409,8 @@ class Scheduler:
             pod = self.pods.get(name, ns)
             if pod is None or (pod.get("spec") or {}).get("nodeName"):
                 continue
+            if self.classes is None and (pod.get("spec") or {}).get("volumes"):
+                await self._need_classes(pod)
             self.schedule_one(key, pod)
             await asyncio.sleep(0)
 
@@ -355,6 +422,10 @@ class Scheduler:
             self._unschedulable[key] = None
             if (pod.get("spec") or {}).get("priority") is not None:
                 self._maybe_preempt(key, pod)
+            error = next((r for r in reasons if r.startswith(_PLUGIN_ERROR)), None)
+            if error is not None:  # a plugin's error, not a FitError: kube's SchedulerError
+                self.process.spawn(self._mark_unschedulable(pod, error, "SchedulerError"))
+                return
             total = len(self.nodes)
             parts = sorted(f"{n} {r}" for r, n in reasons.items())
             message = f"0/{total} nodes are available: {', '.join(parts)}." if parts else \
@@ -430,7 +501,7 @@ class Scheduler:
             return None, {volume_reason: total}
         want = num_feasible_nodes_to_find(
             total, self.cluster.config.scheduler_percentage_of_nodes_to_score)
-        wanted_node = spec.get("nodeName")
+        wanted_node = spec.get("nodeName") or self._selected_node(pod)
         simple = not selector and not wanted_node and not extended and not terms
         if simple and want <= total:
             fast = self._fast_pick(cpu, mem, want)
@@ -523,10 +594,19 @@ class Scheduler:
             if (pvc.get("metadata") or {}).get("deletionTimestamp"):
                 return f'persistentvolumeclaim "{claim}" is being deleted'
             if (pvc.get("status") or {}).get("phase") != "Bound":
+                name = explicit_class(pvc)
+                if name is not None and self.classes is not None:
+                    storage_class = self.classes.get(name)
+                    if storage_class is None:  # GetBindingMode's error fails PreFilter
+                        return (f'{_PLUGIN_ERROR}"VolumeBinding": storageclass.storage.k8s.io '
+                                f'"{name}" not found')
+                    if delayed_binding(storage_class):
+                        continue  # bound for the Node this Pod gets (`_bind_volumes`)
                 return "pod has unbound immediate PersistentVolumeClaims"
         return None
 
-    async def _mark_unschedulable(self, pod: Obj, message: str) -> None:
+    async def _mark_unschedulable(self, pod: Obj, message: str,
+                                  reason: str = "Unschedulable") -> None:
         assert self.client is not None and self.process is not None
         meta = pod["metadata"]
         conditions = list((pod.get("status") or {}).get("conditions") or [])
@@ -535,7 +615,7 @@ class Scheduler:
                 current.get("message") == message:
             return
         conditions = set_condition(conditions, {
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "type": "PodScheduled", "status": "False", "reason": reason,
             "message": message, "lastTransitionTime": rfc3339(clock.now())})
         self.process.log("pod_unschedulable", pod=f"{meta.get('namespace')}/{meta['name']}",
                          message=message)
@@ -555,6 +635,11 @@ class Scheduler:
         meta = pod["metadata"]
         ns = meta.get("namespace")
         try:
+            delayed = self._delayed_claims(pod)
+            if delayed and not await self._bind_volumes(pod, delayed, node):
+                self._forget(key)
+                self._unschedulable[key] = None
+                return
             bound = await self.client.patch(
                 "Pod", meta["name"], {"metadata": {"resourceVersion": meta["resourceVersion"]},
                                       "spec": {"nodeName": node}}, ns)
@@ -576,6 +661,33 @@ class Scheduler:
             if self.pods.get(name, ns_) is not None:
                 self._active[key] = None
                 self._wake.set()
+
+    async def _bind_volumes(self, pod: Obj, claims: list[Obj], node: str) -> bool:
+        """The VolumeBinding plugin's PreBind for WaitForFirstConsumer claims: write
+        ``selected-node`` on each, then wait (at most ``BIND_TIMEOUT``) until the PV controller
+        has bound them all; False when they were not bound in time."""
+        assert self.client is not None and self.pvcs is not None and self.process is not None
+        for pvc in claims:
+            meta = pvc["metadata"]
+            if (meta.get("annotations") or {}).get(SELECTED_NODE) != node:
+                await self.client.patch("PersistentVolumeClaim", meta["name"], {
+                    "metadata": {"annotations": {SELECTED_NODE: node}}}, meta.get("namespace"))
+        ns = pod["metadata"].get("namespace")
+        deadline = clock.now() + BIND_TIMEOUT
+        names = [c["metadata"]["name"] for c in claims]
+        while True:
+            current = [self.pvcs.get(n, ns) for n in names]
+            if all(c is not None and (c.get("status") or {}).get("phase") == "Bound"
+                   for c in current):
+                return True
+            left = deadline - clock.now()
+            if left <= 0:
+                return False
+            self._claims_changed.clear()
+            try:
+                await asyncio.wait_for(self._claims_changed.wait(), left)
+            except TimeoutError:
+                return False
 
     # -- preemption ------------------------------------------------------------------------------
 

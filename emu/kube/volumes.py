@@ -11,28 +11,89 @@
 - when the claim is gone the volume is ``Released``; with ``Delete`` it is deleted and its
   directory removed, with ``Retain`` both stay.
 
+A claim that names a StorageClass follows the class (``provisionClaim``,
+``setClaimProvisioner`` and sig-storage-lib-external-provisioner's ``provisionClaimOperation``):
+- a missing class leaves it Pending with the Warning ``ProvisioningFailed``
+  (``storageclass.storage.k8s.io "x" not found``), retried when the class appears;
+- ``volumeBindingMode: WaitForFirstConsumer``: the Normal ``WaitForFirstConsumer`` Event until
+  the scheduler picks a Node for a Pod using the claim and writes the claim's
+  ``volume.kubernetes.io/selected-node`` annotation;
+- then the claim gets the ``storage-provisioner`` annotations and the Normal
+  ``ExternalProvisioning`` Event, and the class's provisioner (played by this process for any
+  provisioner name) records ``Provisioning``, creates ``pvc-<uid>`` with the class's
+  ``reclaimPolicy``, the ``pv.kubernetes.io/provisioned-by`` annotation and, for a selected
+  Node, node affinity to it, and records ``ProvisioningSucceeded``.
+A claim with no class at all (none given and no default StorageClass for the DefaultStorageClass
+admission to fill in) is provisioned as before, through the implicit class ``standard``
+(`DEFAULT_STORAGE_CLASS`): worlds without StorageClasses keep working as they did.
+StorageClasses are watched only from the first claim that names one.
+
 A volume's directory is ``<workdir>/volumes/<pv name>`` (or its ``hostPath`` / ``local`` path,
 placed inside the work directory); the kubelet mounts it into `ContainerContext.volumes`, and it
 survives the Pods that used it. Not emulated: PVC protection finalizers, volume expansion,
-WaitForFirstConsumer, access-mode enforcement between Nodes.
+access-mode enforcement between Nodes, retroactive default class assignment.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..apiserver.errors import ApiError, is_already_exists, is_not_found
 from ..client.client import Client
 from ..client.informer import FuncHandler, Informer
 from ..kernel.process import Process
 from .common import KeyQueue, Obj, parse_quantity
+from .events import EventRecorder
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
 
 DEFAULT_STORAGE_CLASS = "standard"
 PROVISIONER = "emu.kube/hostpath"
+#: The annotation the scheduler writes on a WaitForFirstConsumer claim (``AnnSelectedNode``).
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+#: The annotations naming the provisioner a claim waits for (``setClaimProvisioner``).
+STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+#: The annotation marking the default StorageClass (DefaultStorageClass admission).
+IS_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+def standard_storage_class() -> Obj:
+    """kind's default StorageClass: ``standard``, rancher's local-path provisioner,
+    WaitForFirstConsumer, Delete (what `install_standard_storage_class` creates)."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "standard", "annotations": {IS_DEFAULT_CLASS: "true"}},
+            "provisioner": "rancher.io/local-path", "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer"}
+
+
+async def install_standard_storage_class(sim: Any) -> dict[str, Any]:
+    """Create kind's ``standard`` StorageClass in ``sim`` (a `emu.Simulation`) as the cluster's
+    default class, so claims without a class get it and are provisioned when their first Pod is
+    scheduled; returns the stored class (an existing ``standard`` class is left as it is)."""
+    client = sim.client("storage-class-install")
+    try:
+        created: Obj = await client.create(standard_storage_class())
+        return created
+    except ApiError as err:
+        if not is_already_exists(err):
+            raise
+    found: Obj = await client.get("StorageClass", "standard")
+    return found
+
+
+def delayed_binding(storage_class: Obj | None) -> bool:
+    """Whether a class binds its claims only once a Pod using them is scheduled."""
+    return storage_class is not None and \
+        storage_class.get("volumeBindingMode") == "WaitForFirstConsumer"
+
+
+def explicit_class(pvc: Obj) -> str | None:
+    """The StorageClass a claim names (None when it names none, or ``""``: no class)."""
+    cls = (pvc.get("spec") or {}).get("storageClassName")
+    return str(cls) if cls else None
 
 
 def pv_directory(cluster: KubeCluster, pv: Obj) -> Path:
@@ -72,10 +133,14 @@ class PersistentVolumeController:
         self.claims: Informer | None = None
         self.volumes: Informer | None = None
         self.queue: KeyQueue | None = None
+        #: StorageClasses, watched from the first claim that names one (`_need_classes`).
+        self.classes: Informer | None = None
+        self.events: EventRecorder | None = None
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
+        self.events = EventRecorder(self.client, process, "persistentvolume-controller")
         self.queue = KeyQueue(process, "persistentvolume")
         self.claims = Informer(self.client, "PersistentVolumeClaim")
         self.volumes = Informer(self.client, "PersistentVolume")
@@ -93,6 +158,25 @@ class PersistentVolumeController:
     def _claim_changed(self, pvc: Obj) -> None:
         assert self.queue is not None
         self.queue.add(f"claim:{pvc['metadata']['namespace']}/{pvc['metadata']['name']}")
+
+    async def _need_classes(self) -> Informer:
+        """The StorageClass informer, started (and synced) on first use."""
+        assert self.client is not None and self.process is not None
+        if self.classes is None:
+            self.classes = Informer(self.client, "StorageClass")
+            self.classes.add_event_handler(FuncHandler(
+                on_add=self._class_changed, on_update=lambda _o, n: self._class_changed(n)))
+            self.process.spawn(self.classes.run())
+        await self.classes.wait_synced()
+        return self.classes
+
+    def _class_changed(self, storage_class: Obj) -> None:
+        """A class appeared or changed: its pending claims are synced again."""
+        assert self.queue is not None and self.claims is not None
+        name = storage_class["metadata"]["name"]
+        for pvc in self.claims.peek_list():
+            if explicit_class(pvc) == name and (pvc.get("status") or {}).get("phase") != "Bound":
+                self._claim_changed(pvc)
 
     def _claim_deleted(self, pvc: Obj) -> None:
         assert self.queue is not None
@@ -170,30 +254,89 @@ class PersistentVolumeController:
         if pv is None:
             if _claim_class(pvc) == "":
                 return
-            pv = await self.provision(pvc)
+            if explicit_class(pvc) is not None:
+                pv = await self.provision_claim(pvc)
+                if pv is None:
+                    return
+            else:
+                pv = await self.provision(pvc)
         await self.bind(pvc, pv)
 
-    async def provision(self, pvc: Obj) -> Obj:
+    def _event(self, obj: Obj, event_type: str, reason: str, message: str,
+               provisioner: str | None = None) -> None:
+        assert self.events is not None
+        self.events.event({"apiVersion": "v1", "kind": "PersistentVolumeClaim", **obj},
+                          event_type, reason, message, component=provisioner)
+
+    async def provision_claim(self, pvc: Obj) -> Obj | None:
+        """``provisionClaim`` for a claim naming a StorageClass: the class's volume, or None
+        while the claim must wait (class missing, no consumer yet)."""
+        assert self.client is not None
+        classes = await self._need_classes()
+        name = explicit_class(pvc)
+        assert name is not None
+        storage_class = classes.get(name)
+        if storage_class is None:
+            self._event(pvc, "Warning", "ProvisioningFailed",
+                        f'storageclass.storage.k8s.io "{name}" not found')
+            return None
+        annotations = pvc["metadata"].get("annotations") or {}
+        node = annotations.get(SELECTED_NODE)
+        if delayed_binding(storage_class) and not node:
+            self._event(pvc, "Normal", "WaitForFirstConsumer",
+                        "waiting for first consumer to be created before binding")
+            return None
+        provisioner = str(storage_class.get("provisioner") or "")
+        if annotations.get(STORAGE_PROVISIONER) != provisioner:
+            pvc = await self.client.update({**pvc, "metadata": {**pvc["metadata"], "annotations": {
+                **annotations, BETA_STORAGE_PROVISIONER: provisioner,
+                STORAGE_PROVISIONER: provisioner}}})
+            self._event(pvc, "Normal", "ExternalProvisioning",
+                        f"Waiting for a volume to be created either by the external provisioner "
+                        f"'{provisioner}' or manually by the system administrator. If volume "
+                        f"creation is delayed, please verify that your volume creation is "
+                        f"healthy.")
+        meta = pvc["metadata"]
+        self._event(pvc, "Normal", "Provisioning", f"External provisioner is provisioning "
+                    f'volume for claim "{meta["namespace"]}/{meta["name"]}"', provisioner)
+        pv = await self.provision(pvc, storage_class, node)
+        self._event(pvc, "Normal", "ProvisioningSucceeded",
+                    f"Successfully provisioned volume {pv['metadata']['name']}", provisioner)
+        return pv
+
+    async def provision(self, pvc: Obj, storage_class: Obj | None = None,
+                        node: str | None = None) -> Obj:
+        """Create the claim's volume ``pvc-<uid>``: the class's provisioner and reclaim policy
+        (the implicit class's without one), pinned to ``node`` when the scheduler chose it."""
         assert self.client is not None and self.process is not None
         meta = pvc["metadata"]
         spec = pvc.get("spec") or {}
         name = f"pvc-{meta['uid']}"
         path = self.cluster.workdir / "volumes" / name
         path.mkdir(parents=True, exist_ok=True)
-        pv = {"apiVersion": "v1", "kind": "PersistentVolume",
+        if storage_class is None:
+            provisioner = PROVISIONER
+            reclaim = self.cluster.config.provisioned_reclaim_policy
+        else:
+            provisioner = str(storage_class.get("provisioner") or "")
+            reclaim = str(storage_class.get("reclaimPolicy") or "Delete")
+        pv: Obj = {"apiVersion": "v1", "kind": "PersistentVolume",
               "metadata": {"name": name,
-                           "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
+                           "annotations": {"pv.kubernetes.io/provisioned-by": provisioner}},
               "spec": {"capacity": {"storage": ((spec.get("resources") or {}).get("requests")
                                                 or {}).get("storage", "1Gi")},
                        "accessModes": list(spec.get("accessModes") or ["ReadWriteOnce"]),
-                       "persistentVolumeReclaimPolicy":
-                           self.cluster.config.provisioned_reclaim_policy,
+                       "persistentVolumeReclaimPolicy": reclaim,
                        "storageClassName": _claim_class(pvc),
                        "volumeMode": spec.get("volumeMode", "Filesystem"),
                        "hostPath": {"path": str(path), "type": "DirectoryOrCreate"},
                        "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
                                     "namespace": meta["namespace"], "name": meta["name"],
                                     "uid": meta["uid"]}}}
+        if node:  # a node-local volume, as local-path provisions it
+            pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{
+                "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                      "values": [node]}]}]}}
         # the path relative to the run's work directory: a temporary directory's name must not
         # reach the trace (the digest would differ between runs of the same seed)
         self.process.log("volume_provisioned", claim=f"{meta['namespace']}/{meta['name']}",
