@@ -372,7 +372,7 @@ class JobSupervisor:
         if job_id:
             await self._retry(lambda: rt.gcs.mark_job_finished(job_id))
         with contextlib.suppress(NetworkError, RpcError):
-            await rt.gcs.kill_actor(rt.actor_id, no_restart=True)  # exit_actor()
+            await rt.gcs.kill_actor(rt.actor_id, no_restart=True, exit_actor=True)
 
 
 class JobManager:
