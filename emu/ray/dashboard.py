@@ -1,5 +1,6 @@
-"""The dashboard on the head (port 8265): version and GCS health, the Jobs REST API and the Serve
-REST API, with the status codes and texts KubeRay's dashboard client sees (SPEC §5, FACTS §4 and §5).
+"""The dashboard on the head (port 8265): version and GCS health, the Jobs REST API, the Serve
+REST API and the state API's actor list (``GET /api/v0/actors``, `emu.ray.state_api`), with the
+status codes and texts KubeRay's dashboard client sees (SPEC §5, FACTS §4 and §5).
 
 Requests and responses are the HTTP-shaped dicts of `emu.ray.net`. Notable answers:
 - ``POST /api/jobs/`` with a used submission id: 500 whose body is the head's traceback wrapping

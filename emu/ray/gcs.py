@@ -11,6 +11,9 @@ Port of the behaviour of ``src/ray/gcs/gcs_server.cc`` and its managers, on a `e
   threshold 5); a heartbeat within the last period counts as healthy (the syncer rule);
 - a dead node fails its actors (restart within ``max_restarts`` or die) and finishes the jobs
   whose driver ran there (``OnNodeDead``); dead nodes beyond 1000 are dropped from storage;
+- a dead actor's death cause is Ray's (``GenOwnerDiedCause``, ``GenKilledByApplicationCause``,
+  ``GenNodeDiedCause``, ``GenWorkerDiedCause``): its message and its ``ActorDiedErrorContext``
+  reason, which the dashboard's state API shows (`emu.ray.state_api`);
 - with Redis it PINGs every 100 ms, and any unreachable storage makes it exit (Ray's CHECK
   failure "Redis connection failed unexpectedly": exit code 134, SIGABRT).
 
