@@ -12,11 +12,12 @@ texts race in real Ray between two wordings of the same exit).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 from urllib.parse import urlencode
 
-from sequences import Side, fail, follow, ok, submit
+from sequences import MEASURED, Side, fail, follow, ok, submit
 
 NAMESPACE = "actors"
 _HEADER = "import ray\nray.init(namespace='actors')\n@ray.remote\nclass Keeper:\n" \
@@ -31,14 +32,36 @@ USE = ('python -c "\n' + _HEADER
        + "k = ray.get_actor('keeper')\nprint('found', ray.get(k.ping.remote()))\n"
          "v = Keeper.options(name='victim', lifetime='detached').remote()\n"
          "ray.get(v.ping.remote())\nray.kill(v)\n\"")
+#: Job d: a detached actor with one restart whose worker dies twice (``os._exit``): it is dead
+#: of its last failure once its restart is spent.
+CRASH = ('python -c "\nimport os\n' + _HEADER
+         + "    def crash(self):\n        os._exit(1)\n"
+           "f = Keeper.options(name='fragile', lifetime='detached', max_restarts=1).remote()\n"
+           "ray.get(f.ping.remote())\n"
+           "for i in range(2):\n"
+           "    try:\n        ray.get(f.crash.remote())\n"
+           "    except Exception as e:\n        print('crash', i, type(e).__name__)\n"
+           "    try:\n        print('ping', i, ray.get(f.ping.remote()))\n"
+           "    except Exception as e:\n        print('ping', i, type(e).__name__)\n\"")
 #: Job c, after the head restart: the detached actor is still there by name.
 FIND = ('python -c "\n' + _HEADER
         + "k = ray.get_actor('keeper')\nprint('found', ray.get(k.ping.remote()))\n\"")
 
 
 class Keeper:
+    def __init__(self) -> None:
+        self.rt: Any = None
+
+    def _attach_runtime(self, rt: Any) -> None:
+        self.rt = rt
+
     def ping(self) -> str:
         return "pong"
+
+    async def crash(self) -> None:
+        """``os._exit(1)``: the worker process ends under the call, which never returns."""
+        self.rt.process.exit(1, "os._exit(1)")
+        await asyncio.Event().wait()
 
 
 async def _make(job: Any) -> None:
@@ -62,7 +85,22 @@ async def _use(job: Any) -> None:
     await ray.kill(victim)
 
 
-FAKE_PROGRAMS = {MAKE: _make, USE: _use, FIND: _find}
+async def _crash(job: Any) -> None:
+    ray = job.init(namespace=NAMESPACE)
+    fragile = await ray.create_actor(Keeper, name="fragile", detached=True, max_restarts=1)
+    await fragile.call("ping")
+    for i in range(2):
+        try:
+            await fragile.call("crash")
+        except Exception as err:  # what the real script catches
+            job.print("crash", i, type(err).__name__)
+        try:
+            job.print("ping", i, await fragile.call("ping"))
+        except Exception as err:
+            job.print("ping", i, type(err).__name__)
+
+
+FAKE_PROGRAMS = {MAKE: _make, USE: _use, FIND: _find, CRASH: _crash}
 
 #: Filters and options sent as they are; each answer is compared whole once normalised.
 QUERIES = {
@@ -260,6 +298,20 @@ async def actors_api(side: Side) -> dict[str, Any]:
                                          ("filter_values", "x")])
     out["query:bad_predicate"] = (status, body.get("result"),
                                   _predicate_message(str(body.get("msg"))), body.get("data"))
+
+    done = await _run(side, "act-d", CRASH)
+    logs = (await ok(side, "GET", "/api/jobs/act-d/logs"))["logs"]
+    # the exception types a caller sees depend on when the GCS hears of each death (real Ray
+    # said ActorUnavailableError, then ActorDiedError twice): kept for a look, not compared
+    out[f"{MEASURED}d_printed"] = [line for line in logs.split("\n")
+                                   if line.startswith(("crash ", "ping "))]
+    out["d_second_ping_failed"] = any(line.startswith("ping 1 ") and line != "ping 1 pong"
+                                      for line in logs.split("\n"))
+    status, detail = await _listing(side, [("detail", "true"), ("filter_keys", "name"),
+                                           ("filter_predicates", "="),
+                                           ("filter_values", "fragile")])
+    _learn(names, _rows(detail), jobs | {done["job_id"]: "d"})
+    out["fragile"] = (status, _shape(detail, names))
 
     before = await _wait_state(side, "keeper", "ALIVE")
     await side.restart_head()
