@@ -1,5 +1,6 @@
-"""The dashboard on the head (port 8265): version and GCS health, the Jobs REST API and the Serve
-REST API, with the status codes and texts KubeRay's dashboard client sees (SPEC §5, FACTS §4 and §5).
+"""The dashboard on the head (port 8265): version and GCS health, the Jobs REST API, the Serve
+REST API and the state API's actor list (``GET /api/v0/actors``, `emu.ray.state_api`), with the
+status codes and texts KubeRay's dashboard client sees (SPEC §5, FACTS §4 and §5).
 
 Requests and responses are the HTTP-shaped dicts of `emu.ray.net`. Notable answers:
 - ``POST /api/jobs/`` with a used submission id: 500 whose body is the head's traceback wrapping
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 from emu.kernel.network import NetworkError
 from emu.kernel.programs import ContainerContext
 
+from . import state_api
 from .config import RayConfig, SubmissionRecord
 from .jobs import TERMINAL, JobManager, duplicate_message, submit_request_error
 from .net import HttpRequest, RpcError, json_response, response, serve_http
@@ -221,6 +223,8 @@ class Dashboard:
                 return await self._waiting(budget, lambda: self._job_route(req, rest))
             if path == "/api/serve/applications":
                 return await self._serve(req)
+            if path == "/api/v0/actors" and req.method == "GET":
+                return await self._list_actors(req)
         except NetworkError:
             return response(500, INTERNAL_ERROR_BODY)
         return response(404, f"404: Not Found ({req.method} {req.path})")
@@ -340,6 +344,19 @@ class Dashboard:
         except (NetworkError, RpcError):
             return ""
         return logs
+
+    # -- state API --------------------------------------------------------------------------------
+
+    async def _list_actors(self, req: HttpRequest) -> dict[str, Any]:
+        """``GET /api/v0/actors`` (`emu.ray.state_api`); 500 with Ray's GCS failure text once
+        the GCS has not answered for the state API's 30 s timeout."""
+        try:
+            actors = await self._waiting(GCS_WAIT_LIST_S, self.client.gcs.actors)
+        except NetworkError:
+            return json_response(500, state_api.rest_body(False, state_api.GCS_QUERY_FAILURE,
+                                                          None))
+        status, body = state_api.list_actors(actors, req.query_all)
+        return json_response(status, body)
 
     # -- serve --------------------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ needs the workload itself to act — run tasks and actors, checkpoint, print, fa
         ref = job.ray.remote(step, 1)          # a task on the cluster (a RayClient)
         await job.ray.get(ref)
         job.checkpoint("train", {"epoch": 1})  # saved outside the cluster, survives it
+        ray = job.init(namespace="team")       # ray.init(namespace="team")
+        await ray.create_actor(Keeper, name="keeper", detached=True)  # outlives the job
+        keeper = await ray.get_actor("keeper") # from this job or a later one
         await job.sleep(30)                    # 30 virtual seconds of work
         job.fail(3, "diverged")                # or: return 0 / None (SUCCEEDED), return N
 
@@ -95,6 +98,13 @@ class JobContext:
             client.job_id = self.job_id or ""
             self._ray = client
         return self._ray
+
+    def init(self, namespace: str = "") -> RayClient:
+        """``ray.init(namespace=...)``: `ray` in the Ray namespace ``namespace`` (where its
+        named actors are created and looked up, ``ray.get_actor``)."""
+        client = self.ray
+        client.namespace = namespace
+        return client
 
     def checkpoint(self, store: str, state: Any) -> None:
         """Save ``state`` under this entrypoint in the named `CheckpointStore` (outside the

@@ -11,6 +11,9 @@ Port of the behaviour of ``src/ray/gcs/gcs_server.cc`` and its managers, on a `e
   threshold 5); a heartbeat within the last period counts as healthy (the syncer rule);
 - a dead node fails its actors (restart within ``max_restarts`` or die) and finishes the jobs
   whose driver ran there (``OnNodeDead``); dead nodes beyond 1000 are dropped from storage;
+- a dead actor's death cause is Ray's (``GenOwnerDiedCause``, ``GenKilledByApplicationCause``,
+  ``GenNodeDiedCause``, ``GenWorkerDiedCause``): its message and its ``ActorDiedErrorContext``
+  reason, which the dashboard's state API shows (`emu.ray.state_api`);
 - with Redis it PINGs every 100 ms, and any unreachable storage makes it exit (Ray's CHECK
   failure "Redis connection failed unexpectedly": exit code 134, SIGABRT).
 
@@ -54,6 +57,82 @@ EXIT_CHECK_FAILED = 134
 #: for a node not being drained past its deadline): after failed health checks, and also for an
 #: old head when a new head registers (``HandleRegisterNode`` calls ``OnNodeFailure`` for it).
 HEALTH_CHECK_DEATH_REASON = "health check failed due to missing too many heartbeats"
+
+#: ``WorkerExitType`` names a death cause quotes.
+SYSTEM_ERROR = "SYSTEM_ERROR"
+INTENDED_USER_EXIT = "INTENDED_USER_EXIT"
+#: The raylet's detail for a worker whose connection dropped (Ray 2.60, measured): what an
+#: actor's death cause quotes when its worker process crashed.
+WORKER_CRASH_DETAIL = (
+    "Worker unexpectedly exits with a connection error code 2. End of file. Some common causes "
+    "include: (1) the process was killed by the OOM killer due to high memory usage, (2) ray "
+    "stop --force was called, or (3) the worker crashed unexpectedly due to SIGSEGV or another "
+    "unexpected error. If the process was killed by the kernel OOM killer (verifiable by "
+    "checking for OOM in dmesg of the OOMing node), consider enabling resource isolation via "
+    "--enable-resource-isolation to prevent node deaths by resource contention and significant "
+    "loss of progress by uninformed kernel OOM killing.")
+#: The detail of an actor that ended itself with ``ray.actor.exit_actor()``.
+EXIT_ACTOR_DETAIL = ("Worker exits by an user request. Worker exits with an exit code 0. "
+                     "exit_actor() is called.")
+#: ``NodeDeathInfo.Reason``: a node that failed its health checks, or one that was drained
+#: (SIGTERM, ``ray stop``, the autoscaler) and unregistered itself.
+UNEXPECTED_TERMINATION = "UNEXPECTED_TERMINATION"
+EXPECTED_TERMINATION = "EXPECTED_TERMINATION"
+
+#: An actor's death cause: ``message`` (the ``error_message`` users see, what `ActorDiedError`
+#: says) and ``context`` (``kind``: the ``ActorDeathCause`` field set, ``reason``: the
+#: ``ActorDiedErrorContext.Reason``, ``node_death_info`` for a node death).
+Cause = dict[str, Any]
+
+
+def owner_worker_id(job_id: str) -> str:
+    """A driver's worker id (``ComputeDriverIdFromJob``): its job id padded with ``ff`` bytes
+    to 28 bytes; the owner id of the actors the driver creates."""
+    return job_id + "ff" * 24
+
+
+def worker_died_cause(exit_type: str, detail: str) -> Cause:
+    """``GenWorkerDiedCause`` (gcs_actor_manager.cc)."""
+    return {"message": "The actor is dead because its worker process has died. Worker exit "
+                       f"type: {exit_type} Worker exit detail: {detail}",
+            "context": {"kind": "actor_died_error_context", "reason": "WORKER_DIED"}}
+
+
+def owner_died_cause(owner_id: str, owner_ip: str, exit_type: str, detail: str) -> Cause:
+    """``GenOwnerDiedCause``."""
+    return {"message": f"The actor is dead because its owner has died. Owner Id: {owner_id} "
+                       f"Owner Ip address: {owner_ip} Owner worker exit type: {exit_type} "
+                       f"Worker exit detail: {detail}",
+            "context": {"kind": "actor_died_error_context", "reason": "OWNER_DIED"}}
+
+
+def killed_cause() -> Cause:
+    """``GenKilledByApplicationCause``: ``ray.kill``."""
+    return {"message": "The actor is dead because it was killed by `ray.kill`.",
+            "context": {"kind": "actor_died_error_context", "reason": "RAY_KILL"}}
+
+
+def node_died_cause(node_id: str, death_info: dict[str, Any]) -> Cause:
+    """``GcsActorManager::GenNodeDiedCause``: the node's id and its death reason."""
+    how = {EXPECTED_TERMINATION: "terminated expectedly",
+           UNEXPECTED_TERMINATION: "terminated unexpectedly",
+           "AUTOSCALER_DRAIN_PREEMPTED": "preempted"}.get(death_info.get("reason", ""),
+                                                          "terminated")
+    return {"message": f"The actor died because its node has died. Node Id: {node_id}\n"
+                       f"\tthe actor's node was {how}: {death_info.get('reason_message', '')}",
+            "context": {"kind": "actor_died_error_context", "reason": "NODE_DIED",
+                        "node_death_info": dict(death_info)}}
+
+
+def plain_cause(kind: str, message: str) -> Cause:
+    """A cause outside ``ActorDiedErrorContext``: ``creation_task_failure_context`` (the
+    constructor raised) or ``actor_unschedulable_context``."""
+    return {"message": message, "context": {"kind": kind}}
+
+
+#: The death cause of an actor the GCS does not reload at start (its owner is dead).
+NOT_LOADED_CAUSE = ("The actor is dead because GCS could not load it during initialization "
+                    "(for example, its owner is dead) and is removing its task spec.")
 
 CLUSTER_ID_NAMESPACE = "cluster"
 CLUSTER_ID_KEY = "ray_cluster_id"
@@ -181,7 +260,7 @@ class GcsServer:
                     self.named[(actor["ray_namespace"], actor["name"])] = actor_id
             else:
                 if actor["state"] != "DEAD":
-                    actor.update(state="DEAD", death_cause="owner died while the GCS was down")
+                    actor.update(state="DEAD", death_cause=NOT_LOADED_CAUSE)
                 self.actors[actor_id] = actor
                 if actor_id in specs:
                     drop_specs.append(actor_id)
@@ -283,7 +362,8 @@ class GcsServer:
 
     async def rpc_unregister_node(self, req: dict[str, Any]) -> dict[str, Any]:
         if req["node_id"] in self.nodes:
-            await self.on_node_failure(req["node_id"], req.get("reason") or "node drained")
+            await self.on_node_failure(req["node_id"], req.get("reason") or "node drained",
+                                       EXPECTED_TERMINATION)
         return {}
 
     async def rpc_get_all_node_info(self, req: dict[str, Any]) -> list[dict[str, Any]]:
@@ -325,26 +405,32 @@ class GcsServer:
                     return
             await self.ctx.process.sleep(HEALTH_CHECK_PERIOD_S)
 
-    async def on_node_failure(self, node_id: str, reason: str) -> None:
-        """``GcsNodeManager::OnNodeFailure`` and its listeners: the node is DEAD, its actors
-        fail, drivers that ran there are finished."""
+    async def on_node_failure(self, node_id: str, reason: str,
+                              kind: str = UNEXPECTED_TERMINATION) -> None:
+        """``GcsNodeManager::OnNodeFailure`` and its listeners: the node is DEAD (``kind``: its
+        ``NodeDeathInfo.Reason``), the actors its drivers own die ("Owner's node has crashed."),
+        its own actors fail (a drained node's restart costs no ``max_restarts``), drivers that
+        ran there are finished."""
         node = self.nodes.pop(node_id, None)
         if node is None:
             return
-        node.update(state="DEAD", end_time_ms=unix_ms(self.now), death_reason=reason)
+        death_info = {"reason": kind, "reason_message": reason}
+        node.update(state="DEAD", end_time_ms=unix_ms(self.now), death_reason=reason,
+                    death_info=death_info)
         await self._put("NODE", node_id, node)
         self.dead_nodes[node_id] = node
         self.log("node_dead", node_id=node_id, name=node.get("node_name"), reason=reason)
         await self._evict_dead_nodes()
         for job_id, job in list(self.jobs.items()):
             if job.get("driver_node_id") == node_id and not job.get("is_dead"):
-                await self._finish_job(job_id)
+                await self._finish_job(job_id, SYSTEM_ERROR, "Owner's node has crashed.",
+                                       str(node.get("node_ip") or ""))
         for actor_id, actor in list(self.actors.items()):
             if actor.get("node_id") != node_id:
                 continue
             if actor["state"] == "ALIVE":
-                await self._on_actor_failure(
-                    actor_id, f"The actor died because its node has died. Node Id: {node_id}")
+                await self._on_actor_failure(actor_id, node_died_cause(node_id, death_info),
+                                             preempted=kind == EXPECTED_TERMINATION)
             elif actor["state"] in ("PENDING_CREATION", "RESTARTING"):
                 # creation was in flight on the dead node: schedule it elsewhere, no restart spent
                 actor.update(node_id=None, address=None)
@@ -392,18 +478,25 @@ class GcsServer:
         await self._finish_job(req["job_id"])
         return {}
 
-    async def _finish_job(self, job_id: str) -> None:
-        """``GcsJobManager::MarkJobAsFinished``: the job is dead, its non-detached actors die."""
+    async def _finish_job(self, job_id: str, exit_type: str = INTENDED_USER_EXIT,
+                          detail: str = "Owner's worker process has crashed.",
+                          owner_ip: str | None = None) -> None:
+        """``GcsJobManager::MarkJobAsFinished``: the job is dead; its non-detached actors die
+        as ``GcsActorManager::OnWorkerDead`` kills the children of the driver's worker (a
+        driver that exits is ``INTENDED_USER_EXIT``, measured on Ray 2.60)."""
         job = self.jobs.get(job_id)
         if job is None or job.get("is_dead"):
             return
         job.update(is_dead=True, end_time_ms=unix_ms(self.now))
         await self._put("JOB", job_id, job)
         self.log("job_finished", job_id=job_id)
+        if owner_ip is None:
+            owner_ip = str(job.get("driver_ip_address") or "")
         for actor_id, actor in list(self.actors.items()):
             if actor["job_id"] == job_id and not actor["detached"] and actor["state"] != "DEAD":
-                await self._destroy_actor(actor_id, "owner died: the job that created the "
-                                                    "actor has finished")
+                await self._destroy_actor(actor_id, owner_died_cause(
+                    actor.get("owner_id") or owner_worker_id(job_id), owner_ip, exit_type,
+                    detail))
 
     async def rpc_get_all_job_info(self, req: dict[str, Any]) -> list[dict[str, Any]]:
         return [dict(j) for j in self.jobs.values()]
@@ -434,7 +527,10 @@ class GcsServer:
         if job is not None and job.get("is_dead") and not actor["detached"]:
             raise RpcError("FAILED_PRECONDITION", f"the owner job {actor['job_id']} is dead")
         actor.update(state="PENDING_CREATION", num_restarts=0, node_id=None, address=None,
-                     version=0, death_cause=None)
+                     version=0, death_cause=None, death_context=None, pid=0, num_preempted=0)
+        actor.setdefault("owner_id", owner_worker_id(actor["job_id"]))
+        if job is not None:
+            actor.setdefault("owner_ip", job.get("driver_ip_address") or "")
         self.actors[actor["actor_id"]] = actor
         self.specs[actor["actor_id"]] = req["spec"]
         if key[1]:
@@ -487,14 +583,15 @@ class GcsServer:
             return
         reason = self._unschedulable(actor)
         if reason is not None:
-            await self._destroy_actor(actor_id, reason)
+            await self._destroy_actor(actor_id, plain_cause("actor_unschedulable_context",
+                                                            reason))
             return
         node = self._pick_node(actor)
         if node is None:
             return  # stays pending until a node registers
         actor.update(node_id=node["node_id"], address=node["raylet_address"])
         try:
-            await self.ctx.call(node["raylet_address"], {
+            created = await self.ctx.call(node["raylet_address"], {
                 "method": "CreateActor", "actor": dict(actor), "spec": self.specs[actor_id],
             }, verb="CreateActor", timeout=HEALTH_CHECK_TIMEOUT_S)
         except NetworkError:
@@ -505,13 +602,17 @@ class GcsServer:
         except RpcError as err:
             if actor.get("node_id") == node["node_id"]:
                 actor.update(node_id=None, address=None)
-                await self._destroy_actor(actor_id, "The actor died because of an error raised "
-                                                    f"in its creation task: {err.message}")
+                await self._destroy_actor(actor_id, plain_cause(
+                    "creation_task_failure_context", "The actor died because of an error raised "
+                                                     f"in its creation task: {err.message}"))
             return
         if self.actors.get(actor_id) is not actor or actor["state"] == "DEAD" \
                 or actor.get("node_id") != node["node_id"]:
             return  # it failed or moved while the raylet was creating it
-        actor["state"] = "ALIVE"
+        created = created if isinstance(created, dict) else {}
+        actor.update(state="ALIVE", last_node_id=node["node_id"],
+                     node_ip=str(node.get("node_ip") or ""), pid=int(created.get("pid") or 0),
+                     repr_name=str(created.get("repr_name") or ""))
         await self._save_actor(actor_id)
         self.log("actor_alive", actor_id=actor_id, name=actor.get("name"),
                  node_id=node["node_id"], restarts=actor["num_restarts"])
@@ -520,36 +621,47 @@ class GcsServer:
         await self.ctx.process.sleep(1.0)
         await self._schedule(actor_id)
 
-    async def _on_actor_failure(self, actor_id: str, cause: str,
-                                no_restart: bool = False) -> None:
+    async def _on_actor_failure(self, actor_id: str, cause: Cause,
+                                no_restart: bool = False, preempted: bool = False) -> None:
         """``GcsActorManager::RestartActor``: restart within ``max_restarts`` if its owner
-        lives (detached actors have none), else the actor is DEAD."""
+        lives (detached actors have none), else the actor is DEAD with ``cause`` (so an actor
+        out of restarts is dead of its last failure). Restarts because its node was drained
+        (``preempted``) do not count against ``max_restarts`` when it has any."""
         actor = self.actors[actor_id]
         owner_alive = actor["detached"] or not self.jobs.get(actor["job_id"], {}).get(
             "is_dead", False)
         budget = int(actor.get("max_restarts", 0))
-        can_restart = budget == -1 or int(actor["num_restarts"]) < budget
+        preempted_before = int(actor.get("num_preempted") or 0)
+        effective = int(actor["num_restarts"]) - preempted_before
+        can_restart = budget == -1 or effective < budget or (preempted and budget > 0)
         if no_restart or not owner_alive or not can_restart:
             await self._destroy_actor(actor_id, cause)
             return
         actor.update(state="RESTARTING", node_id=None, address=None,
-                     num_restarts=int(actor["num_restarts"]) + 1, death_cause=cause)
+                     num_restarts=int(actor["num_restarts"]) + 1, death_cause=cause["message"],
+                     num_preempted=preempted_before + (1 if preempted else 0))
         await self._save_actor(actor_id)
         self.log("actor_restarting", actor_id=actor_id, name=actor.get("name"),
                  restarts=actor["num_restarts"])
         self.ctx.process.spawn(self._schedule(actor_id), name="gcs:schedule")
 
-    async def _destroy_actor(self, actor_id: str, cause: str) -> None:
+    async def _destroy_actor(self, actor_id: str, cause: Cause) -> None:
+        """``GcsActorManager::DestroyActor``: DEAD with ``cause``, its name freed, its
+        creation spec deleted, its worker killed."""
         actor = self.actors[actor_id]
         address = actor.get("address")
-        actor.update(state="DEAD", death_cause=cause, node_id=None, address=None)
+        context = dict(cause["context"])
+        context["never_started"] = actor["state"] in ("DEPENDENCIES_UNREADY", "PENDING_CREATION")
+        actor.update(state="DEAD", death_cause=cause["message"], death_context=context,
+                     node_id=None, address=None)
         key = (actor.get("ray_namespace") or "", actor.get("name") or "")
         if key[1] and self.named.get(key) == actor_id:
             del self.named[key]
         self.specs.pop(actor_id, None)
         await self._st(self.storage.delete("ACTOR_TASK_SPEC", actor_id))
         await self._save_actor(actor_id)
-        self.log("actor_dead", actor_id=actor_id, name=actor.get("name"), cause=cause)
+        self.log("actor_dead", actor_id=actor_id, name=actor.get("name"),
+                 cause=cause["message"])
         if address:
             self.ctx.process.spawn(self._kill_on_raylet(address, actor_id), name="gcs:kill")
 
@@ -590,7 +702,9 @@ class GcsServer:
             address = actor.get("address")
             if address:
                 await self._kill_on_raylet(address, req["actor_id"])
-            await self._on_actor_failure(req["actor_id"], "The actor was killed by ray.kill.",
+            cause = worker_died_cause(INTENDED_USER_EXIT, EXIT_ACTOR_DETAIL) \
+                if req.get("exit_actor") else killed_cause()
+            await self._on_actor_failure(req["actor_id"], cause,
                                          no_restart=bool(req.get("no_restart", True)))
         return {}
 
@@ -598,7 +712,9 @@ class GcsServer:
         actor = self.actors.get(req["actor_id"])
         if actor is not None and actor["state"] == "ALIVE" \
                 and actor.get("node_id") == req.get("node_id"):
-            await self._on_actor_failure(req["actor_id"], req.get("reason") or "worker died")
+            await self._on_actor_failure(req["actor_id"], worker_died_cause(
+                str(req.get("exit_type") or SYSTEM_ERROR),
+                str(req.get("reason") or WORKER_CRASH_DETAIL)))
         return {}
 
     async def rpc_report_worker(self, req: dict[str, Any]) -> dict[str, Any]:

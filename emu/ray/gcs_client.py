@@ -135,5 +135,9 @@ class GcsClient:
             timeout=timeout + self.timeout)
         return result
 
-    async def kill_actor(self, actor_id: str, no_restart: bool = True) -> None:
-        await self.rpc("KillActor", actor_id=actor_id, no_restart=no_restart)
+    async def kill_actor(self, actor_id: str, no_restart: bool = True,
+                         exit_actor: bool = False) -> None:
+        """``ray.kill``; ``exit_actor``: the actor ends itself (``ray.actor.exit_actor()``),
+        which Ray records as its worker's intended exit, not a kill."""
+        await self.rpc("KillActor", actor_id=actor_id, no_restart=no_restart,
+                       exit_actor=exit_actor)

@@ -347,6 +347,12 @@ class JobSupervisor:
         except Exception as err:  # the driver raised: Python exits 1 with its traceback
             logs.append(f"{type(err).__name__}: {err}")
             return 1
+        if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
+            # a mistake in the test's program, not a job outcome: say so where it shows (the
+            # job fails with this in its logs and message) instead of the driver dying unseen
+            logs.append(f"TypeError: the entrypoint program for {self.entrypoint!r} returned "
+                        f"{code!r}; it must return an exit code (int) or None")
+            return 1
         return int(code or 0)
 
     async def _end(self, code: int, logs: list[str]) -> None:
@@ -372,7 +378,7 @@ class JobSupervisor:
         if job_id:
             await self._retry(lambda: rt.gcs.mark_job_finished(job_id))
         with contextlib.suppress(NetworkError, RpcError):
-            await rt.gcs.kill_actor(rt.actor_id, no_restart=True)  # exit_actor()
+            await rt.gcs.kill_actor(rt.actor_id, no_restart=True, exit_actor=True)
 
 
 class JobManager:

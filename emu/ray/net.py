@@ -110,6 +110,9 @@ class HttpRequest:
     query: dict[str, str]
     body: str
     headers: dict[str, str]
+    #: Every value of each query parameter, blank ones kept, in order (``filter_keys=a&
+    #: filter_keys=b``), as aiohttp's ``query.getall`` gives them.
+    query_all: dict[str, list[str]] = attrs.field(factory=dict)
 
     def json(self) -> Any:
         """The body decoded as JSON (raises ``ValueError`` on bad JSON)."""
@@ -121,6 +124,7 @@ class HttpRequest:
             raise ValueError(f"not an HTTP request: {payload!r}")
         url = urlsplit(str(payload.get("path") or "/"))
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        query_all = parse_qs(url.query, keep_blank_values=True)
         body = payload.get("body")
         if body is None:
             text = ""
@@ -132,7 +136,7 @@ class HttpRequest:
             text = orjson.dumps(body).decode()
         headers = {str(k).lower(): str(v) for k, v in (payload.get("headers") or {}).items()}
         return cls(str(payload.get("method") or "GET").upper(), url.path or "/", query, text,
-                   headers)
+                   headers, query_all)
 
 
 def http_request(method: str, path: str, body: Any = None,

@@ -30,6 +30,7 @@ from emu.kernel.process import Process
 from emu.kernel.programs import ContainerContext
 
 from .config import RayConfig
+from .gcs import SYSTEM_ERROR, WORKER_CRASH_DETAIL
 from .gcs_client import DEFAULT_RECONNECT_TIMEOUT_S, GcsClient, hex_id, unix_ms
 from .net import HttpRequest, RpcError, response, run_in, serve_http, serve_rpc
 from .serve import NodeServe
@@ -290,7 +291,10 @@ class Raylet:
         self.ctx.process.spawn(self._report_worker(worker), name="raylet:report-worker")
         self.log("actor_started", actor_id=actor_id, name=record.get("name"),
                  restarts=record.get("num_restarts", 0))
-        return {}
+        # the lease reply's worker pid, and the actor's repr when its class defines __repr__
+        # (``actor_repr_name``); the GCS keeps both in the actor's record
+        custom_repr = type(worker.instance).__repr__ is not object.__repr__
+        return {"pid": process.pid, "repr_name": repr(worker.instance) if custom_repr else ""}
 
     async def _report_worker(self, worker: ActorWorker) -> None:
         try:
@@ -307,9 +311,9 @@ class Raylet:
         if worker.killed or not self.ctx.process.alive:
             return
 
+        # the detail Ray's raylet gives a worker whose connection dropped
         self._failures.append({"actor_id": worker.actor_id, "node_id": self.node_id,
-                               "reason": f"The actor's worker process exited "
-                                         f"({worker.process.exit_reason})."})
+                               "exit_type": SYSTEM_ERROR, "reason": WORKER_CRASH_DETAIL})
 
         self.ctx.process.spawn(self._report_failures(), name="raylet:report-actor-failure")
 

@@ -414,22 +414,28 @@ class RayClient:
     async def create_actor(self, cls: type | str, *args: Any, name: str | None = None,
                            namespace: str | None = None, detached: bool = False,
                            max_restarts: int = 0, max_task_retries: int = 0,
-                           num_cpus: float = 1.0, resources: dict[str, float] | None = None,
+                           num_cpus: float | None = None,
+                           resources: dict[str, float] | None = None,
                            node_id: str | None = None, soft: bool = False, head: bool = False,
                            checkpoint: str | None = None, checkpoint_key: str | None = None,
                            timeout: float = 600.0, **kwargs: Any) -> ActorHandle:
         """Create an actor (``Cls.options(...).remote(*args)``) and wait until it is ALIVE.
 
         Raises `ActorDiedError` if its constructor failed, `RpcError` ``ALREADY_EXISTS`` for a
-        taken name.
+        taken name. Without ``num_cpus`` it needs a CPU to be placed and holds none once
+        created (Ray's default), so its ``required_resources`` are empty.
         """
         descriptor = cls if isinstance(cls, str) else class_descriptor(cls)
         actor_id = self._new_id(16)
+        held = {"CPU": float(num_cpus)} if num_cpus else {}
+        held.update({k: float(v) for k, v in (resources or {}).items() if v})
         record = {
             "actor_id": actor_id, "name": name, "ray_namespace": namespace or self.namespace,
-            "class_name": descriptor, "job_id": self.job_id, "detached": detached,
+            "class_name": descriptor.rpartition(":")[2].rpartition(".")[2],
+            "job_id": self.job_id, "detached": detached,
             "max_restarts": max_restarts, "max_task_retries": max_task_retries,
-            "num_cpus": num_cpus, "resources": dict(resources or {}),
+            "num_cpus": 1.0 if num_cpus is None else num_cpus,
+            "resources": dict(resources or {}), "required_resources": held,
             "node_id_affinity": node_id, "soft": soft, "head": head,
         }
         spec = pickle.dumps({"cls": descriptor, "args": args, "kwargs": kwargs,

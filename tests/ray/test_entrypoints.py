@@ -122,3 +122,18 @@ def test_entrypoint_registration_checks_its_arguments():
         return sim.ray
 
     assert emu.run(main) is not None
+
+
+async def test_a_program_returning_something_else_than_an_exit_code_fails_the_job_saying_so(
+        ray_world):
+    rw = ray_world
+
+    async def returns_a_handle(job):
+        return job.ray
+
+    rw.config.entrypoint("python oops.py", returns_a_handle)
+    final, logs = await run_job(rw, "python oops.py", "oops")
+    assert final["status"] == "FAILED"
+    assert "the entrypoint program for 'python oops.py' returned <emu.ray.workloads.RayClient" \
+        in logs
+    assert "it must return an exit code (int) or None" in final["message"]

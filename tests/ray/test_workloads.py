@@ -90,7 +90,9 @@ async def test_actor_with_default_max_restarts_is_not_restarted_after_its_node_d
     with pytest.raises(ActorDiedError) as err:
         await actor.call("incr")
     assert str(err.value) == ("The actor died because its node has died. Node Id: "
-                              f"{nodes['worker-0']}")
+                              f"{nodes['worker-0']}\n\tthe actor's node was terminated "
+                              "unexpectedly: health check failed due to missing too many "
+                              "heartbeats")
     record = await actor.state()
     assert (record["state"], record["num_restarts"]) == ("DEAD", 0)
 
@@ -135,7 +137,10 @@ async def test_non_detached_actor_dies_with_its_job_and_detached_one_does_not(ra
     await driver.shutdown()
     with pytest.raises(ActorDiedError) as err:
         await owned.call("get")
-    assert str(err.value) == "owner died: the job that created the actor has finished"
+    assert str(err.value) == (
+        "The actor is dead because its owner has died. Owner Id: "
+        f"{driver.job_id}{'ff' * 24} Owner Ip address:  Owner worker exit type: "
+        "INTENDED_USER_EXIT Worker exit detail: Owner's worker process has crashed.")
     assert await detached.call("incr") == 1
 
 

@@ -70,3 +70,13 @@ def test_durations_are_compared_in_buckets(seconds: float, bucket: str) -> None:
     from sequences import took
 
     assert took(seconds) == bucket
+
+
+def test_the_filterable_column_set_is_compared_in_one_order() -> None:
+    from actor_sequences import sort_column_set
+
+    real = ("The given filter column x is not supported. Supported filter columns: {'state', "
+            "'name', 'actor_id'}")
+    assert sort_column_set(real) == ("The given filter column x is not supported. Supported "
+                                     "filter columns: {'actor_id', 'name', 'state'}")
+    assert sort_column_set("no set here") == "no set here"
