@@ -94,8 +94,9 @@ class EventRecorder:
             name = f"{base}.{int(suffix, 16) + 1:x}"
             event = {**event, "metadata": {**event["metadata"], "name": name}}
             seen = self._seen.get(key)
-            if seen is not None:
+            if seen is not None:  # repeats meanwhile are counted in the Event written now
                 seen[0] = name
+                event["count"] = seen[2]
 
     async def _write_patch(self, name: str, namespace: str, patch: Obj) -> None:
         try:
