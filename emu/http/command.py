@@ -30,8 +30,7 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--standard-cluster", action="store_true",
                    help="a world like a fresh kind cluster: a tainted control-plane Node with "
                         "the control plane's Pods, CoreDNS, kube-proxy, default/kubernetes, "
-                        "a default ServiceAccount and kube-root-ca.crt per namespace "
-                        "(docs/standard-cluster.md)")
+                        "a default ServiceAccount and kube-root-ca.crt per namespace")
     p.add_argument("--scenario", metavar="NAME", help="run a named scenario in the served world")
     p.add_argument("--speed", type=_speed, default=1.0,
                    help="virtual seconds per wall-clock second (default 1)")
