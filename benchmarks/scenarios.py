@@ -21,6 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import attrs
 from _rows import output, row
 
 import emu
@@ -71,6 +72,26 @@ def world_ms(repeat: int, *, kuberay: bool) -> tuple[float, float]:
     return statistics.median(built), statistics.median(bare)
 
 
+def standard_cpu_ms(repeat: int, *, kuberay: bool) -> tuple[float, float]:
+    """(median CPU ms of a world built with the standard cluster's system Pods, the same
+    without), runs interleaved, seeds 1..``repeat``: `KubeConfig.standard_cluster`'s cost."""
+
+    async def ready(sim: emu.Simulation) -> None:
+        if kuberay:
+            await _common.start(sim, replicas=2)
+        else:
+            await sim.cluster.wait_ready()
+
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for seed in range(1, repeat + 1):
+        for standard in (False, True):
+            cpu0 = time.process_time()
+            emu.run(ready, seed=seed,
+                    cluster=attrs.evolve(_common.kube(), standard_cluster=standard))
+            times[standard].append((time.process_time() - cpu0) * 1000)
+    return statistics.median(times[True]), statistics.median(times[False])
+
+
 async def _kuberay_ready(sim: emu.Simulation) -> None:
     await _common.start(sim, replicas=2)
 
@@ -116,6 +137,14 @@ def main() -> int:
                             target="<= 10 ms" if kuberay else ""))
             print(f"world ready ({label}): {built:.1f} ms median of {repeat} "
                   f"(bare emu.run {bare:.2f} ms)")
+        for label, kuberay in (("built-ins", False), ("built-ins + KubeRay", True)):
+            with_std, without = standard_cpu_ms(repeat * 3, kuberay=kuberay)
+            rows.append(row(b, f"world ready, CPU: {label}, standard cluster "
+                               f"(baseline: without)", with_std, "ms", baseline=without,
+                            target="<= 2x baseline"))
+            print(f"world ready ({label}) with the standard cluster: {with_std:.1f} ms CPU "
+                  f"median of {repeat * 3} ({with_std / without:.2f}x; without: "
+                  f"{without:.1f} ms)")
         restored, parked = restored_ms(repeat * 3)
         rows.append(row(b, "world ready: built-ins + KubeRay, restored from a snapshot",
                         restored, "ms", baseline=built, target="<= 10 ms", headline=True))

@@ -40,6 +40,7 @@ class Allocator(Protocol):
     """Server-side allocations a kind's create hook may need (cluster IPs, node ports)."""
 
     def next_cluster_ip(self) -> str: ...
+    def claim_cluster_ip(self, ip: str) -> None: ...
     def next_node_port(self) -> int: ...
 
 
@@ -351,6 +352,8 @@ def prepare_service(obj: Obj, alloc: Allocator) -> None:
     spec = _own(obj, "spec")
     if not spec.get("clusterIP"):
         spec["clusterIP"] = alloc.next_cluster_ip()
+    elif spec["clusterIP"] != "None":
+        alloc.claim_cluster_ip(str(spec["clusterIP"]))
     if spec["clusterIP"] != "None":
         spec.setdefault("clusterIPs", [spec["clusterIP"]])
     else:

@@ -82,7 +82,11 @@ SYSTEM_COMPONENTS: Mapping[str, str] = {
     "endpointslice-controller": "system:serviceaccount:kube-system:endpointslice-controller",
     "endpoint-controller": "system:serviceaccount:kube-system:endpoint-controller",
     "persistentvolume-controller": "system:serviceaccount:kube-system:persistent-volume-binder",
+    "daemonset-controller": "system:serviceaccount:kube-system:daemon-set-controller",
+    "serviceaccount-controller": "system:serviceaccount:kube-system:service-account-controller",
+    "root-ca-cert-publisher": "system:serviceaccount:kube-system:root-ca-cert-publisher",
     "kube-apiserver": "system:apiserver",
+    "kube-apiserver-endpoints": "system:apiserver",
 }
 
 

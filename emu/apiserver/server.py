@@ -72,6 +72,27 @@ _BODY_VERBS = frozenset(("create", "update", "update_status", "patch"))
 KUBERNETES_VERSION = "v1.33.0"
 #: Namespaces that exist from the start, as in a fresh cluster.
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: The taints DefaultTolerationSeconds tolerates for a while (``node.kubernetes.io/...``).
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+
+
+def default_toleration_seconds_admit(spec: Obj, seconds: int) -> None:
+    """Port of the DefaultTolerationSeconds admission plugin's ``Admit``
+    (plugin/pkg/admission/defaulttolerationseconds): a Pod that tolerates neither the
+    not-ready nor the unreachable NoExecute taint (a toleration with that key or no key, and
+    effect NoExecute or none) gets one for ``seconds``."""
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        tolerations = []
+    added = list(tolerations)
+    for key in (NOT_READY_TAINT, UNREACHABLE_TAINT):
+        if not any(isinstance(t, dict) and t.get("key", "") in ("", key)
+                   and t.get("effect", "") in ("", "NoExecute") for t in tolerations):
+            added.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                          "tolerationSeconds": seconds})
+    if len(added) != len(tolerations):
+        spec["tolerations"] = added
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
@@ -214,7 +235,12 @@ class APIServer:
         self.store = Store(history_window)
         self.watches = WatchHub(self.store)
         self._ip_seq = 0
+        #: ClusterIPs Services asked for by name (`claim_cluster_ip`): the allocator skips them.
+        self._claimed_ips: dict[str, None] = {}
         self._node_port_seq = 0
+        #: The DefaultTolerationSeconds admission plugin's ``tolerationSeconds`` (None: the
+        #: plugin is off, as in a minimal world; a standard cluster sets 300).
+        self.default_toleration_seconds: int | None = None
         self._ns_info = self.kinds.resolve("Namespace")
         #: The Namespaces' table (the store keeps one Table per kind for good).
         self._ns_table = self.store.table(self._ns_info)
@@ -283,7 +309,13 @@ class APIServer:
             self._ip_seq += 1
             n = self._ip_seq
             if n % 256 not in (0, 255):
-                return f"10.96.{(n // 256) % 256}.{n % 256}"
+                ip = f"10.96.{(n // 256) % 256}.{n % 256}"
+                if ip not in self._claimed_ips:
+                    return ip
+
+    def claim_cluster_ip(self, ip: str) -> None:
+        """A Service asked for ``ip``: never hand it out again."""
+        self._claimed_ips[ip] = None
 
     def next_node_port(self) -> int:
         port = 30000 + self._node_port_seq % 2768
@@ -768,6 +800,9 @@ class APIServer:
             self.priority.admit(info, new, name)
         if info.kind == "PersistentVolumeClaim" and info.group == "" and self._storage_classes:
             admit_default_storage_class(new, self._storage_classes)
+        if self.default_toleration_seconds is not None and info.kind == "Pod" and \
+                info.group == "" and isinstance(new.get("spec"), dict):
+            default_toleration_seconds_admit(new["spec"], self.default_toleration_seconds)
         if self._hooks_m:
             new = self.webhooks.admit(True, "CREATE", info, new, None, ns, name, dry_run, caller)
             meta = new["metadata"]

@@ -27,6 +27,10 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
                    help="apply this manifest file, or every .yaml/.yml/.json file of this "
                         "directory, before serving (repeatable; - is stdin)")
+    p.add_argument("--standard-cluster", action="store_true",
+                   help="a world like a fresh kind cluster: a tainted control-plane Node with "
+                        "the control plane's Pods, CoreDNS, kube-proxy, default/kubernetes, "
+                        "a default ServiceAccount and kube-root-ca.crt per namespace")
     p.add_argument("--scenario", metavar="NAME", help="run a named scenario in the served world")
     p.add_argument("--speed", type=_speed, default=1.0,
                    help="virtual seconds per wall-clock second (default 1)")
@@ -99,9 +103,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         print(f"emu serve: --port must be 0..65535, got {args.port}", file=sys.stderr)
         return 2
-    if args.bare and (args.kuberay or args.scenario or args.expose or args.kuberay_binary):
+    if args.bare and (args.kuberay or args.scenario or args.expose or args.kuberay_binary
+                      or args.standard_cluster):
         given = [flag for flag, on in (("--kuberay", args.kuberay),
                                        ("--kuberay-binary", args.kuberay_binary),
+                                       ("--standard-cluster", args.standard_cluster),
                                        ("--scenario", args.scenario),
                                        ("--expose", args.expose)) if on]
         print(f"emu serve: --bare serves the API server alone; {', '.join(given)} needs the "
@@ -146,5 +152,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
                         kubeconfig=args.kubeconfig, token=args.token, seed=args.seed,
                         max_body=args.max_body or DEFAULT_MAX_BODY, expose=tuple(args.expose),
                         history_window=args.history_window,
-                        kuberay_binary=args.kuberay_binary)
+                        kuberay_binary=args.kuberay_binary,
+                        standard_cluster=args.standard_cluster)
     return run_serve(opts)

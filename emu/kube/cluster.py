@@ -11,6 +11,12 @@ registers its Node), the scheduler, and the controllers named in `KubeConfig.con
 ``kube-proxy``, ``persistentvolume-controller``). Every one talks to the API server over the
 network, so faults reach it; crash one to see the cluster without it.
 
+A standard cluster (`KubeConfig.standard_cluster`, `emu.kube.standard`) starts, after the
+workers' kubelets, the control plane's (``kubelet-emu-control-plane``, with the static Pods),
+then the controllers with ``daemonset-controller``, ``serviceaccount-controller``,
+``root-ca-cert-publisher`` and ``kube-apiserver-endpoints``, and last the one-shot ``kubeadm``
+that applies CoreDNS and kube-proxy.
+
 Node failure is `KubeCluster.fail_node` (the machine is gone: the kubelet and every container on
 it die, nothing is remembered) and `KubeCluster.recover_node` (it boots again, empty).
 """
@@ -28,6 +34,7 @@ import attrs
 from ..apiserver.errors import ApiError, is_not_found
 from ..client.client import Client
 from ..kernel.process import MainFn, Process
+from . import standard
 from .config import KubeConfig, NodePool
 from .containers import NodeRuntime
 from .kubelet import Kubelet
@@ -73,6 +80,11 @@ class KubeCluster:
         self._components: dict[str, MainFn] = {}
         #: The Gateway API implementation (`KubeConfig.gateway_classes`), if any.
         self.gateway: GatewayController | None = None
+        #: The control-plane Node of a standard cluster (`KubeConfig.standard_cluster`), kept
+        #: out of `node_names` (the Nodes a user's Pods can run on).
+        self.control_plane: str | None = None
+        #: Static Pod manifests per Node (the control plane's; `emu.kube.standard`).
+        self.static_pods: dict[str, list[dict[str, Any]]] = {}
 
     def __repr__(self) -> str:
         return f"<KubeCluster nodes={len(self.node_names)} processes={len(self.processes)}>"
@@ -105,8 +117,10 @@ class KubeCluster:
         return self.world.processes.find(f"{namespace}/{pod}/{container}")
 
     async def wait_ready(self, timeout: float = 60.0) -> None:
-        """Wait until every Node is registered and Ready."""
+        """Wait until every Node is registered and Ready (in a standard cluster, the control
+        plane too, and every system Pod Ready: `emu.kube.standard.system_pods_ready`)."""
         client = self.client("kube-wait")
+        names = [*self.node_names, *([self.control_plane] if self.control_plane else [])]
 
         async def ready() -> bool:
             try:
@@ -116,10 +130,14 @@ class KubeCluster:
             ok = {n["metadata"]["name"] for n in nodes if any(
                 c.get("type") == "Ready" and c.get("status") == "True"
                 for c in (n.get("status") or {}).get("conditions") or [])}
-            return all(name in ok for name in self.node_names)
+            return all(name in ok for name in names)
 
         await self.world.wait_until(ready, timeout=timeout, every=0.1,  # type: ignore[attr-defined]
                                     what="all Nodes Ready")
+        if self.control_plane:
+            await self.world.wait_until(  # type: ignore[attr-defined]
+                lambda: standard.system_pods_ready(self), timeout=timeout, every=0.25,
+                what="the system Pods Ready")
 
     # -- nodes -----------------------------------------------------------------------------------
 
@@ -129,6 +147,9 @@ class KubeCluster:
         rt = self.runtimes.get(node)
         if rt is None or not rt.alive:
             rt = NodeRuntime(self.world, node, index)
+            if self.config.standard_cluster:  # a kind node image has these preloaded
+                for image in standard.preloaded_images(self.config.kubernetes_version):
+                    rt.add_image(image)
             self.runtimes[node] = rt
         return rt
 
@@ -157,7 +178,7 @@ class KubeCluster:
     def start_kubelet(self, node: str) -> Process:
         index = self._node_index.get(node)
         if index is None:
-            index = len(self._node_index) + 1
+            index = max(self._node_index.values(), default=0) + 1
             self._node_index[node] = index
         kubelet = Kubelet(self, node, index)
         self.kubelets[node] = kubelet
@@ -165,7 +186,7 @@ class KubeCluster:
 
     def add_node(self, node: str | None = None) -> str:
         """Start one more Node (its kubelet registers it)."""
-        name = node or f"node-{len(self._node_index) + 1}"
+        name = node or f"node-{max(self._node_index.values(), default=0) + 1}"
         if name not in self.node_names:
             self.node_names.append(name)
         self.start_kubelet(name)
@@ -275,8 +296,11 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
         api.version = config.kubernetes_version
     for node in cluster.node_names:
         cluster.start_kubelet(node)
-    wanted = config.controllers
+    if config.standard_cluster:
+        _install_standard(cluster)
+    wanted = config.enabled_controllers()
     from . import (
+        daemonsets,
         deployments,
         endpoints,
         endpointslices,
@@ -284,6 +308,7 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
         jobs,
         nodes,
         scheduler,
+        serviceaccounts,
         services,
         statefulsets,
         volumes,
@@ -305,6 +330,13 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
         ("kube-proxy", "kube-proxy", services.KubeProxy(cluster).main),
         ("persistentvolume", "persistentvolume-controller",
          volumes.PersistentVolumeController(cluster).main),
+        ("daemonset", "daemonset-controller", daemonsets.DaemonSetController(cluster).main),
+        ("serviceaccount", "serviceaccount-controller",
+         serviceaccounts.ServiceAccountController(cluster).main),
+        ("root-ca-cert-publisher", "root-ca-cert-publisher",
+         serviceaccounts.RootCACertPublisher(cluster, standard.ROOT_CA_PEM).main),
+        ("apiserver-endpoints", "kube-apiserver-endpoints",
+         standard.APIServerEndpoints(cluster).main),
     ]
     unknown = sorted(set(wanted) - {c[0] for c in components})
     if unknown:
@@ -318,4 +350,21 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
 
         cluster.gateway = GatewayController(cluster, config.gateway_classes)
         cluster._start("gateway-controller", cluster.gateway.main)
+    if config.standard_cluster:
+        standard.boot(cluster)
     return cluster
+
+
+def _install_standard(cluster: KubeCluster) -> None:
+    """The standard cluster's control plane (`emu.kube.standard`): its Node's kubelet with
+    the static Pods, the system images' programs, DefaultTolerationSeconds."""
+    config = cluster.config
+    node = standard.CONTROL_PLANE_NODE
+    cluster.control_plane = node
+    cluster.static_pods[node] = standard.static_pods(config.kubernetes_version)
+    cluster._node_index[node] = 0
+    cluster.start_kubelet(node)
+    standard.register_programs(cluster.world)
+    api = getattr(cluster.world, "api", None)
+    if api is not None:
+        api.default_toleration_seconds = int(config.pod_eviction_timeout)

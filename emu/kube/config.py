@@ -69,6 +69,20 @@ def _pools(value: object) -> tuple[NodePool, ...]:
                  for p in value)  # type: ignore[attr-defined]
 
 
+#: The built-ins `install` starts by default (`KubeConfig.controllers`).
+DEFAULT_CONTROLLERS: tuple[str, ...] = (
+    "scheduler", "node-lifecycle", "pod-gc", "garbage-collector", "job",
+    "deployment", "replicaset", "statefulset", "endpointslice", "kube-proxy",
+    "persistentvolume",
+)
+#: What the standard cluster adds to the default controllers (`KubeConfig.standard_cluster`):
+#: the DaemonSet controller, the ServiceAccount controller, the root-CA publisher and
+#: kube-apiserver's endpoint reconciler for ``default/kubernetes``.
+STANDARD_CONTROLLERS: tuple[str, ...] = (
+    "daemonset", "serviceaccount", "root-ca-cert-publisher", "apiserver-endpoints",
+)
+
+
 @attrs.frozen
 class KubeConfig:
     """How the built-ins behave. Times are virtual seconds."""
@@ -125,14 +139,11 @@ class KubeConfig:
     #: HTTPRoutes and routes the Gateways' traffic by the routes' weights. Defaults to none (no
     #: Gateway API implementation, as on a bare cluster).
     gateway_classes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    #: Which built-ins `install` starts besides the kubelets (all but ``endpoints`` by default:
-    #: the core/v1 Endpoints controller, `emu.kube.endpoints`, is opt-in). Leave one out to
+    #: Which built-ins `install` starts besides the kubelets (all but ``endpoints`` and
+    #: `STANDARD_CONTROLLERS` by default: the core/v1 Endpoints controller,
+    #: `emu.kube.endpoints`, is opt-in). Leave one out to
     #: observe the cluster without it. (Namespace termination is done by the API server.)
-    controllers: tuple[str, ...] = (
-        "scheduler", "node-lifecycle", "pod-gc", "garbage-collector", "job",
-        "deployment", "replicaset", "statefulset", "endpointslice", "kube-proxy",
-        "persistentvolume",
-    )
+    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
     #: The cluster's Kubernetes version: what the API server's ``/version`` reports and each
     #: kubelet's ``nodeInfo.kubeletVersion`` (KubeRay's SidecarSubmitterRestart gate needs
     #: v1.35 or later). Defaults to ``"v1.33.0"``.
@@ -142,3 +153,20 @@ class KubeConfig:
     #: (sampled on the readiness probe's schedule where one is set) and nothing is restarted by
     #: a failing probe.
     probes: bool = True
+    #: Make a fresh world look like a kind cluster (`emu.kube.standard`): a tainted
+    #: control-plane Node ``emu-control-plane`` whose kubelet runs the control plane's static
+    #: Pods, CoreDNS and the ``kube-dns`` Service, kube-proxy as a DaemonSet, the
+    #: ``default/kubernetes`` Service, a ``default`` ServiceAccount and the ``kube-root-ca.crt``
+    #: ConfigMap in every namespace, DefaultTolerationSeconds on Pods and the Events of normal
+    #: operation (Scheduled, Pulled, Started, SuccessfulCreate, ...). It starts
+    #: `STANDARD_CONTROLLERS` besides `controllers` (crash one to see the cluster without it).
+    #: Defaults to False: a minimal world, whose history is what it always was.
+    standard_cluster: bool = False
+
+    def enabled_controllers(self) -> tuple[str, ...]:
+        """The built-ins `install` starts: `controllers`, and `STANDARD_CONTROLLERS` with
+        `standard_cluster` (without it, `controllers` may name any of them to start it alone,
+        e.g. ``"daemonset"``)."""
+        if not self.standard_cluster:
+            return self.controllers
+        return (*self.controllers, *(c for c in STANDARD_CONTROLLERS if c not in self.controllers))

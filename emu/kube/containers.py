@@ -57,6 +57,9 @@ class ContainerRecord:
     #: Whether its startup probe succeeded (None: it has none; False: not yet).
     started_ok: bool | None = None
     timer: asyncio.TimerHandle | None = None
+    #: Seconds this attempt spent pulling its image (None: the image was there); set by the
+    #: kubelet for its ``Pulled`` Event.
+    pulled: float | None = None
 
     @property
     def program_ready(self) -> bool:
@@ -114,6 +117,8 @@ class NodeRuntime:
         self._ips_in_use: dict[str, None] = {}
         #: Extra seconds added to every container start and kubelet sync (`SlowKubelet`).
         self.extra_delay = 0.0
+        #: Called (synchronously) when a container starts running (the kubelet's Events).
+        self.on_started: Callable[[PodSandbox, ContainerRecord], None] | None = None
 
     def __repr__(self) -> str:
         return f"<NodeRuntime {self.node} sandboxes={len(self.sandboxes)}>"
@@ -163,14 +168,24 @@ class NodeRuntime:
         """How long until a container of ``image`` runs: pull (first time on this Node, or
         every time for ``Always``), then create and start."""
         delay = start_delay + self.extra_delay
-        if pull_policy == "Always" or image not in self._images:
+        if self.needs_pull(image, pull_policy):
             delay += pull_delay
         return delay
 
+    def add_image(self, image: str) -> None:
+        """``image`` is on the Node already (preloaded, as a kind node image's)."""
+        self._images[image] = None
+
+    def needs_pull(self, image: str, pull_policy: str) -> bool:
+        """Whether a container of ``image`` pulls it first (not on the Node yet, or
+        ``Always``)."""
+        return pull_policy == "Always" or image not in self._images
+
     def create_container(self, box: PodSandbox, spec: Obj, *, init: bool, attempt: int,
                          delay: float, pod: Obj, env: dict[str, str],
-                         volumes: dict[str, Path]) -> ContainerRecord:
-        """Create the next attempt of a container; it runs after ``delay`` seconds."""
+                         volumes: dict[str, Path], at_once: bool = False) -> ContainerRecord:
+        """Create the next attempt of a container; it runs after ``delay`` seconds (``at_once``:
+        it runs now, its process started before this returns)."""
         name = spec["name"]
         image = str(spec.get("image", ""))
         old = box.containers.get(name)
@@ -188,8 +203,11 @@ class NodeRuntime:
         # decodes when read (a decoded Pod kept per container was a tenth of a world's heap)
         pod_json = dumps_exact(pod)
         hostname = str((pod.get("spec") or {}).get("hostname") or box.name)
-        rec.timer = self.world.loop.call_later(
-            delay, self._run, box, rec, spec, pod_json, hostname, env, volumes)
+        if at_once:
+            self._run(box, rec, spec, pod_json, hostname, env, volumes)
+        else:
+            rec.timer = self.world.loop.call_later(
+                delay, self._run, box, rec, spec, pod_json, hostname, env, volumes)
         return rec
 
     def _run(self, box: PodSandbox, rec: ContainerRecord, spec: Obj, pod: bytes,
@@ -216,6 +234,8 @@ class NodeRuntime:
                                           host=self.node)
         rec.process = proc
         proc.on_exit(lambda p: self._exited(box, rec, p))
+        if self.on_started is not None:
+            self.on_started(box, rec)
         box.notify()
 
     def _exited(self, box: PodSandbox, rec: ContainerRecord, proc: Process) -> None:

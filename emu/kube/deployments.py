@@ -20,8 +20,15 @@ The Deployment carries its newest ReplicaSet's ``deployment.kubernetes.io/revisi
 with its status, as kube does), and a ReplicaSet whose template is current again gets the newest
 revision, so ``kubectl rollout history`` and ``kubectl rollout undo`` work.
 
+In a standard cluster (``KubeConfig.standard_cluster``) the ReplicaSet controller records
+``SuccessfulCreate`` / ``SuccessfulDelete`` and the Deployment controller ``ScalingReplicaSet``.
+
 Not emulated: adoption of orphaned Pods or ReplicaSets, revision history cleanup, the rollback
 ``spec.rollbackTo`` of old API versions, ``paused``, ``progressDeadlineSeconds``.
+
+Over 500 lines because both controllers live here with the pure pieces they share with the
+standard cluster's boot (`new_replica_set`, `new_replica_pod`, `calculate_rs_status`,
+`calculate_deployment_status`): one definition of what these controllers write.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from .common import (
     set_condition,
     template_hash,
 )
+from .events import EventRecorder
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
@@ -88,6 +96,68 @@ def _deletion_rank(pod: Obj) -> tuple[int, int, int, int, str]:
     return (assigned, phase, ready, -restarts, inverted)
 
 
+def calculate_rs_status(rs: Obj, active: list[Obj], now: float) -> tuple[Obj, bool]:
+    """``calculateStatus``: the ReplicaSet's status over its ``active`` Pods, and whether a
+    ready Pod waits out ``minReadySeconds`` (the caller looks again then)."""
+    spec = rs.get("spec") or {}
+    min_ready = float(spec.get("minReadySeconds") or 0)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    ready = [p for p in active if pod_is_ready(p)]
+    available = [p for p in ready if _available(p, min_ready, now)]
+    status: Obj = {
+        "replicas": len(active),
+        "fullyLabeledReplicas": sum(
+            1 for p in active if all((p["metadata"].get("labels") or {}).get(k) == v
+                                     for k, v in labels.items())),
+        "readyReplicas": len(ready), "availableReplicas": len(available),
+        "observedGeneration": rs["metadata"].get("generation", 1),
+    }
+    for k in ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"):
+        if not status[k]:
+            del status[k]
+    old = rs.get("status") or {}
+    if old.get("conditions"):
+        status["conditions"] = old["conditions"]
+    return status, len(available) < len(ready) and min_ready > 0
+
+
+def new_replica_pod(rs: Obj) -> Obj:
+    """A Pod of ``rs``'s template, ``<rs>-<5 chars>``, owned by it (``getPodsFromTemplate``)."""
+    meta = rs["metadata"]
+    template = (rs.get("spec") or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    pod_meta: Obj = {"generateName": f"{meta['name']}-", "namespace": meta["namespace"],
+                     "labels": dict(tmeta.get("labels") or {}),
+                     "ownerReferences": [owner_reference(rs)]}
+    if tmeta.get("annotations"):
+        pod_meta["annotations"] = dict(tmeta["annotations"])
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
+            "spec": template.get("spec") or {}}
+
+
+def new_replica_set(d: Obj, hash_: str, replicas: int, old: list[Obj]) -> Obj:
+    """The ReplicaSet ``<deployment>-<hash>`` of ``d``'s current template (``getNewReplicaSet``):
+    the ``pod-template-hash`` label on it, its selector and template, the next revision after
+    ``old``'s."""
+    spec = d.get("spec") or {}
+    template = dict(spec.get("template") or {})
+    tmeta = dict(template.get("metadata") or {})
+    tmeta["labels"] = {**(tmeta.get("labels") or {}), HASH_LABEL: hash_}
+    template["metadata"] = tmeta
+    selector = dict(spec.get("selector") or {})
+    selector["matchLabels"] = {**(selector.get("matchLabels") or {}), HASH_LABEL: hash_}
+    revision = 1 + max((int((rs["metadata"].get("annotations") or {}).get(
+        REVISION_ANNOTATION, "0")) for rs in old), default=0)
+    meta = d["metadata"]
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": f"{meta['name']}-{hash_}", "namespace": meta["namespace"],
+                         "labels": dict(tmeta["labels"]),
+                         "annotations": {REVISION_ANNOTATION: str(revision)},
+                         "ownerReferences": [owner_reference(d)]},
+            "spec": {"replicas": replicas, "minReadySeconds": spec.get("minReadySeconds", 0),
+                     "selector": selector, "template": template}}
+
+
 class ReplicaSetController:
     """The ReplicaSet controller process."""
 
@@ -100,11 +170,14 @@ class ReplicaSetController:
         self.queue: KeyQueue | None = None
         self.expectations = Expectations()
         self._owned: dict[str, dict[str, None]] = {}
+        self.events: EventRecorder | None = None
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.expectations, self._owned = Expectations(), {}  # a new process remembers nothing
         self.client = Client(self.cluster.world.network, process=process)
+        if self.cluster.config.standard_cluster:
+            self.events = EventRecorder(self.client, process, "replicaset-controller")
         self.queue = KeyQueue(process, "replicaset")
         self.rsets = Informer(self.client, "ReplicaSet")
         self.pods = Informer(self.client, "Pod")
@@ -170,17 +243,11 @@ class ReplicaSetController:
         diff = len(active) - want
         meta = rs["metadata"]
         if diff < 0:
-            template = (rs.get("spec") or {}).get("template") or {}
-            tmeta = template.get("metadata") or {}
             for _ in range(-diff):
-                pod_meta: Obj = {"generateName": f"{meta['name']}-", "namespace": meta["namespace"],
-                                 "labels": dict(tmeta.get("labels") or {}),
-                                 "ownerReferences": [owner_reference(rs)]}
-                if tmeta.get("annotations"):
-                    pod_meta["annotations"] = dict(tmeta["annotations"])
-                created = await self.client.create({"apiVersion": "v1", "kind": "Pod",
-                                                    "metadata": pod_meta,
-                                                    "spec": template.get("spec") or {}})
+                created = await self.client.create(new_replica_pod(rs))
+                if self.events is not None:
+                    self.events.event(rs, "Normal", "SuccessfulCreate",
+                                      f"Created pod: {created['metadata']['name']}")
                 self.expectations.expect_create(key, created["metadata"]["name"])
                 self.process.log("rs_pod_created", replicaset=key,
                                  pod=created["metadata"]["name"])
@@ -189,6 +256,9 @@ class ReplicaSetController:
                 try:
                     await self.client.delete("Pod", pod["metadata"]["name"], meta["namespace"])
                     self.expectations.expect_delete(key, pod["metadata"]["name"])
+                    if self.events is not None:
+                        self.events.event(rs, "Normal", "SuccessfulDelete",
+                                          f"Deleted pod: {pod['metadata']['name']}")
                 except ApiError as err:
                     if not is_not_found(err):
                         raise
@@ -196,29 +266,11 @@ class ReplicaSetController:
     async def update_status(self, rs: Obj, active: list[Obj]) -> None:
         """``calculateStatus`` and a write when it changed."""
         assert self.client is not None and self.queue is not None
-        spec = rs.get("spec") or {}
-        min_ready = float(spec.get("minReadySeconds") or 0)
-        now = clock.now()
-        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        ready = [p for p in active if pod_is_ready(p)]
-        available = [p for p in ready if _available(p, min_ready, now)]
-        if len(available) < len(ready) and min_ready > 0:
+        status, waiting = calculate_rs_status(rs, active, clock.now())
+        if waiting:
             key = f"{rs['metadata']['namespace']}/{rs['metadata']['name']}"
-            self.queue.add_after(key, min_ready)
+            self.queue.add_after(key, float((rs.get("spec") or {}).get("minReadySeconds") or 0))
         old = rs.get("status") or {}
-        status: Obj = {
-            "replicas": len(active),
-            "fullyLabeledReplicas": sum(
-                1 for p in active if all((p["metadata"].get("labels") or {}).get(k) == v
-                                         for k, v in labels.items())),
-            "readyReplicas": len(ready), "availableReplicas": len(available),
-            "observedGeneration": rs["metadata"].get("generation", 1),
-        }
-        for k in ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"):
-            if not status[k]:
-                del status[k]
-        if old.get("conditions"):
-            status["conditions"] = old["conditions"]
         if status == old:
             return
         try:
@@ -226,6 +278,66 @@ class ReplicaSetController:
         except ApiError as err:
             if not is_not_found(err):
                 raise
+
+
+def calculate_deployment_status(d: Obj, new: Obj | None, old: list[Obj], now: float) -> Obj:
+    """``syncRolloutStatus``'s status: counts summed over the ReplicaSets, the Available and
+    Progressing conditions."""
+    spec = d.get("spec") or {}
+    replicas = int(spec.get("replicas", 1))
+    all_rs = [rs for rs in [new, *old] if rs is not None]
+
+    def total(field: str) -> int:
+        return sum(int((rs.get("status") or {}).get(field) or 0) for rs in all_rs)
+
+    available = total("availableReplicas")
+    strategy = (spec.get("strategy") or {}).get("type", "RollingUpdate")
+    unavailable_ok = 0 if strategy == "Recreate" else \
+        DeploymentController.max_surge_unavailable(d)[1]
+    stamp = rfc3339(now)
+    old_status = d.get("status") or {}
+    conditions = list(old_status.get("conditions") or [])
+    if available >= replicas - unavailable_ok:
+        avail = {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                 "message": "Deployment has minimum availability."}
+    else:
+        avail = {"type": "Available", "status": "False",
+                 "reason": "MinimumReplicasUnavailable",
+                 "message": "Deployment does not have minimum availability."}
+    prev = get_condition(old_status, "Available")
+    avail["lastUpdateTime"] = prev.get("lastUpdateTime", stamp) if prev and \
+        prev.get("status") == avail["status"] else stamp
+    avail["lastTransitionTime"] = stamp
+    conditions = set_condition(conditions, avail)
+    if new is not None:
+        new_name = new["metadata"]["name"]
+        new_status = new.get("status") or {}
+        done = (int(new_status.get("availableReplicas") or 0) >= replicas
+                and int(new_status.get("replicas") or 0) == replicas
+                and all(int((rs.get("status") or {}).get("replicas") or 0) == 0 for rs in old))
+        progress = {"type": "Progressing", "status": "True",
+                    "reason": "NewReplicaSetAvailable" if done else "ReplicaSetUpdated",
+                    "message": f'ReplicaSet "{new_name}" has successfully progressed.'
+                    if done else f'ReplicaSet "{new_name}" is progressing.'}
+        prev = get_condition(old_status, "Progressing")
+        same = prev is not None and prev.get("reason") == progress["reason"]
+        progress["lastUpdateTime"] = prev.get("lastUpdateTime", stamp) if same and prev \
+            else stamp
+        progress["lastTransitionTime"] = stamp
+        conditions = set_condition(conditions, progress)
+    status: Obj = {
+        "observedGeneration": d["metadata"].get("generation", 1),
+        "replicas": total("replicas"),
+        "updatedReplicas": int(((new or {}).get("status") or {}).get("replicas") or 0),
+        "readyReplicas": total("readyReplicas"), "availableReplicas": available,
+        "unavailableReplicas": max(replicas - available, 0),
+        "conditions": conditions,
+    }
+    for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+              "unavailableReplicas"):
+        if not status[k]:
+            del status[k]
+    return status
 
 
 class DeploymentController:
@@ -239,10 +351,13 @@ class DeploymentController:
         self.rsets: Informer | None = None
         self.pods: Informer | None = None
         self.queue: KeyQueue | None = None
+        self.events: EventRecorder | None = None
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
+        if self.cluster.config.standard_cluster:
+            self.events = EventRecorder(self.client, process, "deployment-controller")
         self.queue = KeyQueue(process, "deployment")
         self.deployments = Informer(self.client, "Deployment")
         self.rsets = Informer(self.client, "ReplicaSet")
@@ -313,23 +428,8 @@ class DeploymentController:
 
     async def create_new_rs(self, d: Obj, hash_: str, replicas: int, old: list[Obj]) -> Obj:
         assert self.client is not None and self.rsets is not None
-        spec = d.get("spec") or {}
-        template = dict(spec.get("template") or {})
-        tmeta = dict(template.get("metadata") or {})
-        tmeta["labels"] = {**(tmeta.get("labels") or {}), HASH_LABEL: hash_}
-        template["metadata"] = tmeta
-        selector = dict(spec.get("selector") or {})
-        selector["matchLabels"] = {**(selector.get("matchLabels") or {}), HASH_LABEL: hash_}
-        revision = 1 + max((int((rs["metadata"].get("annotations") or {}).get(
-            REVISION_ANNOTATION, "0")) for rs in old), default=0)
         meta = d["metadata"]
-        rs: Obj = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-              "metadata": {"name": f"{meta['name']}-{hash_}", "namespace": meta["namespace"],
-                           "labels": dict(tmeta["labels"]),
-                           "annotations": {REVISION_ANNOTATION: str(revision)},
-                           "ownerReferences": [owner_reference(d)]},
-              "spec": {"replicas": replicas, "minReadySeconds": spec.get("minReadySeconds", 0),
-                       "selector": selector, "template": template}}
+        rs = new_replica_set(d, hash_, replicas, old)
         try:
             created = await self.client.create(rs)
         except ApiError as err:
@@ -339,6 +439,10 @@ class DeploymentController:
         assert self.process is not None
         self.process.log("deployment_new_replicaset", deployment=meta["name"],
                          replicaset=created["metadata"]["name"])
+        if self.events is not None and replicas > 0:
+            self.events.event(d, "Normal", "ScalingReplicaSet",
+                              f"Scaled up replica set {created['metadata']['name']} from 0 to "
+                              f"{replicas}")
         return created
 
     async def bump_revision(self, rs: Obj, old: list[Obj]) -> Obj:
@@ -352,14 +456,22 @@ class DeploymentController:
                           "annotations": {REVISION_ANNOTATION: str(revision)}}},
             rs["metadata"]["namespace"])
 
-    async def scale(self, rs: Obj, replicas: int) -> Obj:
+    async def scale(self, d: Obj, rs: Obj, replicas: int) -> Obj:
+        """``scaleReplicaSet``: the ReplicaSet to ``replicas`` (a ``ScalingReplicaSet`` Event on
+        ``d`` in a standard cluster)."""
         assert self.client is not None
-        if int((rs.get("spec") or {}).get("replicas", 1)) == replicas:
+        before = int((rs.get("spec") or {}).get("replicas", 1))
+        if before == replicas:
             return rs
-        return await self.client.patch(
+        scaled = await self.client.patch(
             "ReplicaSet", rs["metadata"]["name"],
             {"metadata": {"resourceVersion": rs["metadata"]["resourceVersion"]},
              "spec": {"replicas": replicas}}, rs["metadata"]["namespace"])
+        if self.events is not None:
+            self.events.event(d, "Normal", "ScalingReplicaSet",
+                              f"Scaled {'up' if replicas > before else 'down'} replica set "
+                              f"{rs['metadata']['name']} from {before} to {replicas}")
+        return scaled
 
     # -- strategies ------------------------------------------------------------------------------
 
@@ -371,7 +483,7 @@ class DeploymentController:
         scaled = False
         for rs in old:
             if int((rs.get("spec") or {}).get("replicas", 1)) != 0:
-                await self.scale(rs, 0)
+                await self.scale(d, rs, 0)
                 scaled = True
         if scaled:
             return new
@@ -384,7 +496,7 @@ class DeploymentController:
         replicas = int((d.get("spec") or {}).get("replicas", 1))
         if new is None:
             return await self.create_new_rs(d, hash_, replicas, old)
-        return await self.scale(new, replicas)
+        return await self.scale(d, new, replicas)
 
     async def rollout_rolling(self, d: Obj, new: Obj | None, old: list[Obj],
                               hash_: str) -> Obj | None:
@@ -398,10 +510,10 @@ class DeploymentController:
         total = sum(int((rs.get("spec") or {}).get("replicas", 1)) for rs in all_rs)
         new_replicas = int((new.get("spec") or {}).get("replicas", 1))
         if new_replicas > replicas:
-            new = await self.scale(new, replicas)
+            new = await self.scale(d, new, replicas)
             return new
         if new_replicas < replicas and total < replicas + surge:
-            new = await self.scale(new, min(new_replicas + replicas + surge - total, replicas))
+            new = await self.scale(d, new, min(new_replicas + replicas + surge - total, replicas))
             return new
         old_count = sum(int((rs.get("spec") or {}).get("replicas", 1)) for rs in old)
         if old_count == 0:
@@ -420,7 +532,7 @@ class DeploymentController:
             unhealthy = rs_replicas - int((rs.get("status") or {}).get("availableReplicas") or 0)
             cut = min(max_scaled_down, unhealthy)
             if cut > 0:
-                old[i] = await self.scale(rs, rs_replicas - cut)
+                old[i] = await self.scale(d, rs, rs_replicas - cut)
                 max_scaled_down -= cut
         available = sum(int((rs.get("status") or {}).get("availableReplicas") or 0)
                         for rs in [new, *old])
@@ -431,7 +543,7 @@ class DeploymentController:
             rs_replicas = int((rs.get("spec") or {}).get("replicas", 1))
             cut = min(rs_replicas, budget)
             if cut > 0:
-                await self.scale(rs, rs_replicas - cut)
+                await self.scale(d, rs, rs_replicas - cut)
                 budget -= cut
         return new
 
@@ -452,59 +564,8 @@ class DeploymentController:
 
     async def sync_status(self, d: Obj, new: Obj | None, old: list[Obj]) -> None:
         assert self.client is not None
-        spec = d.get("spec") or {}
-        replicas = int(spec.get("replicas", 1))
-        all_rs = [rs for rs in [new, *old] if rs is not None]
-
-        def total(field: str) -> int:
-            return sum(int((rs.get("status") or {}).get(field) or 0) for rs in all_rs)
-
-        available = total("availableReplicas")
-        strategy = (spec.get("strategy") or {}).get("type", "RollingUpdate")
-        unavailable_ok = 0 if strategy == "Recreate" else self.max_surge_unavailable(d)[1]
-        now = rfc3339(clock.now())
+        status = calculate_deployment_status(d, new, old, clock.now())
         old_status = d.get("status") or {}
-        conditions = list(old_status.get("conditions") or [])
-        if available >= replicas - unavailable_ok:
-            avail = {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-                     "message": "Deployment has minimum availability."}
-        else:
-            avail = {"type": "Available", "status": "False",
-                     "reason": "MinimumReplicasUnavailable",
-                     "message": "Deployment does not have minimum availability."}
-        prev = get_condition(old_status, "Available")
-        avail["lastUpdateTime"] = prev.get("lastUpdateTime", now) if prev and \
-            prev.get("status") == avail["status"] else now
-        avail["lastTransitionTime"] = now
-        conditions = set_condition(conditions, avail)
-        if new is not None:
-            new_name = new["metadata"]["name"]
-            new_status = new.get("status") or {}
-            done = (int(new_status.get("availableReplicas") or 0) >= replicas
-                    and int(new_status.get("replicas") or 0) == replicas
-                    and all(int((rs.get("status") or {}).get("replicas") or 0) == 0 for rs in old))
-            progress = {"type": "Progressing", "status": "True",
-                        "reason": "NewReplicaSetAvailable" if done else "ReplicaSetUpdated",
-                        "message": f'ReplicaSet "{new_name}" has successfully progressed.'
-                        if done else f'ReplicaSet "{new_name}" is progressing.'}
-            prev = get_condition(old_status, "Progressing")
-            same = prev is not None and prev.get("reason") == progress["reason"]
-            progress["lastUpdateTime"] = prev.get("lastUpdateTime", now) if same and prev \
-                else now
-            progress["lastTransitionTime"] = now
-            conditions = set_condition(conditions, progress)
-        status: Obj = {
-            "observedGeneration": d["metadata"].get("generation", 1),
-            "replicas": total("replicas"),
-            "updatedReplicas": int(((new or {}).get("status") or {}).get("replicas") or 0),
-            "readyReplicas": total("readyReplicas"), "availableReplicas": available,
-            "unavailableReplicas": max(replicas - available, 0),
-            "conditions": conditions,
-        }
-        for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
-                  "unavailableReplicas"):
-            if not status[k]:
-                del status[k]
         if status == old_status:
             return
         meta = d["metadata"]

@@ -4,15 +4,24 @@ Why the built-ins need them: a failure to start a container or to place a Pod mu
 user (``kubectl describe pod`` shows these Events), never a silent stall. Like client-go's
 recorder, a repeat of the same (object, type, reason, message) does not create a new Event but
 bumps the first one's ``count`` and ``lastTimestamp`` (the EventCorrelator's aggregation), and a
-write that fails is dropped. Every Event is also a trace event (``k8s_event``) of the process that
-records it, so a trace shows the failure too.
+write that fails is dropped. A name is ``<object>.<nanoseconds + sequence, hex>``; one that
+another recorder took at the same virtual instant moves on to the next number. Every Event is
+also a trace event (``k8s_event``) of the process that records it, so a trace shows the failure
+too.
+
+In a standard cluster (``KubeConfig.standard_cluster``) the built-ins also record the Events of
+normal operation with kube's reasons and texts: the scheduler's ``Scheduled``; the kubelet's
+``Pulling``, ``Pulled``, ``Created``, ``Started`` and ``Killing``; ``SuccessfulCreate`` and
+``SuccessfulDelete`` of the ReplicaSet, DaemonSet, Job and StatefulSet controllers; the
+Deployment controller's ``ScalingReplicaSet``; the Job controller's ``Completed``. A minimal
+world records none of them (its history stays what it was).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..apiserver.errors import ApiError
+from ..apiserver.errors import ApiError, is_already_exists
 from ..client.client import Client
 from ..kernel import clock
 from ..kernel.network import NetworkError
@@ -71,13 +80,27 @@ class EventRecorder:
             "reportingInstance": self.host or "",
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }
-        self.process.spawn(self._write_create(event))
+        self.process.spawn(self._write_create(event, key))
 
-    async def _write_create(self, event: Obj) -> None:
-        try:
-            await self.client.create(event)
-        except (TimeoutError, ApiError, NetworkError, OSError):
-            pass  # the broadcaster drops what it cannot write
+    async def _write_create(self, event: Obj, key: tuple[str, str, str, str]) -> None:
+        """Create the Event; a name another recorder took at the same instant (its time and
+        sequence number alike, which virtual time makes common) moves on to the next one."""
+        for _ in range(8):
+            try:
+                await self.client.create(event)
+                return
+            except ApiError as err:
+                if not is_already_exists(err):
+                    return  # the broadcaster drops what it cannot write
+            except (TimeoutError, NetworkError, OSError):
+                return
+            base, _, suffix = event["metadata"]["name"].rpartition(".")
+            name = f"{base}.{int(suffix, 16) + 1:x}"
+            event = {**event, "metadata": {**event["metadata"], "name": name}}
+            seen = self._seen.get(key)
+            if seen is not None:  # repeats meanwhile are counted in the Event written now
+                seen[0] = name
+                event["count"] = seen[2]
 
     async def _write_patch(self, name: str, namespace: str, patch: Obj) -> None:
         try:

@@ -47,6 +47,7 @@ from .common import (
     pod_is_ready,
     rfc3339,
 )
+from .events import EventRecorder
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
@@ -109,6 +110,7 @@ class JobController:
         self.queue: KeyQueue | None = None
         self.orphans: KeyQueue | None = None
         self.expectations = Expectations()
+        self.events: EventRecorder | None = None
         #: Per Job: (failures seen, time of the last failure): the pod failure back-off record.
         self._backoff: dict[str, tuple[int, float]] = {}
 
@@ -116,6 +118,8 @@ class JobController:
         self.process = process
         self.expectations, self._backoff = Expectations(), {}  # a new process remembers nothing
         self.client = Client(self.cluster.world.network, process=process)
+        if self.cluster.config.standard_cluster:
+            self.events = EventRecorder(self.client, process, "job-controller")
         self.queue = KeyQueue(process, "job")
         self.orphans = KeyQueue(process, "job-orphan-pod")
         self.jobs = Informer(self.client, "Job")
@@ -306,7 +310,10 @@ class JobController:
             if not status.get(field):
                 status.pop(field, None)
         if status != (job.get("status") or {}):
+            was_complete = condition_true(job, "Complete")
             job = await self.write_status(job, status)
+            if self.events is not None and not was_complete and condition_true(job, "Complete"):
+                self.events.event(job, "Normal", "Completed", "Job completed")
         if job_finished(job):
             await self.maybe_delete_after_ttl(key, job)
 
@@ -364,6 +371,9 @@ class JobController:
             self.expectations.expect_create(key, created["metadata"]["name"])
             assert self.process is not None
             self.process.log("job_pod_created", job=key, pod=created["metadata"]["name"])
+            if self.events is not None:
+                self.events.event(job, "Normal", "SuccessfulCreate",
+                                  f"Created pod: {created['metadata']['name']}")
 
     async def delete_pods(self, key: str, pods: list[Obj]) -> None:
         assert self.client is not None

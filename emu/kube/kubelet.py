@@ -54,7 +54,7 @@ from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.network import NetworkError
 from ..kernel.process import Process, ProcessGone
-from . import probes
+from . import probes, standard
 from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
 from .events import EventRecorder
@@ -86,7 +86,9 @@ class Kubelet:
         self.config = cluster.config
         self.node = node
         self.index = index
-        self.ip = node_ip(index)
+        self.ip = standard.CONTROL_PLANE_IP if node == cluster.control_plane else node_ip(index)
+        #: Whether to record the Events of normal operation (a standard cluster's).
+        self.normal_events = cluster.config.standard_cluster
         self.workers: dict[str, PodWorker] = {}
         #: The informer's current object per Pod uid (shared with the cache: never mutated).
         self.latest: dict[str, Obj] = {}
@@ -97,12 +99,15 @@ class Kubelet:
         self.node_informer: Informer | None = None
         self._last_node_report = 0.0
         self.events: EventRecorder | None = None
+        self._mirror_wake = asyncio.Event()
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
         self.events = EventRecorder(self.client, process, "kubelet", self.node)
         self.runtime = self.cluster.runtime_for(self.node, self.index)
+        if self.normal_events:
+            self.runtime.on_started = self._container_started
         await self._retry(self.register_node)
         self.node_informer = Informer(self.client, "Node", field_selector=f"metadata.name={self.node}")
         process.spawn(self.node_informer.run(), name=f"{process.name}:node")
@@ -112,6 +117,8 @@ class Kubelet:
             on_add=self._pod_changed, on_update=lambda _old, new: self._pod_changed(new),
             on_delete=lambda pod: self._pod_changed(pod, deleted=True)))
         process.spawn(self._adopt_after_sync(), name=f"{process.name}:adopt")
+        if self.cluster.static_pods.get(self.node):
+            process.spawn(self.sync_mirror_pods(), name=f"{process.name}:mirror")
         await self.pods.run()
 
     def event(self, pod: Obj, event_type: str, reason: str, message: str) -> None:
@@ -119,6 +126,66 @@ class Kubelet:
         if self.events is not None:
             self.events.event({"apiVersion": "v1", "kind": "Pod", **pod}, event_type, reason,
                               message)
+
+    def _container_started(self, box: PodSandbox, rec: ContainerRecord) -> None:
+        """A container runs: the Events the kubelet records on the way (``Pulled``,
+        ``Created``, ``Started``, with kube 1.33's texts)."""
+        pod = self.latest.get(box.uid)
+        if pod is None:
+            return
+        if rec.pulled is not None:
+            self.event(pod, "Normal", "Pulled",
+                       f'Successfully pulled image "{rec.image}" in '
+                       f"{go_duration_string(rec.pulled)} ({go_duration_string(rec.pulled)} "
+                       f"including waiting). Image size: 0 bytes.")
+        else:
+            self.event(pod, "Normal", "Pulled",
+                       f'Container image "{rec.image}" already present on machine')
+        self.event(pod, "Normal", "Created", f"Created container: {rec.name}")
+        self.event(pod, "Normal", "Started", f"Started container {rec.name}")
+
+    # -- static Pods ------------------------------------------------------------------------------
+
+    async def sync_mirror_pods(self) -> None:
+        """The static Pods' mirror Pods (``podManager``, ``mirrorClient.CreateMirrorPod``):
+        created once the Pod list arrived where none of that name is bound here, and again
+        whenever one is deleted."""
+        assert self.process is not None and self.pods is not None
+        assert self.node_informer is not None
+        await self.pods.wait_synced()
+        await self.node_informer.wait_synced()
+        self._mirror_wake = asyncio.Event()
+        self.pods.add_event_handler(FuncHandler(on_delete=self._mirror_deleted))
+        while True:
+            self._mirror_wake.clear()
+            try:
+                await self.ensure_mirror_pods()
+            except (ApiError, NetworkError) as err:
+                self.process.log("mirror_pod_failed", error=str(err))
+                await self.process.sleep(STATUS_RETRY)
+                continue
+            await self._mirror_wake.wait()
+
+    def _mirror_deleted(self, pod: Obj) -> None:
+        if standard.is_mirror_pod(pod):
+            self._mirror_wake.set()
+
+    async def ensure_mirror_pods(self) -> None:
+        assert self.client is not None and self.pods is not None
+        assert self.node_informer is not None
+        node = self.node_informer.get(self.node)
+        if node is None:
+            return
+        for manifest in self.cluster.static_pods.get(self.node, []):
+            mirror = standard.mirror_pod(manifest, node, clock.now())
+            meta = mirror["metadata"]
+            if self.pods.get(meta["name"], meta["namespace"]) is not None:
+                continue
+            try:
+                await self.client.create(mirror)
+            except ApiError as err:
+                if not is_already_exists(err):
+                    raise
 
     async def _retry(self, fn: Any) -> None:
         delay = 0.5
@@ -142,6 +209,10 @@ class Kubelet:
                   "kubernetes.io/arch": "amd64", **cfg.node_labels}
         pool = self.cluster.node_pools.get(self.node)
         spec: Obj = {}
+        if self.node == self.cluster.control_plane:  # kubeadm's label and taint
+            labels[standard.CONTROL_PLANE_LABEL] = ""
+            labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
+            spec["taints"] = [dict(standard.CONTROL_PLANE_TAINT)]
         if pool is not None:  # a node pool's Node: its labels, taints and extended resources
             capacity.update({k: str(v) for k, v in pool.capacity.items()})
             labels.update(pool.labels)
@@ -416,6 +487,9 @@ class PodWorker:
         self._sigterm: dict[str, asyncio.Task[Any]] = {}
         self._terminal_phase: str | None = None
         self._qos_class: str | None = None
+        #: Take every running container for ready (the status of a booted Pod whose programs
+        #: have not taken their first step yet: `emu.kube.standard.boot`).
+        self.assume_ready = False
 
     # -- scheduling the next sync ----------------------------------------------------------------
 
@@ -618,13 +692,15 @@ class PodWorker:
             return  # started meanwhile
         prev = box.containers.get(name)
         attempt = prev.attempt + 1 if prev is not None else self._lost_attempts(pod, name, init)
-        delay = self.runtime.start_delay(str(c.get("image", "")),
-                                         str(c.get("imagePullPolicy", "IfNotPresent")),
-                                         self.config.image_pull_delay,
+        image, policy = str(c.get("image", "")), str(c.get("imagePullPolicy", "IfNotPresent"))
+        delay = self.runtime.start_delay(image, policy, self.config.image_pull_delay,
                                          self.config.container_start_delay)
-        self.runtime.create_container(box, c, init=init and not is_sidecar(c), attempt=attempt,
-                                      delay=delay, pod=pod,
-                                      env=env, volumes=mounts)
+        rec = self.runtime.create_container(box, c, init=init and not is_sidecar(c),
+                                            attempt=attempt, delay=delay, pod=pod,
+                                            env=env, volumes=mounts)
+        if self.kubelet.normal_events and self.runtime.needs_pull(image, policy):
+            rec.pulled = self.config.image_pull_delay
+            self.kubelet.event(pod, "Normal", "Pulling", f'Pulling image "{image}"')
         self.wake()
 
     def _start_failed(self, pod: Obj, name: str, reason: str, message: str) -> None:
@@ -964,6 +1040,8 @@ class PodWorker:
     def container_ready(self, c: Obj, rec: ContainerRecord | None) -> bool:
         if rec is None or rec.state != "running" or rec.started_ok is False:
             return False
+        if self.assume_ready:
+            return True
         if c.get("readinessProbe"):
             return rec.probe_ready is True
         return rec.program_ready
@@ -1208,6 +1286,9 @@ class PodWorker:
                 # SIGTERM now; SIGKILL once the program's handler is done and the stop delay
                 # passed, or at the end of the grace period whatever happens
                 for rec in live:
+                    if self.kubelet.normal_events:
+                        self.kubelet.event(pod, "Normal", "Killing",
+                                           f"Stopping container {rec.name}")
                     task = self.runtime.sigterm(rec)
                     if task is not None:
                         self._sigterm[rec.container_id] = task
@@ -1249,6 +1330,30 @@ class PodWorker:
     def _kill_after_sigterm(self, rec: ContainerRecord, _task: asyncio.Task[Any]) -> None:
         self.runtime.kill(rec, "pod deleted")
         self.wake()
+
+
+def go_duration_string(seconds: float) -> str:
+    """Go's ``time.Duration.String`` (``500ms``, ``1.5s``, ``2m0.25s``; whole nanoseconds)."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                whole, frac = divmod(ns, size)
+                text = f"{whole}.{frac:0{len(str(size)) - 1}d}".rstrip("0").rstrip(".") \
+                    if size > 1 else str(whole)
+                return f"{sign}{text}{unit}"
+    secs, frac = divmod(ns, 1_000_000_000)
+    minutes, secs = divmod(secs, 60)
+    hours, minutes = divmod(minutes, 60)
+    text = f"{secs}.{frac:09d}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    if minutes:
+        return f"{sign}{minutes}m{text}"
+    return f"{sign}{text}"
 
 
 def _go_duration(seconds: float) -> str:

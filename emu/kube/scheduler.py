@@ -648,6 +648,10 @@ class Scheduler:
                                         "lastTransitionTime": rfc3339(clock.now())})
             await self.client.patch("Pod", meta["name"], {"status": {"conditions": conditions}},
                                     ns, subresource="status")
+            if self.cluster.config.standard_cluster and self.events is not None:
+                self.events.event({"apiVersion": "v1", "kind": "Pod", **bound}, "Normal",
+                                  "Scheduled", f"Successfully assigned {ns}/{meta['name']} to "
+                                               f"{node}")
         except (ApiError, NetworkError) as err:
             if isinstance(err, ApiError) and is_not_found(err):
                 self._forget(key)

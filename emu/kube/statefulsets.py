@@ -28,6 +28,7 @@ from ..client.informer import FuncHandler, Informer
 from ..kernel.network import NetworkError
 from ..kernel.process import Process
 from .common import KeyQueue, Obj, controller_ref, owner_reference, pod_is_ready
+from .events import EventRecorder
 
 if TYPE_CHECKING:
     from .cluster import KubeCluster
@@ -52,10 +53,13 @@ class StatefulSetController:
         self.sets: Informer | None = None
         self.pods: Informer | None = None
         self.queue: KeyQueue | None = None
+        self.events: EventRecorder | None = None
 
     async def main(self, process: Process) -> None:
         self.process = process
         self.client = Client(self.cluster.world.network, process=process)
+        if self.cluster.config.standard_cluster:
+            self.events = EventRecorder(self.client, process, "statefulset-controller")
         self.queue = KeyQueue(process, "statefulset")
         self.sets = Informer(self.client, "StatefulSet")
         self.pods = Informer(self.client, "Pod")
@@ -125,7 +129,11 @@ class StatefulSetController:
                 continue
             if pod is None:
                 await self._create_claims(sts, ordinal)
-                await self.client.create(self.new_pod(sts, ordinal))
+                created = await self.client.create(self.new_pod(sts, ordinal))
+                if self.events is not None:
+                    self.events.event(sts, "Normal", "SuccessfulCreate",
+                                      f"create Pod {created['metadata']['name']} in StatefulSet "
+                                      f"{sts['metadata']['name']} successful")
                 assert self.process is not None
                 self.process.log("statefulset_pod_created", statefulset=f"{ns}/"
                                  f"{sts['metadata']['name']}", ordinal=ordinal)

@@ -259,3 +259,41 @@ def test_fill_quota_without_a_quota_is_not_performed() -> None:
     assert "no ResourceQuota in namespace 'other' limits 'pods' (quotas there: none)" in text
     with pytest.raises(ValueError, match="FillQuota: resource is a quota's resource name"):
         FillQuota(at=1.0, resource="")
+
+
+# -- DefaultTolerationSeconds and ClusterIPs asked for ---------------------------------------------
+
+def test_default_toleration_seconds_is_off_until_a_world_turns_it_on(api):
+    plain = api.create(pod("plain"), namespace="default")
+    assert "tolerations" not in plain["spec"]
+    api.default_toleration_seconds = 120
+    added = api.create(pod("added"), namespace="default")
+    assert added["spec"]["tolerations"] == [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 120},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 120}]
+
+
+def test_a_toleration_without_key_or_effect_covers_the_default_ones(api):
+    api.default_toleration_seconds = 300
+    manifest = pod("p")
+    manifest["spec"]["tolerations"] = [{"key": "node.kubernetes.io/not-ready",
+                                        "operator": "Exists"},
+                                       {"operator": "Exists", "effect": "NoExecute"}]
+    created = api.create(manifest, namespace="default")
+    assert created["spec"]["tolerations"] == manifest["spec"]["tolerations"]
+
+
+def service(name: str, ip: str | None = None) -> Obj:
+    spec: Obj = {"ports": [{"port": 80}]}
+    if ip is not None:
+        spec["clusterIP"] = ip
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+
+
+def test_a_cluster_ip_a_service_asked_for_is_never_allocated_to_another(api):
+    api.create(service("dns", "10.96.0.2"), namespace="default")
+    ips = [api.create(service(f"s{i}"), namespace="default")["spec"]["clusterIP"]
+           for i in range(3)]
+    assert ips == ["10.96.0.1", "10.96.0.3", "10.96.0.4"]

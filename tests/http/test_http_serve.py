@@ -293,6 +293,10 @@ def test_bare_refuses_flags_that_need_the_cluster(capsys):
         "(drop --bare)\n")
     assert main(["serve", "--bare", "--scenario", "apiserver-churn", "--expose", "svc/a:80"]) == 2
     assert "; --scenario, --expose needs" in capsys.readouterr().err
+    assert main(["serve", "--bare", "--standard-cluster"]) == 2
+    assert capsys.readouterr().err == (
+        "emu serve: --bare serves the API server alone; --standard-cluster needs the cluster's "
+        "built-ins (drop --bare)\n")
 
 
 def test_f_with_a_directory_without_manifests_exits_2(tmp_path, capsys):

@@ -42,3 +42,23 @@ def test_the_same_seed_gives_the_same_trace_digest_and_another_seed_another():
     other = emu.run(busy_cluster, seed=12)
     assert first == again
     assert first != other
+
+
+async def busy_standard_cluster(sim: emu.Simulation) -> str:
+    """A standard cluster (`KubeConfig.standard_cluster`): its boot, a DaemonSet of the user's,
+    a CoreDNS Pod deleted and replaced, the Events of it all."""
+    cluster = kc.install(sim, nodes=3, standard_cluster=True)
+    await cluster.wait_ready()
+    await sim.apply({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                     "metadata": {"name": "agent", "namespace": "default"},
+                     "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                              "template": template("example/agent", {"app": "agent"})}})
+    dns = await sim.client().list("Pod", "kube-system", label_selector="k8s-app=kube-dns")
+    sim.faults.do(DeletePod(name=dns[0]["metadata"]["name"], namespace="kube-system"))
+    sim.faults.do(FailNode(node="node-2", duration=60.0))
+    await sim.sleep(120)
+    return sim.trace.digest()
+
+
+def test_a_standard_cluster_gives_the_same_digest_for_the_same_seed():
+    assert emu.run(busy_standard_cluster, seed=3) == emu.run(busy_standard_cluster, seed=3)

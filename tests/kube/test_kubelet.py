@@ -247,3 +247,10 @@ async def test_node_selector_places_the_pod_on_a_matching_node(sim):
     await sim.apply(pod("p", nodeSelector={"kubernetes.io/hostname": "node-3"}))
     p = await sim.wait_for("Pod", "p", phase_is("Running"))
     assert p["spec"]["nodeName"] == "node-3"
+
+
+def test_go_duration_string_prints_durations_as_go_does():
+    from emu.kube.kubelet import go_duration_string
+
+    assert [go_duration_string(s) for s in (0, 0.5, 0.25, 1, 1.5, 90.25, 3600, 0.0000015)] == [
+        "0s", "500ms", "250ms", "1s", "1.5s", "1m30.25s", "1h0m0s", "1.5µs"]
