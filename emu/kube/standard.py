@@ -313,7 +313,8 @@ def addons(version: str) -> list[Obj]:
 def boot(cluster: KubeCluster) -> None:
     """Write the standard cluster as ``kind create cluster`` hands it over, before any process
     runs: the control-plane Node, the mirror Pods, kube-apiserver's ``default/kubernetes``,
-    each Namespace's ServiceAccount and root-CA ConfigMap, kubeadm's `addons` with their
+    each Namespace's ServiceAccount and root-CA ConfigMap, kind's default ``standard``
+    StorageClass, kubeadm's `addons` with their
     ReplicaSet and Pods (bound, their containers started on their Nodes' runtimes) and the
     status each owner would write. Each object is written under its component's name,
     straight into the API server: the boot's own scheduling, image pulls and Events are not
@@ -327,6 +328,7 @@ def boot(cluster: KubeCluster) -> None:
         new_daemon_pod,
         node_should_run_daemon_pod,
     )
+    from .volumes import standard_storage_class
     from .deployments import (
         REVISION_ANNOTATION,
         calculate_deployment_status,
@@ -352,6 +354,9 @@ def boot(cluster: KubeCluster) -> None:
                     "metadata": {"name": "default", "namespace": name}},
                    caller="serviceaccount-controller")
         api.create(root_ca_configmap(name), caller="root-ca-cert-publisher")
+    # kind's default StorageClass (its local-path provisioner is not a Pod here: the
+    # persistentvolume-controller provisions for it, see docs/deviations.md)
+    api.create(standard_storage_class(), caller="kind")
     for obj in addons(version):
         created = api.create(obj, caller="kubeadm")
         if created["kind"] == "Deployment":

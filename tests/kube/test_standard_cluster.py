@@ -295,3 +295,22 @@ def test_standard_controllers_start_only_in_a_standard_cluster():
     on = KubeConfig(standard_cluster=True).enabled_controllers()
     assert on[-len(STANDARD_CONTROLLERS):] == STANDARD_CONTROLLERS
     assert KubeConfig(controllers=("daemonset",)).enabled_controllers() == ("daemonset",)
+
+
+async def test_a_standard_world_has_kinds_default_storage_class_and_provisions_a_claim(sim):
+    from test_storage_classes import pod_with_claim, pvc, store
+    from kube_helpers import phase_is
+
+    sim.programs.register("example/store", store)
+    await standard_world(sim)
+    [cls] = await sim.client().list("StorageClass")
+    assert cls["metadata"]["name"] == "standard"
+    assert cls["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
+    await sim.apply(pvc("data"))
+    await sim.apply(pod_with_claim("writer", "data"))
+    done = await sim.wait_for("Pod", "writer", phase_is("Succeeded"))
+    claim = await sim.get("PersistentVolumeClaim", "data")
+    assert claim["spec"]["storageClassName"] == "standard"
+    assert claim["status"]["phase"] == "Bound"
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == \
+        done["spec"]["nodeName"] != CP
