@@ -328,7 +328,6 @@ def boot(cluster: KubeCluster) -> None:
         new_daemon_pod,
         node_should_run_daemon_pod,
     )
-    from .volumes import standard_storage_class
     from .deployments import (
         REVISION_ANNOTATION,
         calculate_deployment_status,
@@ -336,6 +335,7 @@ def boot(cluster: KubeCluster) -> None:
         new_replica_pod,
         new_replica_set,
     )
+    from .volumes import standard_storage_class
 
     api = cluster.world.api  # type: ignore[attr-defined]
     version = cluster.config.kubernetes_version

@@ -298,8 +298,8 @@ def test_standard_controllers_start_only_in_a_standard_cluster():
 
 
 async def test_a_standard_world_has_kinds_default_storage_class_and_provisions_a_claim(sim):
-    from test_storage_classes import pod_with_claim, pvc, store
     from kube_helpers import phase_is
+    from test_storage_classes import pod_with_claim, pvc, store
 
     sim.programs.register("example/store", store)
     await standard_world(sim)
