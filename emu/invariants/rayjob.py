@@ -328,9 +328,8 @@ class SubmitterLossRecovered(Invariant):
     #: Seconds a Running K8sJobMode RayJob may be without its submitter Job.
     bound: float = 60.0
 
-    @property
-    def hold_time(self) -> float:
-        return self.bound
+    # No ``hold_time``: the condition needs a Running RayJob, so it never holds in a state a
+    # driver stops at (a goal of terminal RayJob states); the default set's hold stays 5 s.
 
     def attach(self, sim: Simulation) -> _SubmitterMonitor:
         return _SubmitterMonitor(self, sim)
