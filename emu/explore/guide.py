@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..faults import FaultPlan
+from ..invariants.view import WorldView
 from .faults import AtCall
 
 if TYPE_CHECKING:
@@ -41,12 +42,27 @@ Obj = dict[str, Any]
 
 #: A generated part of a name: a ReplicaSet's or a Pod's suffix, a RayCluster's, a uuid's.
 _GENERATED = re.compile(r"-[a-z0-9]{5,10}(?=$|[-/.])|_[0-9a-f]{6,}|-\d+(?=$|/)")
+#: The namespaced kinds `Signature` reads from the invariants' `WorldView` rather than decoding
+#: them from the API server again (the view keeps every object of these, decoded, as committed).
+VIEW_KINDS = frozenset({"Pod", "Service", "Job", "PersistentVolumeClaim", "RayCluster", "RayJob",
+                        "RayService"})
 #: The status fields whose values are an object's state (as the reference run's log has them).
 STATE_FIELDS = ("state", "jobDeploymentStatus", "jobStatus", "serviceStatus")
 
 
+#: `_norm`'s answers: a run names the same few hundred processes and callers thousands of
+#: times, and the regular expression was most of `Signature`'s cost. Cleared at `_NORMS_MAX`.
+_NORMS: dict[str, str] = {}
+_NORMS_MAX = 8192
+
+
 def _norm(name: str) -> str:
-    return _GENERATED.sub("", name)
+    out = _NORMS.get(name)
+    if out is None:
+        if len(_NORMS) >= _NORMS_MAX:
+            _NORMS.clear()
+        out = _NORMS[name] = _GENERATED.sub("", name)
+    return out
 
 
 def bucket(count: int) -> int:
@@ -65,6 +81,7 @@ class Signature:
         self.counts: dict[str, int] = {}
         self._states: dict[tuple[str, str], str] = {}
         self._node_types: dict[str, str] = {}
+        self._view = WorldView.of(sim)
         sim.trace.subscribe(self._on_event)
 
     def _bump(self, feature: str) -> None:
@@ -81,10 +98,16 @@ class Signature:
             self._transition(kind, str(fields.get("name")), str(fields.get("ns") or "default"))
 
     def _transition(self, kind: str, name: str, namespace: str) -> None:
-        try:
-            obj: Obj | None = self.sim.api.get(kind, name, namespace)
-        except Exception:  # gone
-            obj = None
+        obj: Obj | None
+        if kind in VIEW_KINDS:
+            # the invariants' view holds the API server's object, decoded at its commit (the
+            # write event comes right after it): read, never changed, so no copy is needed
+            obj = self._view.get(kind, namespace, name)
+        else:
+            try:
+                obj = self.sim.api.get(kind, name, namespace)
+            except Exception:  # gone
+                obj = None
         label = kind
         if kind == "Pod":
             labels = ((obj or {}).get("metadata") or {}).get("labels") or {}

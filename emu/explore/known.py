@@ -1,6 +1,6 @@
 """The known KubeRay findings, shipped with the package, and how a new finding is classified.
 
-docs/findings.md tells each known finding's story (F1..F7: the minimized plan, the timeline, the
+docs/findings.md tells each known finding's story (F1..F8: the minimized plan, the timeline, the
 Go code). This module is the same list as data, so an installed explorer can say of every
 finding it reports (`classify`):
 
@@ -277,6 +277,36 @@ KNOWN: tuple[Known, ...] = (
                   facts=(("submissionMode", "HTTPMode"), ("gcsFaultTolerance", True)),
                   status=(("jobDeploymentStatus", _s("Running")),)),
         )),
+    Known(
+        id="F8",
+        title="A K8sJobMode RayJob whose submitter Job is deleted while it runs stays Running "
+              "forever",
+        go=(RAY + "rayjob_controller.go RayJobReconciler.checkSubmitterAndUpdateStatusIfNeeded",
+            RAY + "rayjob_controller.go RayJobReconciler.Reconcile (Running)",
+            RAY + "rayjob_controller.go RayJobReconciler.createK8sJobIfNeed (Initializing only)"),
+        issues=(),
+        mitigation="Set activeDeadlineSeconds on the RayJob: the stuck RayJob then fails "
+                   "(DeadlineExceeded) instead of waiting forever. Do not delete a RayJob's "
+                   "submitter Job by hand or by a cleanup policy while the RayJob runs: delete or "
+                   "suspend the RayJob instead. A RayJob already stuck can be suspended "
+                   "(spec.suspend: true): KubeRay tears its cluster down; resuming it runs the "
+                   "job again.",
+        replays=("test_submitter_job_deleted_stays_running.py",),
+        real=('reproduced on KubeRay v1.5.0 (3 of 3 runs, with the plan moved 10 s later by --shift '
+              "10: the binary wrote the RayJob Running only at 26 to 28 s, when the port's plan had "
+              'already fired at 20.1 s): the submitter Job was deleted at t=30.1 s and the RayJob '
+              'stayed Running, jobStatus RUNNING, for the rest of each 430 s run.'),
+        shapes=(
+            Shape(_s("rayjob-submitter-recovered"),
+                  "a Running K8sJobMode RayJob without its submitter Job"),
+            Shape(STEADY, "a K8sJobMode RayJob stuck Running after its submitter Job was lost",
+                  also=_s("rayjob-submitter-recovered"), not_also=_s("one-live-head"),
+                  status=(("jobDeploymentStatus", _s("Running")),)),
+            Shape(STEADY, "a K8sJobMode RayJob stuck Running after its submitter Job was deleted",
+                  not_also=_s("one-live-head"), faults=(_s("submitter-job-loss"),),
+                  facts=(("submissionMode", "K8sJobMode"),),
+                  status=(("jobDeploymentStatus", _s("Running")),)),
+        )),
 )
 
 #: The reconciler to start reading for a new finding, by the kind of the objects it involves.
@@ -310,7 +340,8 @@ def fault_roles(plan: Iterable[Any], operator: str = "kuberay-operator") -> set[
     """What the plan's faults do, by role: ``operator-stall`` (a paused operator replica),
     ``operator-crash``, ``head-loss`` (a Ray head Pod or container lost), ``worker-loss``,
     ``node-loss``, ``watch-delay`` (delayed, coalesced or stale informer events),
-    ``lost-response``, ``outage``; any other fault by its type's name."""
+    ``lost-response``, ``outage``, ``submitter-loss`` (a RayJob's submitter Pod lost or hung),
+    ``submitter-job-loss`` (its submitter Job deleted); any other fault by its type's name."""
     roles: set[str] = set()
     for fault in plan:
         name = type(fault).__name__
@@ -348,6 +379,8 @@ def fault_roles(plan: Iterable[Any], operator: str = "kuberay-operator") -> set[
             roles.add("watch-delay")
         elif name == "LoseResponses":
             roles.add("lost-response")
+        elif name == "LoseSubmitter":
+            roles.add("submitter-job-loss" if fault.how == "job" else "submitter-loss")
         elif name == "Outage":
             roles.add("outage")
         else:

@@ -150,8 +150,9 @@ def pod_loss_at_transitions(workload: Workload, actions: Sequence[Obj]) -> Itera
         if a["kind"] == "RayJob":
             # the submitter's Pod (K8sJobMode): lost after it submitted, its retry must not
             # submit the job again (KubeRay PR #2579); hung, the RayJob must still end once
-            # Ray says the job did (PR #3642's transition grace period)
-            for how in ("pod", "hang"):
+            # Ray says the job did (PR #3642's transition grace period); its Job deleted, the
+            # RayJob must recreate it or end (docs/findings.md F8)
+            for how in ("pod", "hang", "job"):
                 yield FaultPlan([LoseSubmitter(at=float(a["t"]), owner=str(a["name"]),
                                                how=how)])
 

@@ -626,9 +626,16 @@ async def play(sim: Simulation, workload: Workload, spec: RunSpec,
 
 
 def _last_fault_end(sim: Simulation) -> float:
-    # none yet: the run's start (0, or a paced run's real instant), not the clock's zero
-    return max([_fault_end(f) for f in sim.faults.applied]
-               or [float(getattr(sim.loop, "start", 0.0))])
+    # none yet: the run's start (0, or a paced run's real instant), not the clock's zero.
+    # `sim.faults.applied` only grows and its faults are frozen values: the answer is kept
+    # for its length (the goal's loop asks twice every poll; an AtCall's end is an evolve).
+    applied = sim.faults.applied
+    memo: tuple[list[Any], int, float] | None = getattr(sim, "_explore_fault_end", None)
+    if memo is not None and memo[0] is applied and memo[1] == len(applied):
+        return memo[2]
+    end = max([_fault_end(f) for f in applied] or [float(getattr(sim.loop, "start", 0.0))])
+    sim._explore_fault_end = (applied, len(applied), end)  # type: ignore[attr-defined]
+    return end
 
 
 async def _settle(sim: Simulation, settle: float, quiet: Quiet | None = None,
@@ -668,9 +675,7 @@ async def _drive(sim: Simulation, workload: Workload, spec: RunSpec, invariants:
 
     def reached() -> bool:
         for obj in targets:
-            cur = sim.api.get(goal.kind, obj["metadata"]["name"],
-                              obj["metadata"].get("namespace", "default")) \
-                if _exists(sim, goal.kind, obj) else None
+            cur = _current(sim, goal.kind, obj)
             if cur is None or str(get_path(cur, goal.path)) not in goal.states:
                 return False
             if any(get_path(cur, path) not in (None, "", {}, []) for path in goal.clear):
@@ -739,6 +744,17 @@ async def _apply(sim: Simulation, obj: Obj) -> None:
             return
         except NetworkError:
             await sim.sleep(5.0)
+
+
+def _current(sim: Simulation, kind: str, obj: Obj) -> Obj | None:
+    """The API server's ``obj`` now (one read), or None when it is gone."""
+    from ..apiserver.errors import ApiError
+
+    try:
+        return sim.api.get(kind, obj["metadata"]["name"],
+                           obj["metadata"].get("namespace", "default"))
+    except ApiError:
+        return None
 
 
 def _exists(sim: Simulation, kind: str, obj: Obj) -> bool:

@@ -17,6 +17,7 @@ KubeRay or Kubernetes contract, with its SPEC.md section and Go function) and it
 ``one-job-run-per-attempt`` (`OneJobRunPerAttempt`)  `emu.invariants.rayjob`
 ``rayjob-status-consistent``                         `emu.invariants.rayjob`
 ``retry-attempts-fenced``                            `emu.invariants.rayjob`
+``rayjob-submitter-recovered``                       `emu.invariants.rayjob`
 ``rayservice-serves-ready-cluster``                  `emu.invariants.rayservice`
 ``rayservice-no-refused-requests-during-switch``     `emu.invariants.rayservice`
 ``rayservice-initializing-timeout``                  `emu.invariants.initializing`
@@ -53,7 +54,12 @@ from .leadership import (
     TwoLeaderWindow,
 )
 from .liveness import EventuallySteady
-from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
+from .rayjob import (
+    OneJobRunPerAttempt,
+    RayJobStatusConsistent,
+    RetryAttemptsFenced,
+    SubmitterLossRecovered,
+)
 from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
 from .suspend import SuspendedClusterHasNoPods
 from .twoleaders import TwoLeaderWindows
@@ -64,6 +70,6 @@ __all__ = [
     "InvariantViolated", "LeadershipTenures", "LeaseHolderChecker", "Monitor", "Monitors",
     "NoRefusedRequestsDuringSwitch", "OneJobRunPerAttempt", "OneLiveHead",
     "RayJobStatusConsistent", "RetryAttemptsFenced", "ServesReadyCluster",
-    "SuspendedClusterHasNoPods", "Tenure",
+    "SubmitterLossRecovered", "SuspendedClusterHasNoPods", "Tenure",
     "TwoLeaderChecker", "TwoLeaderWindow", "TwoLeaderWindows", "Violation", "kuberay_invariants",
 ]

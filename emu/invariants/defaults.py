@@ -7,7 +7,12 @@ from .cleanup import Cleanup
 from .heads import OneLiveHead
 from .initializing import InitializingTimeoutHonoured
 from .liveness import EventuallySteady
-from .rayjob import OneJobRunPerAttempt, RayJobStatusConsistent, RetryAttemptsFenced
+from .rayjob import (
+    OneJobRunPerAttempt,
+    RayJobStatusConsistent,
+    RetryAttemptsFenced,
+    SubmitterLossRecovered,
+)
 from .rayservice import NoRefusedRequestsDuringSwitch, ServesReadyCluster
 from .suspend import SuspendedClusterHasNoPods
 from .twoleaders import TwoLeaderWindows
@@ -20,6 +25,7 @@ def default_set() -> list[Invariant]:
         OneJobRunPerAttempt(),
         RayJobStatusConsistent(),
         RetryAttemptsFenced(),
+        SubmitterLossRecovered(),
         ServesReadyCluster(),
         NoRefusedRequestsDuringSwitch(),
         InitializingTimeoutHonoured(),

@@ -38,6 +38,18 @@
   with it (``on Node N (Ready Unknown)``): its phase is the last its kubelet reported, so it may
   run (a partition) or be dead (a lost machine) — Kubernetes cannot tell, and KubeRay does not
   wait to find out.
+- `SubmitterLossRecovered` (``rayjob-submitter-recovered``). Rationale (SPEC.md 3.5 and 3.6,
+  ``checkSubmitterAndUpdateStatusIfNeeded``, ``createK8sJobIfNeed``): a K8sJobMode RayJob's
+  submitter Job is created in Initializing, before the RayJob is written Running, and KubeRay
+  deletes it itself only after it has left Running (Suspending, Retrying, a finished RayJob), so
+  a ``Running`` K8sJobMode RayJob always has it. In Running, KubeRay reads its progress from that
+  Job (and from the dashboard after it). A level-triggered controller that owns the Job is
+  expected to react to its loss: create it again, or give the RayJob a terminal status. This is
+  the contract the invariant asks for, not one KubeRay states: KubeRay v1.5.0 and the version
+  SPEC.md follows do neither (docs/findings.md F8). Violation: a RayJob in K8sJobMode (the
+  default) whose ``jobDeploymentStatus`` is ``Running`` and whose submitter Job (same namespace,
+  the RayJob's name: ``RayJobK8sJobNamespacedName``) is absent from the API server, for longer
+  than ``bound`` (default 60 s, twenty of the RayJob's 3 s requeues).
 """
 
 from __future__ import annotations
@@ -296,3 +308,59 @@ class _FenceMonitor(BaseMonitor):
 
     async def check_end(self, sim: Simulation) -> None:
         self.overlaps.check(sim.now)
+
+
+# -- the submitter's loss ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SubmitterLossRecovered(Invariant):
+    """A Running K8sJobMode RayJob whose submitter Job is gone gets it back, or a terminal
+    status, within a bound."""
+
+    name: ClassVar[str] = "rayjob-submitter-recovered"
+    rationale: ClassVar[str] = (
+        "the submitter Job of a K8sJobMode RayJob exists before the RayJob is Running and KubeRay "
+        "deletes it only after leaving Running (SPEC.md 3.5, 3.6: createK8sJobIfNeed, "
+        "checkSubmitterAndUpdateStatusIfNeeded); a Running RayJob whose Job was lost must "
+        "recreate it or end. Bound 60 s")
+
+    #: Seconds a Running K8sJobMode RayJob may be without its submitter Job.
+    bound: float = 60.0
+
+    # No ``hold_time``: the condition needs a Running RayJob, so it never holds in a state a
+    # driver stops at (a goal of terminal RayJob states); the default set's hold stays 5 s.
+
+    def attach(self, sim: Simulation) -> _SubmitterMonitor:
+        return _SubmitterMonitor(self, sim)
+
+
+class _SubmitterMonitor(BaseMonitor):
+    def __init__(self, inv: SubmitterLossRecovered, sim: Simulation) -> None:
+        super().__init__(inv.name)
+        self.view = WorldView.of(sim)
+        self.missing = Bounded(self, inv.bound)
+        self.view.subscribe(self._on_change, replay=("RayJob",))
+
+    def _on_change(self, kind: str, type_: str, obj: Obj, old: Obj | None) -> None:
+        if kind == "RayJob":
+            ns, name = _name(obj)
+            self._judge(ns, name, None if type_ == "DELETED" else obj)
+        elif kind == "Job":  # the view holds the Job's new state (absent once DELETED)
+            ns, name = _name(obj)
+            self._judge(ns, name, self.view.get("RayJob", ns, name))
+        self.missing.check(self.view.now)
+
+    def _judge(self, ns: str, name: str, job: Obj | None) -> None:
+        st = _status(job) if job is not None else {}
+        mode = str((job or {}).get("spec", {}).get("submissionMode") or "K8sJobMode")
+        lost = (job is not None and mode == "K8sJobMode"
+                and st.get("jobDeploymentStatus") == "Running"
+                and self.view.get("Job", ns, name) is None)
+        self.missing.set((ns, name), lost, self.view.now,
+                         f"RayJob {ns}/{name} (jobDeploymentStatus Running, jobStatus "
+                         f"{st.get('jobStatus') or '(none)'}) had no submitter Job {ns}/{name}",
+                         (f"RayJob/{ns}/{name}", f"Job/{ns}/{name}"))
+
+    async def check_end(self, sim: Simulation) -> None:
+        self.missing.check(sim.now)

@@ -39,14 +39,32 @@ def to_datetime(seconds: float) -> datetime:
     return EPOCH + timedelta(seconds=seconds)
 
 
+#: The strings `rfc3339` and `rfc3339_micro` made, by (format, seconds): a world writes the same
+#: instant many times over (every write at one virtual time, each Lease renewal's two fields),
+#: and ``strftime`` was a percent of an explorer run. Cleared when it reaches `_TIMES_MAX`.
+_TIMES: dict[tuple[bool, float], str] = {}
+_TIMES_MAX = 4096
+
+
 def rfc3339(seconds: float) -> str:
     """Kubernetes' ``metav1.Time`` format (whole seconds, UTC, ``Z``)."""
-    return to_datetime(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = _TIMES.get((False, seconds))
+    if text is None:
+        if len(_TIMES) >= _TIMES_MAX:
+            _TIMES.clear()
+        text = _TIMES[(False, seconds)] = to_datetime(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return text
 
 
 def rfc3339_micro(seconds: float) -> str:
     """Kubernetes' ``metav1.MicroTime`` format (a Lease's acquireTime and renewTime)."""
-    return to_datetime(seconds).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    text = _TIMES.get((True, seconds))
+    if text is None:
+        if len(_TIMES) >= _TIMES_MAX:
+            _TIMES.clear()
+        text = _TIMES[(True, seconds)] = to_datetime(seconds).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ")
+    return text
 
 
 def parse_time(text: str) -> float:

@@ -68,3 +68,12 @@ def test_hold_time_is_each_bounded_invariants_bound() -> None:
     inv = RayJobStatusConsistent(bound=7.0)
     assert inv.hold_time == 7.0
     assert attrs.evolve(inv, bound=1.0).hold_time == 1.0
+
+
+def test_the_default_sets_hold_is_five_seconds_the_submitter_invariant_adds_none() -> None:
+    # rayjob-submitter-recovered bounds a Running RayJob, never a goal state: holding every
+    # reached goal for its 60 s would lengthen every run by 55 virtual seconds, digests changed
+    from emu.invariants import SubmitterLossRecovered, kuberay_invariants
+
+    assert SubmitterLossRecovered(bound=60.0).hold_time == 0.0
+    assert max(inv.hold_time for inv in kuberay_invariants()) == 5.0

@@ -26,7 +26,7 @@ def test_the_default_set_is_values_with_stable_names_rationales_and_code_reprs()
     names = [inv.name for inv in invs]
     assert names == [
         "one-live-head", "one-job-run-per-attempt", "rayjob-status-consistent",
-        "retry-attempts-fenced", "rayservice-serves-ready-cluster",
+        "retry-attempts-fenced", "rayjob-submitter-recovered", "rayservice-serves-ready-cluster",
         "rayservice-no-refused-requests-during-switch", "rayservice-initializing-timeout",
         "suspended-cluster-has-no-pods",
         "eventually-steady",

@@ -1,4 +1,5 @@
-"""one-job-run-per-attempt, rayjob-status-consistent and retry-attempts-fenced."""
+"""one-job-run-per-attempt, rayjob-status-consistent, retry-attempts-fenced and
+rayjob-submitter-recovered."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from emu.invariants import (
     OneJobRunPerAttempt,
     RayJobStatusConsistent,
     RetryAttemptsFenced,
+    SubmitterLossRecovered,
     Violation,
 )
 
@@ -155,3 +157,51 @@ async def test_a_previous_attempts_pod_on_an_unready_node_is_named_with_its_node
         "RayJob default/rj had Pods of attempt 1 (RayCluster rj-a: rj-a-head on Node node-1 "
         "(Ready Unknown)) and attempt 2 (RayCluster rj-b: rj-b-head) running at once, from "
         "t=0.000s")
+
+
+def submitter_job(name: str) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "ray-job-submitter", "image": "rayproject/ray:2.46.0"}]}}}}
+
+
+def delete_job(sim, name: str) -> None:
+    """``kubectl delete job``: background propagation (the API's default for a Job orphans)."""
+    sim.api.delete("Job", name, "default", caller="test", propagation_policy="Background")
+
+
+async def test_a_running_rayjob_left_without_its_submitter_job_is_reported_after_the_bound(sim):
+    monitors = Monitors.attach(sim, [SubmitterLossRecovered()])
+    create(sim, submitter_job("rj"))
+    create(sim, rayjob("rj", jobDeploymentStatus="Running", jobStatus="RUNNING"))
+    await sim.sleep(10)
+    delete_job(sim, "rj")
+    await sim.sleep(59)
+    assert monitors.violations() == []   # within the bound of 60 s
+    await sim.sleep(30)
+    assert await monitors.finish(sim) == [Violation(
+        "rayjob-submitter-recovered",
+        "RayJob default/rj (jobDeploymentStatus Running, jobStatus RUNNING) had no submitter Job "
+        "default/rj, from t=10.000s (longer than the bound of 60s)", 70.0,
+        ("RayJob/default/rj", "Job/default/rj"))]
+
+
+async def test_a_recreated_submitter_a_terminal_rayjob_or_another_mode_is_not_a_violation(sim):
+    monitors = Monitors.attach(sim, [SubmitterLossRecovered(bound=20.0)])
+    for name in ("again", "ends"):
+        create(sim, submitter_job(name))
+        create(sim, rayjob(name, jobDeploymentStatus="Running", jobStatus="RUNNING"))
+    http = rayjob("http", jobDeploymentStatus="Running", jobStatus="RUNNING")
+    http["spec"]["submissionMode"] = "HTTPMode"
+    create(sim, http)                       # no submitter Job at all: HTTPMode has none
+    create(sim, rayjob("early", jobDeploymentStatus="Initializing"))  # Job not created yet
+    await sim.sleep(5)
+    delete_job(sim, "again")
+    delete_job(sim, "ends")
+    await sim.sleep(15)
+    create(sim, submitter_job("again"))     # the submitter is back within the bound
+    set_status(sim, "RayJob", "ends", jobDeploymentStatus="Failed", reason="AppFailed",
+               jobStatus="FAILED")          # or the RayJob ends within it
+    await sim.sleep(100)
+    await monitors.assert_ok(sim)
