@@ -224,6 +224,7 @@ class RealReplicas:
                 tail.emit(proc)
                 code = op.returncode
                 if code is not None:
+                    tail.emit(proc)  # what it wrote between the last look and its exit
                     proc.log("real_operator_exited", pid=op.pid, code=code)
                     return code if code > 0 else 128 - code
                 if proc.paused != stopped:

@@ -242,3 +242,32 @@ def test_stop_leaves_no_process(tmp_path):
         os.kill(real.replicas[0].pid or 0, signal.SIGSTOP)  # even a stopped one dies of it
 
     _run(_stand_in(tmp_path), tmp_path, 2, body)
+
+
+def test_what_the_binary_wrote_just_before_it_exited_reaches_the_trace(tmp_path, monkeypatch):
+    """The log is read every 50 ms; a line written after the last look, just before the binary
+    exits (controller-runtime's "leader election lost" is its last line), is still recorded."""
+    import emu.http.real_replicas as rr
+
+    class LastWords(rr.RealOperator):
+        told = False
+
+        @property
+        def returncode(self) -> int | None:
+            code = super().returncode
+            if code is not None and not self.told:  # the line lands between two looks
+                self.told = True
+                assert self.log_path is not None
+                with open(self.log_path, "a") as log:
+                    log.write('{"msg":"leader election lost"}\n')
+            return code
+
+    monkeypatch.setattr(rr, "RealOperator", LastWords)
+
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        replica = real.replicas[0]
+        await _until(lambda: len(replica.pids) >= 2, 60)
+        lost = [e.process for e in sim.trace.events if e.event == "leader_lost"]
+        assert lost[:1] == [replica.process], lost
+
+    _run(_stand_in(tmp_path, exit_after=0.3), tmp_path, 1, body, restart_delay=0.2)
