@@ -338,6 +338,46 @@ class Expectations:
         self._items.pop(key, None)
 
 
+class OwnedPods:
+    """Pod names per owner key, from the Pods' controller references: the ReplicaSet and
+    DaemonSet controllers' ``getPodsFor…`` without a List, fed by their Pod informer's events.
+
+    ``changed`` is the informer handler; it returns the owner key it touched (or None for a Pod
+    another kind controls) so the controller can queue it. ``pods`` answers in name order and
+    drops a Pod whose controller reference names another object of the same name (an owner
+    deleted and recreated: a different uid).
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._names: dict[str, dict[str, None]] = {}
+
+    def changed(self, pod: Obj, deleted: bool = False) -> str | None:
+        ref = controller_ref(pod)
+        if ref is None or ref.get("kind") != self.kind:
+            return None
+        key = f"{pod['metadata']['namespace']}/{ref['name']}"
+        names = self._names.setdefault(key, {})
+        if deleted:
+            names.pop(pod["metadata"]["name"], None)
+        else:
+            names[pod["metadata"]["name"]] = None
+        return key
+
+    def pods(self, owner: Obj, cached: Callable[[str, str], Obj | None]) -> list[Obj]:
+        """The Pods ``owner`` controls, looked up with ``cached(name, namespace)``."""
+        m = owner["metadata"]
+        out = []
+        for name in sorted(self._names.get(f"{m['namespace']}/{m['name']}", {})):
+            pod = cached(name, m["namespace"])
+            if pod is not None and (controller_ref(pod) or {}).get("uid") == m["uid"]:
+                out.append(pod)
+        return out
+
+    def forget(self, key: str) -> None:
+        self._names.pop(key, None)
+
+
 _TS_CACHE: dict[int, str] = {}
 
 

@@ -41,7 +41,7 @@ from .common import (
     Expectations,
     KeyQueue,
     Obj,
-    controller_ref,
+    OwnedPods,
     int_or_percent,
     owner_reference,
     pod_is_ready,
@@ -199,12 +199,12 @@ class DaemonSetController:
         self.queue: KeyQueue | None = None
         self.expectations = Expectations()
         self.events: EventRecorder | None = None
-        #: Pod names per DaemonSet key, from the Pods' controller references.
-        self._owned: dict[str, dict[str, None]] = {}
+        self._owned = OwnedPods("DaemonSet")
 
     async def main(self, process: Process) -> None:
         self.process = process
-        self.expectations, self._owned = Expectations(), {}  # a new process remembers nothing
+        # A new process remembers nothing.
+        self.expectations, self._owned = Expectations(), OwnedPods("DaemonSet")
         self.client = Client(self.cluster.world.network, process=process)
         if self.cluster.config.standard_cluster:
             self.events = EventRecorder(self.client, process, "daemonset-controller")
@@ -250,27 +250,14 @@ class DaemonSetController:
             self._enqueue_all()
 
     def _pod_changed(self, pod: Obj, deleted: bool = False) -> None:
-        ref = controller_ref(pod)
-        if ref is None or ref.get("kind") != "DaemonSet":
-            return
-        assert self.queue is not None
-        key = f"{pod['metadata']['namespace']}/{ref['name']}"
-        owned = self._owned.setdefault(key, {})
-        if deleted:
-            owned.pop(pod["metadata"]["name"], None)
-        else:
-            owned[pod["metadata"]["name"]] = None
-        self.queue.add(key)
+        key = self._owned.changed(pod, deleted)
+        if key is not None:
+            assert self.queue is not None
+            self.queue.add(key)
 
     def ds_pods(self, ds: Obj) -> list[Obj]:
         assert self.pods is not None
-        ns, name, uid = ds["metadata"]["namespace"], ds["metadata"]["name"], ds["metadata"]["uid"]
-        out = []
-        for pod_name in sorted(self._owned.get(f"{ns}/{name}", {})):
-            pod = self.pods.get(pod_name, ns)
-            if pod is not None and (controller_ref(pod) or {}).get("uid") == uid:
-                out.append(pod)
-        return out
+        return self._owned.pods(ds, self.pods.get)
 
     # -- the sync --------------------------------------------------------------------------------
 
@@ -281,7 +268,7 @@ class DaemonSetController:
         ds = self.dsets.get(name, ns)
         if ds is None:
             self.expectations.clear(key)
-            self._owned.pop(key, None)
+            self._owned.forget(key)
             return
         pods = self.ds_pods(ds)
         by_node: dict[str, list[Obj]] = {}

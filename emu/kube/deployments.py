@@ -44,6 +44,7 @@ from .common import (
     Expectations,
     KeyQueue,
     Obj,
+    OwnedPods,
     controller_ref,
     get_condition,
     int_or_percent,
@@ -169,12 +170,13 @@ class ReplicaSetController:
         self.pods: Informer | None = None
         self.queue: KeyQueue | None = None
         self.expectations = Expectations()
-        self._owned: dict[str, dict[str, None]] = {}
+        self._owned = OwnedPods("ReplicaSet")
         self.events: EventRecorder | None = None
 
     async def main(self, process: Process) -> None:
         self.process = process
-        self.expectations, self._owned = Expectations(), {}  # a new process remembers nothing
+        # A new process remembers nothing.
+        self.expectations, self._owned = Expectations(), OwnedPods("ReplicaSet")
         self.client = Client(self.cluster.world.network, process=process)
         if self.cluster.config.standard_cluster:
             self.events = EventRecorder(self.client, process, "replicaset-controller")
@@ -197,27 +199,14 @@ class ReplicaSetController:
         self.queue.add(f"{rs['metadata']['namespace']}/{rs['metadata']['name']}")
 
     def _pod_changed(self, pod: Obj, deleted: bool = False) -> None:
-        ref = controller_ref(pod)
-        if ref is None or ref.get("kind") != "ReplicaSet":
-            return
-        assert self.queue is not None
-        key = f"{pod['metadata']['namespace']}/{ref['name']}"
-        owned = self._owned.setdefault(key, {})
-        if deleted:
-            owned.pop(pod["metadata"]["name"], None)
-        else:
-            owned[pod["metadata"]["name"]] = None
-        self.queue.add(key)
+        key = self._owned.changed(pod, deleted)
+        if key is not None:
+            assert self.queue is not None
+            self.queue.add(key)
 
     def rs_pods(self, rs: Obj) -> list[Obj]:
         assert self.pods is not None
-        ns, name, uid = rs["metadata"]["namespace"], rs["metadata"]["name"], rs["metadata"]["uid"]
-        out = []
-        for pod_name in sorted(self._owned.get(f"{ns}/{name}", {})):
-            pod = self.pods.get(pod_name, ns)
-            if pod is not None and (controller_ref(pod) or {}).get("uid") == uid:
-                out.append(pod)
-        return out
+        return self._owned.pods(rs, self.pods.get)
 
     async def sync(self, key: str) -> None:
         """``syncReplicaSet``."""
@@ -226,7 +215,7 @@ class ReplicaSetController:
         rs = self.rsets.get(name, ns)
         if rs is None:
             self.expectations.clear(key)
-            self._owned.pop(key, None)
+            self._owned.forget(key)
             return
         pods = self.rs_pods(rs)
         active = [p for p in pods if _active(p)]
