@@ -66,3 +66,37 @@ def test_the_equivalents_file_names_existing_mutants_each_with_a_reason() -> Non
         assert module in m.MODULES
         known = {mu.id for mu in m.enumerate_mutants(module, (ROOT / module).read_text())}
         assert ident in known, f"stale entry in mutation_equivalent.txt: {ident}"
+
+
+
+METHOD_SOURCE = '''\
+class C:
+    @property
+    def g(self, a, b):
+        if a:
+            return 1
+        elif not b:
+            return 2
+        return 3
+
+    def h(self):
+        return 4
+'''
+
+
+def test_the_syntax_check_reads_only_the_innermost_function_around_a_point() -> None:
+    """A risky mutant (``unnot``, a compound statement's deletion) is parsed on its innermost
+    function alone, under ``if 1:`` when the function is indented: the same verdict as parsing
+    the whole module, at a fraction of the cost."""
+    m = _script()
+    tree = ast.parse(METHOD_SOURCE)
+    spans = m._function_spans(tree, m._offsets(METHOD_SOURCE))
+    assert len(spans) == 2 and all(indented for _s, _e, indented in spans)
+    start = METHOD_SOURCE.index("not b")
+    assert m._parses(METHOD_SOURCE, start, start + len("not b"), "b", spans)
+    assert not m._parses(METHOD_SOURCE, start, start + len("not b"), "b:", spans)
+    ret = METHOD_SOURCE.index("return 4")
+    assert m._parses(METHOD_SOURCE, ret, ret + len("return 4"), "pass", spans)
+    assert not m._parses(METHOD_SOURCE, ret, ret + len("return 4"), "else:", spans)
+    for mu in m.enumerate_mutants("x.py", METHOD_SOURCE):
+        ast.parse(mu.apply(METHOD_SOURCE))
