@@ -23,4 +23,6 @@ for version in 3.11 3.12 3.13; do
 done
 bash scripts/ensure-chromium.sh || echo "test.sh: no chromium; the browser test will say so" >&2
 bash scripts/ensure-kubectl.sh || echo "test.sh: no kubectl; tests/http will say so" >&2
-"$venv/bin/python" -m pytest -q "$@"
+# Every core (pytest-xdist; EMU_TEST_WORKERS=0 runs in this process), one file per work unit
+# and the wall-clock folders as one unit (tests/conftest.py).
+"$venv/bin/python" -m pytest -q -n "${EMU_TEST_WORKERS:-auto}" --dist loadfile "$@"
