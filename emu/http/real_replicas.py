@@ -549,7 +549,14 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
     (a gate the binary does not know makes it exit at start); ``values`` are the chart's values
     (``--set``)."""
     from ..kuberay import helm
-    from .real_operator import chart_feature_gates, chart_values, prepare_world
+    from .real_operator import (
+        NeedsNewerKubeRay,
+        chart_feature_gates,
+        chart_values,
+        check_feature_gates,
+        prepare_world,
+        unknown_gate_in,
+    )
 
     if getattr(sim, "virtual", False):
         raise RealOperatorError("the real operator keeps wall-clock time: run the world on a "
@@ -558,6 +565,7 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
     if not leader_election:
         values = {**values, "leaderElectionEnabled": False}
     version = binary_version(binary)
+    check_feature_gates(version, feature_gates)
     if feature_gates:
         gates = chart_feature_gates(version)
         for gate_name, enabled in sorted(feature_gates.items()):
@@ -572,9 +580,15 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
         values = {**values, "reconcileConcurrency": reconcile_concurrency}
     await prepare_world(sim, namespace=namespace, version=version)
     real = RealReplicas(sim, binary, replicas=replicas, namespace=namespace, values=values)
+    sim.real_kuberay = real  # stopped at the end of emu.run, even when it fails to start
     await real.start()
-    await real.wait_started()
-    sim.real_kuberay = real  # stopped at the end of emu.run
+    try:
+        await real.wait_started()
+    except RealOperatorError as err:
+        unknown = unknown_gate_in(str(err))
+        if unknown is not None:  # a release line not known here, or a gate it lacks
+            raise NeedsNewerKubeRay(version, unknown) from err
+        raise
     manifests = helm.render(chart_values(version, values), namespace=namespace)
     return RealInstall(real, manifests)
 

@@ -402,3 +402,51 @@ def test_a_pause_on_reconcile_started_holds_that_reconciles_first_request(tmp_pa
 
     lines = [_line("controllers.RayJob", "a", "RayJob", JobDeploymentStatus="Initializing")]
     _run(_talker(tmp_path, lines, post_after=True), tmp_path, 1, body)
+
+
+def test_a_feature_gate_newer_than_the_binary_is_a_verdict_not_an_error():
+    """head-loss-rocksdb turns on GCSFaultToleranceEmbeddedStorage, which v1.4 and v1.5 do not
+    know: decided from the binary's version before anything starts."""
+    from emu.http.real_operator import (
+        NeedsNewerKubeRay,
+        check_feature_gates,
+        known_feature_gates,
+        unknown_gate_in,
+    )
+
+    assert known_feature_gates("v1.4.0") == {"RayClusterStatusConditions",
+                                             "RayJobDeletionPolicy"}
+    assert "RayServiceIncrementalUpgrade" in (known_feature_gates("v1.5.1") or ())
+    assert known_feature_gates("v9.9.9") is None and known_feature_gates(None) is None
+    check_feature_gates("v1.5.0", {"RayJobDeletionPolicy": True})
+    check_feature_gates("v9.9.9", {"Anything": True})  # the binary itself will say
+    with pytest.raises(NeedsNewerKubeRay) as err:
+        check_feature_gates("v1.5.0", {"GCSFaultToleranceEmbeddedStorage": True})
+    assert err.value.gate == "GCSFaultToleranceEmbeddedStorage"
+    assert str(err.value) == ("needs a KubeRay newer than v1.5.0: the feature gate "
+                              "GCSFaultToleranceEmbeddedStorage is unknown to it")
+    assert unknown_gate_in('E1207 setup.go:1] "msg" err="unrecognized feature gate: '
+                           'FooBar"') == "FooBar"
+    assert unknown_gate_in("flag provided but not defined: -qps") is None
+
+
+def test_a_binary_that_refuses_a_gate_at_start_gives_an_na_row(tmp_path):
+    """A binary of a release not known here, which exits on the gate: its own message says
+    which gate; the differential row is "n/a", and nothing of it is left running."""
+    from emu.differential import _run
+    from emu.scenarios import get
+
+    script = tmp_path / "old-operator"
+    script.write_text("#!/bin/sh\necho 'unrecognized feature gate: "
+                      "GCSFaultToleranceEmbeddedStorage' >&2\nexit 1\n")
+    script.chmod(0o755)
+    real = _run("head-loss-rocksdb", 0, {**real_operator_options(
+        script, get("head-loss-rocksdb").options), "max_virtual_time": 120})
+    assert real == ("n/a: needs a KubeRay newer than this binary: the feature gate "
+                    "GCSFaultToleranceEmbeddedStorage is unknown to it")
+
+    class Result:
+        ok, expectations = True, (Expectation("a", True),)
+
+    row = differential_row("head-loss-rocksdb", Result(), real)
+    assert row["real"] == real and row["differs"] == ""
