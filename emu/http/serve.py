@@ -253,13 +253,16 @@ async def _start_real_operator(sim: Any, opts: ServeOptions, kubeconfig: Path) -
 
 def _tell_real_operator(sim: Any) -> None:
     """With ``--scenario``, the scenario installs the binary (`emu.http.real_replicas`): print
-    its replicas' pids and logs on stderr when the first of them starts."""
+    its replicas' pids and logs on stderr once every one of them has started."""
     told: list[bool] = []
 
     def on_event(ev: Any) -> None:
-        if not told and ev.event == "real_operator_started" and sim.real_kuberay is not None:
+        real = sim.real_kuberay
+        if told or ev.event != "real_operator_started" or real is None:
+            return
+        if all(r.pid is not None for r in real.replicas):
             told.append(True)
-            print(f"emu serve: {sim.real_kuberay.describe()}", file=sys.stderr, flush=True)
+            print(f"emu serve: {real.describe()}", file=sys.stderr, flush=True)
 
     sim.trace.subscribe(on_event)
 
