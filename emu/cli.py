@@ -73,7 +73,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from .http.real_replicas import real_operator_options
 
         options = real_operator_options(binary, scenarios.get(args.scenario).options)
-    result = scenarios.run_scenario(args.scenario, args.seed, **options)
+    from .http.real_operator import NeedsNewerKubeRay
+
+    try:
+        result = scenarios.run_scenario(args.scenario, args.seed, **options)
+    except NeedsNewerKubeRay as err:
+        print(f"emu run: {args.scenario}: n/a: {err}", file=sys.stderr)
+        return 2
     events = result.sim.trace.events
     if args.trace:
         result.sim.trace.to_chrome(args.trace)

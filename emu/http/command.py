@@ -66,9 +66,6 @@ def real_operator_error(args: argparse.Namespace) -> str | None:
     if args.kuberay:
         return "--kuberay and --kuberay-binary exclude each other (the ported operator or the " \
                "real one)"
-    if args.scenario:
-        return ("--scenario and --kuberay-binary cannot be combined yet: scenarios install the "
-                "ported operator")
     if args.speed != 1.0:
         return (f"--kuberay-binary needs --speed 1 (got {args.speed:g}): the real operator's "
                 "clock is the wall clock")

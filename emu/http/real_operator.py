@@ -80,6 +80,47 @@ class RealOperatorError(Exception):
     """The binary cannot be run (missing, not executable, exited at start)."""
 
 
+class NeedsNewerKubeRay(RealOperatorError):
+    """What a run asks of the operator is unknown to the binary's release: a feature gate that a
+    later KubeRay added. Not a failure of the binary: the run cannot be made with it."""
+
+    def __init__(self, version: str | None, gate: str) -> None:
+        self.version = version
+        self.gate = gate
+        super().__init__(f"needs a KubeRay newer than {version or 'this binary'}: the feature "
+                         f"gate {gate} is unknown to it")
+
+
+#: What the binary prints when its ``--feature-gates`` name a gate it does not know
+#: (k8s.io/component-base's feature gate parser).
+_UNKNOWN_GATE = re.compile(r"unrecognized feature gate:?\s*([A-Za-z0-9]+)")
+
+
+def known_feature_gates(version: str | None) -> frozenset[str] | None:
+    """The feature gates a binary of ``version`` knows, from its release line's chart (whose
+    ``featureGates`` list every gate of that release's ``pkg/features/features.go``: checked
+    for v1.4.0 and v1.5.0), or None for a version outside `RELEASE_CHARTS`."""
+    release = _release(version)
+    return frozenset(g["name"] for g in release[0]) if release else None
+
+
+def check_feature_gates(version: str | None, gates: Mapping[str, bool] | None) -> None:
+    """Raise `NeedsNewerKubeRay` for the first of ``gates`` (by name) that a binary of
+    ``version`` does not know; nothing when its release line is not known here."""
+    known = known_feature_gates(version)
+    if known is None:
+        return
+    for name in sorted(gates or {}):
+        if name not in known:
+            raise NeedsNewerKubeRay(version, name)
+
+
+def unknown_gate_in(text: str) -> str | None:
+    """The gate named by the binary's ``unrecognized feature gate`` error in ``text``, if any."""
+    found = _UNKNOWN_GATE.search(text)
+    return found.group(1) if found else None
+
+
 def binary_version(path: str | os.PathLike[str]) -> str | None:
     """The ray-operator module version a Go binary was built from (its embedded build info,
     what ``go version -m`` prints: ``v1.5.0``), or None when it carries none."""

@@ -22,7 +22,20 @@ as a process of the world's process table named as a Pod's container is
   to a Ray Pod reaches that replica alone. Each replica acts as the chart's ServiceAccount.
 - **trace**: the binary's log lines of leader election become the trace events the port's
   leader election records (``leader_acquired``, ``leader_lost``: `LOG_EVENTS`), so the
-  scenarios' operator logs and the leadership invariants follow the real replicas too.
+  scenarios' operator logs and the leadership invariants follow the real replicas too. Its
+  reconciles become ``reconcile_started`` and ``reconcile_finished`` (`_LogTail`): controller-
+  runtime gives every reconcile a ``reconcileID`` that each line logged in it carries, so the
+  first line with a new id starts one; KubeRay logs at least one Info line in most reconciles
+  (the RayJob controller one at the start of each). A reconcile that logs nothing is not seen.
+  Its end is logged only when it fails (``Reconciler error``); otherwise it is inferred: the
+  controller's next reconcile started (the chart's ``--reconcile-concurrency=1``: one at a
+  time), or the process went quiet, running with no API request unanswered and no line for
+  `IDLE_S` seconds (``inferred`` says which). The log is read every `POLL_S` seconds and before
+  every API request of the replica, so the events of a reconcile come before its requests.
+- **pause at once**: a request that reaches a paused replica's endpoint waits until the replica
+  is resumed (and the SIGSTOP is sent then, not at the next look), as a paused port replica's
+  call waits at its checkpoint: a scenario that pauses the leader on its ``reconcile_started``
+  holds that reconcile's first write.
 
 Leader election runs between the replicas on the world's Lease (``--enable-leader-election``, the
 chart's default). controller-runtime names a candidate ``<hostname>_<uuid>``; the replicas all run
@@ -34,12 +47,17 @@ set to the hostname part of that identity (the others keep their names as hosts)
 Lease holder.
 
 Everything started here is stopped by `RealReplicas.stop` (OS processes by their pid).
+
+The module is longer than most because the replicas, their log reader and the install that
+scenarios see (`RealInstall`) share one life cycle: each incarnation's log reader, endpoint
+and signals are set up and torn down together.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import tempfile
@@ -47,8 +65,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..kernel.process import STOPPED_AT_END, Process
+from ..kernel.process import STOPPED_AT_END, Process, ProcessGone
 from .real_operator import HTTP_IDENTITIES, RealOperator, RealOperatorError, binary_version
+from .wire import Dropped
 
 if TYPE_CHECKING:
     from ..simulation import Simulation
@@ -73,11 +92,20 @@ LOG_EVENTS = (("successfully acquired lease", "leader_acquired"),
               ("leader election lost", "leader_lost"))
 
 
+#: Seconds a replica's process may stay quiet (running, no API request unanswered, no log line)
+#: before its open reconciles count as finished.
+IDLE_S = 1.0
+#: controller-runtime's logger prefix for KubeRay's controllers (``controllers.RayJob``).
+CONTROLLER_LOGGER = "controllers."
+
+
 class _LogTail:
     """Reads what the binary appended to its log since the last look and records `LOG_EVENTS`
-    (each once per process) as trace events of its world process."""
+    (each once per process) and its reconciles (see the module's docstring) as trace events of
+    its world process. ``concurrency`` is the binary's ``--reconcile-concurrency``: with 1, a
+    controller's new reconcile ends its previous one."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, concurrency: int = 1) -> None:
         self.path = path
         try:
             self.offset = path.stat().st_size  # earlier incarnations' lines are theirs
@@ -85,6 +113,11 @@ class _LogTail:
             self.offset = 0
         self.partial = b""
         self.seen: set[str] = set()
+        self.concurrency = concurrency
+        self.reconcile_ids: set[str] = set()
+        #: reconcileID → (controller, key) of the reconciles started and not yet finished.
+        self.open: dict[str, tuple[str, str]] = {}
+        self.last_line_at = 0.0
 
     def emit(self, proc: Process) -> None:
         try:
@@ -96,6 +129,7 @@ class _LogTail:
         except OSError:
             return
         self.offset += len(data)
+        self.last_line_at = proc.table.loop.time()
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
         for raw in lines:
@@ -104,6 +138,48 @@ class _LogTail:
                 if needle in line and event not in self.seen:
                     self.seen.add(event)
                     proc.log(event, lease=LEASE_NAME, source="operator log")
+            if '"reconcileID"' in line:
+                self._reconcile_line(proc, line)
+
+    def _reconcile_line(self, proc: Process, line: str) -> None:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(record, dict):
+            return
+        rid, logger = record.get("reconcileID"), record.get("logger")
+        if not isinstance(rid, str) or not isinstance(logger, str) or \
+                not logger.startswith(CONTROLLER_LOGGER):
+            return
+        kind = logger.removeprefix(CONTROLLER_LOGGER)
+        controller = kind.lower()
+        if rid not in self.reconcile_ids:
+            self.reconcile_ids.add(rid)
+            if self.concurrency == 1:
+                for other, (name, _key) in list(self.open.items()):
+                    if name == controller:
+                        self._finish(proc, other, "done", inferred="next reconcile started")
+            obj = record.get(kind)
+            key = ""
+            if isinstance(obj, dict):
+                ns, name = str(obj.get("namespace") or ""), str(obj.get("name") or "")
+                key = f"{ns}/{name}" if ns else name
+            self.open[rid] = (controller, key)
+            proc.log("reconcile_started", controller=controller, key=key, reconcile_id=rid,
+                     source="operator log")
+        if record.get("msg") == "Reconciler error" and rid in self.open:
+            self._finish(proc, rid, "error", error=str(record.get("error", "")))
+
+    def _finish(self, proc: Process, rid: str, outcome: str, **fields: str) -> None:
+        controller, key = self.open.pop(rid)
+        proc.log("reconcile_finished", controller=controller, key=key, outcome=outcome,
+                 reconcile_id=rid, source="operator log", **fields)
+
+    def finish_quiet(self, proc: Process) -> None:
+        """The process went quiet: every open reconcile is over."""
+        for rid in list(self.open):
+            self._finish(proc, rid, "done", inferred="quiet")
 
 
 class Replica:
@@ -125,6 +201,13 @@ class Replica:
         self.restarts = 0
         self.started_at = 0.0
         self.holder: str | None = None  # the holderIdentity it last wrote
+        #: The current incarnation's log reader, and whether its OS process is SIGSTOPped.
+        self.tail: _LogTail | None = None
+        self.stopped = False
+        #: API requests of the replica being answered (watches aside), and when the last ended
+        #: or the replica last resumed (loop time): `IDLE_S` counts from the later.
+        self.in_flight = 0
+        self.active_at = 0.0
 
     @property
     def pid(self) -> int | None:
@@ -176,7 +259,6 @@ class RealReplicas:
             process = f"{self.namespace}/{name}/{CONTAINER}"
             server = HttpServer(self.sim, host=self.host, identity=process)
             url = await server.start()
-            self._watch_lease_writes(server, name)
             proxy = ForwardProxy(self.sim, identity=process, host=self.host)
             await proxy.start()
             kubeconfig = self.log_dir / f"{name}.kubeconfig"
@@ -186,6 +268,7 @@ class RealReplicas:
                 rbac.assign(process, user)
             replica = Replica(name, process, server, proxy, kubeconfig,
                               self.log_dir / f"{name}.log")
+            self._wrap_endpoint(replica)
             self.replicas.append(replica)
         for identity in HTTP_IDENTITIES:  # the Lease's readers that reach the shared endpoint
             if rbac is not None and user is not None:
@@ -210,8 +293,10 @@ class RealReplicas:
                           proxy_url=replica.proxy.url, namespace=self.namespace,
                           log_path=replica.log_path, values=self.values)
         replica.operator = op
-        stopped = False
-        tail = _LogTail(replica.log_path)
+        replica.stopped = False
+        concurrency = int(self.values.get("reconcileConcurrency", 1))
+        tail = replica.tail = _LogTail(replica.log_path, concurrency)
+        replica.in_flight, replica.active_at = 0, self.sim.loop.time()
         # killed in the crash itself (the world's process ends synchronously), not later when
         # the cancelled main next runs
         proc.on_exit(lambda _proc: op.kill_now())
@@ -221,21 +306,35 @@ class RealReplicas:
             replica.pids.append(op.pid)
             proc.log("real_operator_started", pid=op.pid, incarnation=proc.incarnation)
             while True:
-                tail.emit(proc)
+                self._look(replica, proc)
                 code = op.returncode
                 if code is not None:
                     tail.emit(proc)  # what it wrote between the last look and its exit
                     proc.log("real_operator_exited", pid=op.pid, code=code)
                     return code if code > 0 else 128 - code
-                if proc.paused != stopped:
-                    stopped = proc.paused
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(op.pid, signal.SIGSTOP if stopped else signal.SIGCONT)
-                    proc.log("real_operator_signal", pid=op.pid,
-                             signal="SIGSTOP" if stopped else "SIGCONT")
+                if tail.open and not replica.stopped and replica.in_flight == 0 and \
+                        self.sim.loop.time() - max(tail.last_line_at, replica.active_at) >= IDLE_S:
+                    tail.finish_quiet(proc)
                 await asyncio.sleep(POLL_S)
         finally:
+            replica.tail = None
             op.kill_now()  # SIGKILL by pid (a stopped process dies of it too)
+
+    def _look(self, replica: Replica, proc: Process) -> None:
+        """Read the replica's log into the trace, then make its OS process stopped or running
+        as its world process is paused or not (SIGSTOP, SIGCONT)."""
+        if replica.tail is not None and proc.alive:
+            replica.tail.emit(proc)
+        op = replica.operator
+        if op is None or op.pid is None or not proc.alive or proc.paused == replica.stopped:
+            return
+        replica.stopped = proc.paused
+        if not replica.stopped:
+            replica.active_at = self.sim.loop.time()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(op.pid, signal.SIGSTOP if replica.stopped else signal.SIGCONT)
+        proc.log("real_operator_signal", pid=op.pid,
+                 signal="SIGSTOP" if replica.stopped else "SIGCONT")
 
     def _on_exit(self, proc: Process) -> None:
         replica = next((r for r in self.replicas if r.process == proc.name), None)
@@ -269,22 +368,44 @@ class RealReplicas:
 
     # -- the leader ------------------------------------------------------------------------------
 
-    def _watch_lease_writes(self, server: HttpServer, name: str) -> None:
+    def _wrap_endpoint(self, replica: Replica) -> None:
+        """Before each request of ``replica``: read its log (`_look`) and hold the request while
+        the replica is paused; count the requests being answered; after a Lease write, note the
+        holder it wrote (`_holder_wrote`)."""
+        server = replica.server
         handle = server.gateway.handle
         lease_path = (f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases")
 
-        async def watched(req: HttpRequest) -> Any:
-            answer = await handle(req)
+        async def wrapped(req: HttpRequest) -> Any:
+            proc = self.sim.processes.find(replica.process)
+            if proc is not None and proc.alive:
+                self._look(replica, proc)
+                if proc.paused:
+                    try:
+                        await proc.checkpoint()
+                    except ProcessGone:  # killed while held: its connection goes with it
+                        raise Dropped(f"{replica.process} ended while paused",
+                                      timeout=False) from None
+                    self._look(replica, proc)
+            watch = req.param("watch") in ("true", "1")
+            if not watch:
+                replica.in_flight += 1
+            try:
+                answer = await handle(req)
+            finally:
+                if not watch:
+                    replica.in_flight -= 1
+                    replica.active_at = self.sim.loop.time()
             # the body may be JSON or protobuf (client-go's leader election): the stored Lease
             # right after a successful write says what was written
             if req.method in ("POST", "PUT", "PATCH") and req.path.startswith(lease_path) \
                     and getattr(answer, "status", 0) in (200, 201):
                 holder = self.lease_holder()
                 if holder is not None:
-                    self._holder_wrote(name, holder)
+                    self._holder_wrote(replica.name, holder)
             return answer
 
-        server.gateway.handle = watched  # type: ignore[method-assign]
+        server.gateway.handle = wrapped  # type: ignore[method-assign]
 
     def _holder_wrote(self, name: str, holder: str) -> None:
         for replica in self.replicas:
@@ -428,7 +549,14 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
     (a gate the binary does not know makes it exit at start); ``values`` are the chart's values
     (``--set``)."""
     from ..kuberay import helm
-    from .real_operator import chart_feature_gates, chart_values, prepare_world
+    from .real_operator import (
+        NeedsNewerKubeRay,
+        chart_feature_gates,
+        chart_values,
+        check_feature_gates,
+        prepare_world,
+        unknown_gate_in,
+    )
 
     if getattr(sim, "virtual", False):
         raise RealOperatorError("the real operator keeps wall-clock time: run the world on a "
@@ -437,6 +565,7 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
     if not leader_election:
         values = {**values, "leaderElectionEnabled": False}
     version = binary_version(binary)
+    check_feature_gates(version, feature_gates)
     if feature_gates:
         gates = chart_feature_gates(version)
         for gate_name, enabled in sorted(feature_gates.items()):
@@ -451,9 +580,15 @@ async def install_real(sim: Simulation, binary: str | os.PathLike[str], *, repli
         values = {**values, "reconcileConcurrency": reconcile_concurrency}
     await prepare_world(sim, namespace=namespace, version=version)
     real = RealReplicas(sim, binary, replicas=replicas, namespace=namespace, values=values)
+    sim.real_kuberay = real  # stopped at the end of emu.run, even when it fails to start
     await real.start()
-    await real.wait_started()
-    sim.real_kuberay = real  # stopped at the end of emu.run
+    try:
+        await real.wait_started()
+    except RealOperatorError as err:
+        unknown = unknown_gate_in(str(err))
+        if unknown is not None:  # a release line not known here, or a gate it lacks
+            raise NeedsNewerKubeRay(version, unknown) from err
+        raise
     manifests = helm.render(chart_values(version, values), namespace=namespace)
     return RealInstall(real, manifests)
 

@@ -106,6 +106,11 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
     if sc is not None:
         sim_options.update(sc.options)
         sim_options.setdefault("cluster", True)
+        if opts.kuberay_binary:  # the scenario's install_kuberay runs the binary
+            from .real_replicas import real_operator_options
+
+            sim_options = {k: v for k, v in real_operator_options(
+                opts.kuberay_binary, sim_options).items() if k != "paced"}
     if opts.standard_cluster and sim_options.get("cluster"):
         from ..kube.config import KubeConfig
 
@@ -146,7 +151,7 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             for crd in kuberay_crds():  # as the chart does, before the operator
                 await sim.apply(crd)
             await sim.install_kuberay()
-        elif opts.kuberay_binary:
+        elif opts.kuberay_binary and sc is None:
             from .real_operator import binary_version, prepare_world
 
             await prepare_world(sim, version=binary_version(opts.kuberay_binary))
@@ -160,6 +165,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
 
             report = Report(sim)
             began = sim.now
+            if opts.kuberay_binary:
+                _tell_real_operator(sim)
 
             async def scenario() -> None:
                 try:
@@ -198,7 +205,7 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             written = path  # ours to remove at the end; a --kubeconfig file stays
         path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem))
         os.chmod(path, 0o600)
-        if opts.kuberay_binary:
+        if opts.kuberay_binary and sc is None:
             real = await _start_real_operator(sim, opts, path)
         extra = "".join(f" {f.describe()}" for f in forwards)
         print(f"emu serve: ready at {url} (KUBECONFIG={path}){extra}", file=out, flush=True)
@@ -209,6 +216,8 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
     finally:
         if real is not None:
             await real.stop()  # first: the operator still reaches the API while it stops
+        if getattr(sim, "real_kuberay", None) is not None:  # a scenario's install of the binary
+            await sim.real_kuberay.stop()
         for task in background:
             task.cancel()
         for fwd in forwards:
@@ -240,6 +249,22 @@ async def _start_real_operator(sim: Any, opts: ServeOptions, kubeconfig: Path) -
         raise
     print(f"emu serve: {real.describe()}", file=sys.stderr, flush=True)
     return real
+
+
+def _tell_real_operator(sim: Any) -> None:
+    """With ``--scenario``, the scenario installs the binary (`emu.http.real_replicas`): print
+    its replicas' pids and logs on stderr once every one of them has started."""
+    told: list[bool] = []
+
+    def on_event(ev: Any) -> None:
+        real = sim.real_kuberay
+        if told or ev.event != "real_operator_started" or real is None:
+            return
+        if all(r.pid is not None for r in real.replicas):
+            told.append(True)
+            print(f"emu serve: {real.describe()}", file=sys.stderr, flush=True)
+
+    sim.trace.subscribe(on_event)
 
 
 def kuberay_crds() -> list[dict[str, Any]]:

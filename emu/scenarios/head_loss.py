@@ -10,6 +10,7 @@ default is 60 s). RocksDB (alpha, behind a feature gate) keeps the tables on a P
 
 from __future__ import annotations
 
+from ..apiserver.errors import ApiError
 from ..faults import DeletePod, SlowKubelet
 from ..kernel.trace import TraceEvent
 from ..ray.workloads import RayClient
@@ -37,17 +38,40 @@ HEAD_RETURN = 90.0
 LOOK_AFTER = 100.0
 
 
-def _slow_new_head(sim: Simulation, old_head: str) -> None:
+def _is_head_pod_name(cluster: str, name: str) -> bool:
+    """Whether ``name`` is one KubeRay gives ``cluster``'s head Pod: ``<cluster>-head-`` and five
+    random characters (``generateName``), or the fixed ``<cluster>-head`` that
+    ``ENABLE_DETERMINISTIC_HEAD_POD_NAME=true`` selects and that KubeRay up to v1.4 always used."""
+    return name == f"{cluster}-head" or name.startswith(f"{cluster}-head-")
+
+
+def _head_creates(sim: Simulation, cluster: str, since: float) -> list[float]:
+    """When a head Pod of ``cluster`` was created, from ``since`` on (the API server's writes)."""
+    return [e.t for e in sim.trace.select("write") if e.fields.get("kind") == "Pod"
+            and e.fields.get("verb") == "create"
+            and _is_head_pod_name(cluster, str(e.fields.get("name"))) and e.t >= since]
+
+
+def _slow_new_head(sim: Simulation, cluster: str, old_uid: str) -> None:
     """Once the replacement head Pod is bound to a Node, that Node's kubelet takes
-    `HEAD_RETURN` seconds more to start it (only what starts in the next half second)."""
+    `HEAD_RETURN` seconds more to start it (only what starts in the next half second). The
+    replacement is told from the lost head by its UID, not its name: KubeRay up to v1.4 gives
+    the new head the old one's name."""
     done: list[bool] = []
 
     def on_event(ev: TraceEvent) -> None:
         name = str(ev.fields.get("name", ""))
         if done or ev.event != "write" or ev.fields.get("kind") != "Pod" or \
-                "-head-" not in name or name == old_head:
+                ev.fields.get("verb") == "delete" or not _is_head_pod_name(cluster, name):
             return
-        pod = sim.api.get("Pod", name, NS)
+        try:
+            pod = sim.api.get("Pod", name, NS)
+        except ApiError:  # NotFound: gone again
+            return
+        meta = pod.get("metadata") or {}
+        if meta.get("uid") == old_uid or \
+                (meta.get("labels") or {}).get("ray.io/node-type") != "head":
+            return
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
             done.append(True)
@@ -62,7 +86,8 @@ async def _head_loss(sim: Simulation, report: Report, storage: str) -> None:
     await start(sim, redis=storage == "redis", feature_gates=gates)
     await sim.apply(raycluster(workers=2, storage=storage))
     await sim.wait_for("RayCluster", "raycluster", workers_ready(2), timeout=300)
-    old_head = names(ray_pods(sim, "raycluster", "head"))[0]
+    old_pod = ray_pods(sim, "raycluster", "head")[0]
+    old_head, old_uid = old_pod["metadata"]["name"], old_pod["metadata"]["uid"]
     workers = names(ray_pods(sim, "raycluster", "worker"))
     driver = RayClient(sim.network, f"{head_svc('raycluster')}:6379", caller="driver")
     job_id = await driver.connect()
@@ -77,7 +102,7 @@ async def _head_loss(sim: Simulation, report: Report, storage: str) -> None:
     before = (await driver.gcs.check_alive())["cluster_id"]
 
     lost_at = sim.now
-    _slow_new_head(sim, old_head)
+    _slow_new_head(sim, "raycluster", old_uid)
     sim.faults.do(DeletePod(name=old_head))
     await sim.sleep(LOOK_AFTER)
     rc = await sim.wait_for("RayCluster", "raycluster", workers_ready(2), timeout=600)
@@ -90,7 +115,8 @@ async def _head_loss(sim: Simulation, report: Report, storage: str) -> None:
         # restarts the head's actor
         await sim.wait_until(phoenix_back, timeout=120, every=1,
                              what="the head's actor restarted")
-    heads = names(ray_pods(sim, "raycluster", "head"))
+    head_pods = ray_pods(sim, "raycluster", "head")
+    heads = names(head_pods)
     after = (await driver.gcs.check_alive())["cluster_id"]
     jobs = [j["job_id"] for j in await driver.gcs.jobs()]
     kv = await driver.gcs.kv_get("scenario", "greeting")
@@ -105,9 +131,7 @@ async def _head_loss(sim: Simulation, report: Report, storage: str) -> None:
                 for e in sim.trace.select("gcs_reconnected") if e.t > lost_at]
     worker_restarts = {p["metadata"]["name"]: restarts(p)
                        for p in ray_pods(sim, "raycluster", "worker")}
-    new_head = [e.t for e in sim.trace.select("write") if e.fields.get("kind") == "Pod"
-                and e.fields.get("verb") == "create" and "-head-" in str(e.fields.get("name"))
-                and e.t >= lost_at]
+    new_head = _head_creates(sim, "raycluster", lost_at)
 
     report.fact("head_lost_at", round(lost_at, 3))
     report.fact("new_head_created_after", round(new_head[0] - lost_at, 3) if new_head else None)
@@ -118,7 +142,8 @@ async def _head_loss(sim: Simulation, report: Report, storage: str) -> None:
     report.fact("worker_reconnects", rejoined)
     report.fact("worker_restarts", worker_restarts)
     report.expect("KubeRay creates a new head Pod; the cluster is ready again with two workers",
-                  len(heads) == 1 and heads[0] != old_head and workers_ready(2)(rc)
+                  len(heads) == 1 and head_pods[0]["metadata"]["uid"] != old_uid
+                  and workers_ready(2)(rc)
                   and condition(rc, "RayClusterProvisioned").get("status") == "True",
                   f"head {old_head} -> {heads}")
     if storage == "memory":
@@ -165,7 +190,8 @@ async def head_loss_memory(sim: Simulation, report: Report) -> None:
     detached actor on a worker, a restartable detached actor on the head and a KV entry; the
     head Pod is deleted, and its replacement takes 90 s to start. Expectations:
 
-    - KubeRay creates a new head Pod (a new name) and the cluster is ready again;
+    - KubeRay creates a new head Pod (a new Pod: a new UID, and a new name since v1.5) and the
+      cluster is ready again;
     - the new GCS is a new cluster: new cluster id, no jobs, no actors, no KV entry;
     - the workers' raylets exit when Ray's 60 s reconnect window ends, and their containers
       restart and join the new cluster as new nodes;
@@ -230,10 +256,10 @@ async def head_restart_disabled(sim: Simulation, report: Report) -> None:
     rc = await sim.get("RayCluster", "raycluster") or {}
     passes = [e.t for e in sim.trace.select("reconcile_started")
               if e.fields.get("controller") == "raycluster" and e.t > lost_at + 1]
-    created = [e.t for e in sim.trace.select("write") if e.fields.get("kind") == "Pod"
-               and e.fields.get("verb") == "create" and "-head-" in str(e.fields.get("name"))
-               and e.t >= lost_at]
-    fatal = [round(e.t - lost_at, 3) for e in sim.trace.select("raylet_fatal") if e.t > lost_at]
+    created = _head_creates(sim, "raycluster", lost_at)
+    exits = [(round(e.t - lost_at, 3), str(e.fields.get("message")).split(".")[0])
+             for e in sim.trace.select("raylet_fatal") if e.t > lost_at]
+    fatal = [t for t, _ in exits]
     report.fact("reconciles_after_loss", len(passes))
     report.fact("worker_raylet_exits_after", fatal)
     report.expect("the cluster was provisioned before the loss", provisioned == "True", "")
@@ -245,4 +271,5 @@ async def head_restart_disabled(sim: Simulation, report: Report) -> None:
                   (ready.get("status"), ready.get("reason")) == ("False", "HeadPodNotFound"),
                   f"{ready.get('status')}/{ready.get('reason')}")
     report.expect("the workers' raylets exit after Ray's 60 s window without a GCS",
-                  bool(fatal) and all(60 <= t <= 61.5 for t in fatal), f"after {fatal} s")
+                  bool(fatal) and all(60 <= t <= 61.5 for t in fatal),
+                  "; ".join(f"after {t} s: {why}" for t, why in exits) or "none exited")

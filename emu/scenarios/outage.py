@@ -8,13 +8,14 @@ still sends what it was about to send, while a successor is already acting.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..faults import KillContainer
 from ..invariants import TwoLeaderChecker
 from ..kernel.trace import TraceEvent
 from ..ray.workloads import RayClient, RayError
-from ..simulation import Simulation
+from ..simulation import Simulation, WaitTimeout
 from . import Report, scenario
 from ._common import (
     DEMO,
@@ -206,6 +207,13 @@ async def zombie_leader(sim: Simulation, report: Report) -> None:
     box["resumed_at"] = sim.now
     sim.faults.resume(zombie)
     rj = await sim.wait_for("RayJob", DEMO, rayjob_done, timeout=600)
+    # The zombie finds out at the end of its renew deadline, 10 s after it wakes; the job may
+    # complete first when the operator is a real binary on the wall clock (the port's zombie
+    # has ended by then, so this waits for nothing there).
+    with contextlib.suppress(WaitTimeout):
+        await sim.wait_until(lambda: any(life.process == zombie.name and life.ended is not None
+                                         for life in log.lives),
+                             timeout=30, every=0.5, what="the zombie's end")
 
     paused_at, resumed_at = box["paused_at"], box["resumed_at"]
     zlife = next(life for life in log.lives if life.process == zombie.name)

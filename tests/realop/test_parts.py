@@ -368,8 +368,6 @@ def test_command_line_checks(tmp_path, capsys):
     assert "exclude each other" in capsys.readouterr().err
     assert main(["serve", "--speed", "10", "--kuberay-binary", str(binary)]) == 2
     assert "needs --speed 1" in capsys.readouterr().err
-    assert main(["serve", "--scenario", "rayjob-basic", "--kuberay-binary", str(binary)]) == 2
-    assert "cannot be combined yet" in capsys.readouterr().err
 
 
 def test_serve_fails_with_the_operators_log_when_it_exits_at_start(tmp_path, capsys):
@@ -379,3 +377,48 @@ def test_serve_fails_with_the_operators_log_when_it_exits_at_start(tmp_path, cap
                  str(kubeconfig)]) == 2
     err = capsys.readouterr().err
     assert "exited with status 3" in err and "unable to start manager: boom" in err
+
+
+def test_serve_runs_a_scenario_with_the_binary_as_its_operator(tmp_path, capsys):
+    """``--scenario`` with ``--kuberay-binary``: the scenario's install_kuberay starts the binary
+    (as the scenario's replicas), the ported operator never runs, and stopping emu serve stops
+    the binary by its pid."""
+    from emu.http.serve import ServeOptions, serve_main
+
+    script = _stubborn_operator(tmp_path)
+    opts = ServeOptions(scenario="worker-loss", kuberay_binary=str(script),
+                        kubeconfig=str(tmp_path / "kc"))
+
+    async def body() -> None:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        served = asyncio.ensure_future(serve_main(opts, stop=stop, ready=ready))
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 120
+            told = ""
+            while "emu serve: KubeRay operator" not in told:
+                assert not served.done(), served.result()
+                assert loop.time() < deadline, f"the binary was not started: {told}"
+                await asyncio.sleep(0.1)
+                told += capsys.readouterr().err
+            assert ready.is_set()
+            # the scenario's replica (emu.http.real_replicas), not one started beside it
+            assert "kuberay-operator-0 pid " in told, told
+            pid = int(told.split("kuberay-operator-0 pid ", 1)[1].split()[0])
+            os.kill(pid, 0)  # running
+            while not (tmp_path / "args").exists():  # written by the binary as it starts
+                assert loop.time() < deadline, "the binary wrote no arguments"
+                await asyncio.sleep(0.1)
+            args = (tmp_path / "args").read_text().split()
+            assert "--enable-leader-election=true" in args
+        finally:
+            stop.set()
+            assert await served == 0
+        # killed by pid: gone, or a zombie its parent has not reaped yet
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            state = "gone"
+        assert state in ("gone", "Z"), state
+
+    _run_paced(body)

@@ -271,3 +271,182 @@ def test_what_the_binary_wrote_just_before_it_exited_reaches_the_trace(tmp_path,
         assert lost[:1] == [replica.process], lost
 
     _run(_stand_in(tmp_path, exit_after=0.3), tmp_path, 1, body, restart_delay=0.2)
+
+
+def _line(logger: str, rid: str, msg: str, **fields: object) -> str:
+    import json
+
+    kind = logger.removeprefix("controllers.")
+    return json.dumps({"level": "info", "logger": logger, "msg": msg,
+                       kind: {"name": "demo", "namespace": "default"}, "reconcileID": rid,
+                       **fields})
+
+
+def _talker(tmp_path: Path, lines: list[str], *, post_after: bool = False) -> Path:
+    """A stand-in that, once the file ``go`` exists beside it, prints ``lines`` (its stdout is
+    the replica's log) and, with ``post_after``, at once creates a ConfigMap through the API its
+    KUBECONFIG names."""
+    path = tmp_path / "talking-operator"
+    go = tmp_path / "go"
+    # everything prepared before the lines, so that the request follows them within a
+    # millisecond or two, well before the replica's next 50 ms look at its log
+    prepare = """
+import json, os, re, urllib.request
+server = re.search(r"server: (\\S+)", open(os.environ["KUBECONFIG"]).read()).group(1)
+body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "held", "namespace": "default"}}).encode()
+req = urllib.request.Request(server + "/api/v1/namespaces/default/configmaps", data=body,
+                             headers={"Content-Type": "application/json"}, method="POST")
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+""" if post_after else ""
+    post = "opener.open(req, timeout=30).read()" if post_after else ""
+    path.write_text(f"""#!{sys.executable}
+import signal, socket, sys
+probe = next(a for a in sys.argv if a.startswith("--health-probe-bind-address="))
+host, port = probe.split("=", 1)[1].rsplit(":", 1)
+s = socket.socket()
+s.bind((host, int(port)))
+s.listen()
+import os, time
+{prepare}
+while not os.path.exists({str(go)!r}):
+    time.sleep(0.02)
+for line in {lines!r}:
+    sys.stdout.write(line + "\\n")
+sys.stdout.flush()
+{post}
+signal.pause()
+""")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_binarys_reconciles_become_trace_events(tmp_path):
+    """controller-runtime's reconcileID: its first line starts a reconcile; a "Reconciler error"
+    line ends it with the error; the controller's next reconcile ends the previous one; a
+    quiet process ends the rest. Lines without a reconcileID, and other loggers, are not
+    reconciles."""
+    import emu.http.real_replicas as rr
+
+    lines = [
+        "not json at all, with a \"reconcileID\" in it",
+        '{"level":"info","logger":"setup","msg":"starting manager"}',
+        _line("controllers.RayJob", "a", "RayJob", JobDeploymentStatus=""),
+        _line("controllers.RayJob", "a", "Add a finalizer"),
+        _line("controllers.RayJob", "b", "RayJob", JobDeploymentStatus="Initializing"),
+        _line("controllers.RayJob", "b", "Reconciler error", error='jobs.batch "demo" already exists'),
+        _line("controllers.RayCluster", "c", "Reconciling Ingress"),
+    ]
+
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        replica = real.replicas[0]
+
+        def mine(event: str) -> list[dict]:
+            return [dict(e.fields) for e in sim.trace.events
+                    if e.process == replica.process and e.event == event]
+
+        (tmp_path / "go").touch()
+        await _until(lambda: len(mine("reconcile_finished")) >= 3, 10)
+        started = [(f["controller"], f["key"], f["reconcile_id"]) for f in mine("reconcile_started")]
+        assert started == [("rayjob", "default/demo", "a"), ("rayjob", "default/demo", "b"),
+                           ("raycluster", "default/demo", "c")]
+        finished = [(f["reconcile_id"], f["outcome"], f.get("inferred"), f.get("error"))
+                    for f in mine("reconcile_finished")]
+        assert finished == [("a", "done", "next reconcile started", None),
+                            ("b", "error", None, 'jobs.batch "demo" already exists'),
+                            ("c", "done", "quiet", None)]
+        ends = {e.fields["reconcile_id"]: e.t for e in sim.trace.events
+                if e.event == "reconcile_finished"}
+        begins = {e.fields["reconcile_id"]: e.t for e in sim.trace.events
+                  if e.event == "reconcile_started"}
+        assert ends["c"] - begins["c"] >= rr.IDLE_S - 0.1
+
+    _run(_talker(tmp_path, lines), tmp_path, 1, body)
+
+
+def test_a_pause_on_reconcile_started_holds_that_reconciles_first_request(tmp_path, monkeypatch):
+    """The zombie-leader scenario's move: pause the replica when its log says a reconcile
+    started. The binary sends the reconcile's request right after the line; reading the log
+    before answering the request, and holding a paused replica's requests, makes the request
+    wait for the resume, as a paused port replica's call does. Once the replica runs, its
+    periodic look is slowed to 30 s, so that it is not what sees the line first."""
+    import emu.http.real_replicas as rr
+
+    async def body(sim: Simulation, real: RealReplicas) -> None:
+        replica = real.replicas[0]
+        proc = sim.processes.get(replica.process)
+        box: dict[str, float] = {}
+
+        def on_event(ev) -> None:
+            if ev.event == "reconcile_started" and ev.process == replica.process \
+                    and "paused" not in box:
+                box["paused"] = sim.now
+                sim.faults.pause(proc)
+            elif ev.event == "write" and ev.fields.get("name") == "held":
+                box["written"] = sim.now
+
+        sim.trace.subscribe(on_event)
+        monkeypatch.setattr(rr, "POLL_S", 30.0)
+        await asyncio.sleep(0.2)  # the main's current 50 ms look is over
+        (tmp_path / "go").touch()
+        await _until(lambda: "paused" in box, 10)
+        pid = replica.pid
+        assert pid is not None
+        await _until(lambda: _state(pid) == "T", 1)
+        await asyncio.sleep(0.5)
+        assert "written" not in box  # held while paused
+        box["resumed"] = sim.now
+        sim.faults.resume(proc)
+        await _until(lambda: "written" in box, 5)
+        assert box["written"] >= box["resumed"]
+
+    lines = [_line("controllers.RayJob", "a", "RayJob", JobDeploymentStatus="Initializing")]
+    _run(_talker(tmp_path, lines, post_after=True), tmp_path, 1, body)
+
+
+def test_a_feature_gate_newer_than_the_binary_is_a_verdict_not_an_error():
+    """head-loss-rocksdb turns on GCSFaultToleranceEmbeddedStorage, which v1.4 and v1.5 do not
+    know: decided from the binary's version before anything starts."""
+    from emu.http.real_operator import (
+        NeedsNewerKubeRay,
+        check_feature_gates,
+        known_feature_gates,
+        unknown_gate_in,
+    )
+
+    assert known_feature_gates("v1.4.0") == {"RayClusterStatusConditions",
+                                             "RayJobDeletionPolicy"}
+    assert "RayServiceIncrementalUpgrade" in (known_feature_gates("v1.5.1") or ())
+    assert known_feature_gates("v9.9.9") is None and known_feature_gates(None) is None
+    check_feature_gates("v1.5.0", {"RayJobDeletionPolicy": True})
+    check_feature_gates("v9.9.9", {"Anything": True})  # the binary itself will say
+    with pytest.raises(NeedsNewerKubeRay) as err:
+        check_feature_gates("v1.5.0", {"GCSFaultToleranceEmbeddedStorage": True})
+    assert err.value.gate == "GCSFaultToleranceEmbeddedStorage"
+    assert str(err.value) == ("needs a KubeRay newer than v1.5.0: the feature gate "
+                              "GCSFaultToleranceEmbeddedStorage is unknown to it")
+    assert unknown_gate_in('E1207 setup.go:1] "msg" err="unrecognized feature gate: '
+                           'FooBar"') == "FooBar"
+    assert unknown_gate_in("flag provided but not defined: -qps") is None
+
+
+def test_a_binary_that_refuses_a_gate_at_start_gives_an_na_row(tmp_path):
+    """A binary of a release not known here, which exits on the gate: its own message says
+    which gate; the differential row is "n/a", and nothing of it is left running."""
+    from emu.differential import _run
+    from emu.scenarios import get
+
+    script = tmp_path / "old-operator"
+    script.write_text("#!/bin/sh\necho 'unrecognized feature gate: "
+                      "GCSFaultToleranceEmbeddedStorage' >&2\nexit 1\n")
+    script.chmod(0o755)
+    real = _run("head-loss-rocksdb", 0, {**real_operator_options(
+        script, get("head-loss-rocksdb").options), "max_virtual_time": 120})
+    assert real == ("n/a: needs a KubeRay newer than this binary: the feature gate "
+                    "GCSFaultToleranceEmbeddedStorage is unknown to it")
+
+    class Result:
+        ok, expectations = True, (Expectation("a", True),)
+
+    row = differential_row("head-loss-rocksdb", Result(), real)
+    assert row["real"] == real and row["differs"] == ""
