@@ -1,6 +1,7 @@
 """Run the Kubernetes clients' own test suites against ``emu serve`` and print, per suite, how
-many tests passed, failed, were skipped and were deselected (they need a node; see
-``scripts/client_suites/deselected.py``).
+many tests passed, failed, were skipped and were deselected (they need a node, a package that
+is not a dependency here, or fail against kube-apiserver too: ``scripts/client_suites/
+deselected.py`` lists each with the reason).
 
 For each client (``kubernetes``, ``kr8s``, ``kopf``, ``lightkube``) at the version
 ``constraints.txt`` pins, it fetches the released source distribution through the package
@@ -285,7 +286,7 @@ def main() -> int:
         failed, skipped = row["failed"], row["skipped"]
         assert isinstance(failed, list) and isinstance(skipped, list)
         print(f"{head} {len(row['passed'])} passed, {len(failed)} failed, {len(skipped)} "  # type: ignore[arg-type]
-              f"skipped, {len(row['deselected'])} deselected (need a node; listed) "  # type: ignore[arg-type]
+              f"skipped, {len(row['deselected'])} deselected (listed, with reasons) "  # type: ignore[arg-type]
               f"in {row['wall_s']} s wall, {row['cpu_s']} s CPU; log {row['log']}", flush=True)
         for nodeid in failed:
             print(f"  FAILED  {nodeid}")
