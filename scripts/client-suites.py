@@ -62,8 +62,12 @@ class Suite:
     env: dict[str, str] = field(default_factory=dict)
 
 
-#: kr8s's CI selection: the API and object tests of the kinds and verbs most clients use.
-KR8S_CI = ("kr8s/tests/test_api.py",)
+#: kr8s's CI selection: its object tests of the verbs most clients use (create, get, list with
+#: selectors, watch, patch, wait, scale, logs, the Service proxy): 18 tests.
+KR8S_CI = ("kr8s/tests/test_objects.py", "-k", " or ".join((
+    "test_pod_create_and_delete", "test_pod_wait_ready", "test_wait_replicas", "test_pod_get",
+    "test_label_selector", "test_field_selector", "test_pod_watch", "test_patch_pod",
+    "test_deployment_scale", "test_pod_logs", "test_service_proxy")))
 
 SUITES: dict[str, Suite] = {
     # The distribution ships the dynamic client's integration tests (sync and asyncio) but not
