@@ -160,6 +160,21 @@ class KindRegistry:
                 listener(info)
         return info
 
+    def unregister(self, group: str, kind: str) -> KindInfo | None:
+        """Stop serving a kind (its CustomResourceDefinition was deleted); the removed info."""
+        info = self._by_gk.pop((group, kind), None)
+        if info is None:
+            return None
+        for name in (info.kind, info.kind.lower(), info.plural, *info.short_names):
+            entries = self._names.get(name)
+            if entries and info in entries:
+                entries.remove(info)
+                if not entries:
+                    del self._names[name]
+        self._cache.clear()
+        self.generation += 1
+        return info
+
     def all(self) -> list[KindInfo]:
         return list(self._by_gk.values())
 
@@ -909,6 +924,13 @@ def builtin_kinds() -> list[KindInfo]:
 
 
 _BUILTINS: list[KindInfo] | None = None
+
+
+def builtin_info(group: str, kind: str) -> KindInfo | None:
+    """The built-in registration of a kind (KubeRay's are served without their CRD too)."""
+    builtin_registry()  # fills _BUILTINS
+    assert _BUILTINS is not None
+    return next((i for i in _BUILTINS if i.group == group and i.kind == kind), None)
 
 
 def builtin_registry() -> KindRegistry:

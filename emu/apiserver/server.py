@@ -46,7 +46,7 @@ from .errors import (
     UnsupportedMediaType,
     status_details,
 )
-from .kinds import KindInfo, KindRegistry, builtin_registry, crd_kind_info
+from .kinds import KindInfo, KindRegistry, builtin_info, builtin_registry, crd_kind_info
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .request import ApiRequest
 from .selectors import (
@@ -1230,9 +1230,31 @@ class APIServer:
             self.disruption.sync(entry.ns)
         if info.namespaced:
             self._maybe_finish_namespace(entry.ns, caller)
+        if info.kind == "CustomResourceDefinition" and info.group == "apiextensions.k8s.io":
+            self._crd_removed(obj, caller)
         if info.return_deleted_object or verb == "update":
             return _loads(data)
         return _status_success(info, entry.name, entry.uid)
+
+    def _crd_removed(self, crd: Obj, caller: str) -> None:
+        """A CustomResourceDefinition is gone: its custom resources are deleted and its kind is
+        no longer served (discovery stops listing it, requests get 404), as kube's
+        ``customresourcecleanup`` finalizer and CRD handler do. A KubeRay kind, which the
+        emulator serves without its CRD too, goes back to its built-in registration."""
+        spec = crd.get("spec") or {}
+        group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
+        served = self.kinds.get(group, kind)
+        if served is None:
+            return
+        builtin = builtin_info(group, kind)
+        if builtin is not None:
+            self.kinds.register(builtin)
+            return
+        table = self.store.tables.get((group, kind))
+        if table is not None:
+            for entry in sorted(table.objs.values(), key=lambda e: (e.ns, e.name)):
+                self._remove(served, table, entry, _loads(entry.data), caller, "delete")
+        self.kinds.unregister(group, kind)
 
     # -- namespaces ----------------------------------------------------------------------------
 

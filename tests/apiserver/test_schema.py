@@ -340,3 +340,50 @@ def test_rules_below_lists_and_maps_are_found_and_rule_free_subtrees_skipped():
         ("list[1].n", "Invalid value: 7: n must be under 5"),
         ("map.b", f"Invalid value: {2**40}: map.b in body must be of type int32: {2**40}")]
     assert schema._rules_below[id(schema.openapi["properties"]["free"])] is False
+
+
+def test_deleting_a_crd_stops_serving_its_kind_and_deletes_its_objects():
+    # kube: the CRD's cleanup finalizer deletes its custom resources, then the kind leaves
+    # discovery and requests for it get 404 (the official client's dynamic e2e test checks it)
+    async def main(sim):
+        kubectl = sim.client("kubectl")
+        await sim.apply(CRD)
+        rv = (await sim.apply(widget(size=2)))["metadata"]["resourceVersion"]
+        events = []
+        watch = await kubectl.watch("Widget", namespace="default", resource_version=rv,
+                                    api_version="example.com/v1")
+        await kubectl.delete("CustomResourceDefinition", "widgets.example.com")
+        async for ev in watch:
+            events.append((ev["type"], ev["object"]["metadata"]["name"]))
+            break
+        served = [i.kind for i in sim.api.kinds.all() if i.group == "example.com"]
+        with pytest.raises(ApiError) as err:
+            await kubectl.get("Widget", "w", namespace="default", api_version="example.com/v1")
+        await sim.apply(CRD)  # created again: served again, empty
+        again = await kubectl.list("Widget", namespace="default", api_version="example.com/v1")
+        return events, served, err.value, again
+
+    events, served, err, again = emu.run(main)
+    assert events == [("DELETED", "w")]
+    assert served == []
+    assert err.code == 404
+    assert list(again) == []
+
+
+def test_deleting_a_ray_crd_keeps_the_builtin_kind_served():
+    async def main(sim):
+        kubectl = sim.client("kubectl")
+        crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "rayclusters.ray.io"},
+               "spec": {"group": "ray.io", "scope": "Namespaced",
+                        "names": {"kind": "RayCluster", "plural": "rayclusters"},
+                        "versions": [{"name": "v1", "served": True, "storage": True,
+                                      "schema": {"openAPIV3Schema": {
+                                          "type": "object",
+                                          "x-kubernetes-preserve-unknown-fields": True}}}]}}
+        await kubectl.create(crd)
+        await kubectl.delete("CustomResourceDefinition", "rayclusters.ray.io")
+        return sim.api.kinds.get("ray.io", "RayCluster")
+
+    from emu.apiserver.kinds import builtin_info
+    assert emu.run(main) is builtin_info("ray.io", "RayCluster")
