@@ -85,6 +85,7 @@ SYSTEM_COMPONENTS: Mapping[str, str] = {
     "daemonset-controller": "system:serviceaccount:kube-system:daemon-set-controller",
     "serviceaccount-controller": "system:serviceaccount:kube-system:service-account-controller",
     "root-ca-cert-publisher": "system:serviceaccount:kube-system:root-ca-cert-publisher",
+    "csrsigning-controller": "system:serviceaccount:kube-system:certificate-controller",
     "kube-apiserver": "system:apiserver",
     "kube-apiserver-endpoints": "system:apiserver",
 }

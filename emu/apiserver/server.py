@@ -28,6 +28,7 @@ import orjson
 from ..kernel.clock import parse_time, rfc3339
 from ..kernel.network import CallInfo
 from ..kernel.rng import SimRandom
+from . import builtin_fields
 from . import validation as v
 from .errors import (
     AlreadyExists,
@@ -129,12 +130,27 @@ def _spec_changed(new: Obj, old: Obj) -> bool:
     return any(key not in _NOT_SPEC and key not in new for key in old)
 
 
-def _schema_unknown(info: KindInfo, obj: Obj, mode: str) -> list[str]:
+def _schema_unknown(info: KindInfo, obj: Obj, mode: str, explicit: bool = True,
+                    old: Obj | None = None) -> list[str]:
     """For ``fieldValidation=Strict``, the fields of ``obj`` the kind's structural schema does
-    not declare (nothing to look for in the other modes, which prune them silently)."""
-    if mode != "Strict" or info.unknown_fields is None:
+    not declare (nothing to look for in the other modes, which prune them silently). For a
+    built-in kind, the fields kube's own schema does not declare at any depth
+    (`builtin_fields`): named under Strict, dropped from ``obj`` (below its top-level fields,
+    which `validation.prune_unknown` drops) under Warn and Ignore. Only when the writer chose
+    the mode (``explicit``): a write without one is the world's own (a controller's typed
+    write in kube, which cannot carry an unknown field), and is not walked. ``old``: the stored
+    object an update replaces (what the body repeats of it is not walked again)."""
+    if info.unknown_fields is not None:
+        return info.unknown_fields(obj) if mode == "Strict" else []
+    if info.custom or not explicit:
         return []
-    return info.unknown_fields(obj)
+    node = builtin_fields.kind_node(info.group, info.version, info.kind)
+    if node is None:
+        return []
+    if mode == "Strict":
+        return builtin_fields.unknown_fields(node, obj, old)
+    builtin_fields.prune_nested(node, obj)
+    return []
 
 
 def _meta_differs(meta: Obj, old_meta: Obj) -> bool:
@@ -754,7 +770,7 @@ class APIServer:
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
         v.prune_unknown(info.group, info.kind, new, meta, mode, info.api_version,
-                        _schema_unknown(info, new, mode))
+                        _schema_unknown(info, new, mode, field_validation is not None))
         data_validator = v.DATA_KINDS.get((info.group, info.kind))
         if data_validator is not None:
             v.check_data_types(info.kind, info.api_version, new)
@@ -899,11 +915,13 @@ class APIServer:
             nmeta: Obj = dict(old_meta)
             new["metadata"] = nmeta
             if "status" in obj:
-                strict = _schema_unknown(info, {"status": obj["status"]}, mode)
+                sent_status = {"status": obj["status"]}
+                strict = _schema_unknown(info, sent_status, mode, field_validation is not None,
+                                         old)
                 if strict:
                     raise v.strict_error(info.kind, info.api_version,
                                          [f'unknown field "{p}"' for p in strict])
-                new["status"] = obj["status"]
+                new["status"] = sent_status["status"]
             else:
                 new.pop("status", None)
             sent_fields = meta.get("managedFields")
@@ -952,7 +970,7 @@ class APIServer:
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
             v.prune_unknown(info.group, info.kind, new, nmeta, mode, info.api_version,
-                            _schema_unknown(info, new, mode))
+                            _schema_unknown(info, new, mode, field_validation is not None, old))
             data_validator = v.DATA_KINDS.get((info.group, info.kind))
             if data_validator is not None:
                 v.check_data_types(info.kind, info.api_version, new, old)

@@ -407,6 +407,9 @@ def validate_csr(obj: Obj, old: Obj | None) -> list[StatusCause]:
         causes.append(v.required("spec.request"))
     if not spec.get("signerName"):
         causes.append(v.required("spec.signerName"))
+    elif old is None and spec.get("signerName") == "kubernetes.io/legacy-unknown":
+        causes.append(v.invalid("spec.signerName", spec["signerName"],
+                                "the legacy signerName is not allowed via this API version"))
     if not spec.get("usages"):
         causes.append(v.required("spec.usages"))
     seconds = spec.get("expirationSeconds")

@@ -711,6 +711,8 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
         paths = unknown + [f"metadata.{k}" for k in unknown_meta]
         if known is None:  # a custom resource: kube-apiserver sorts the pruned paths
             paths = sorted([*paths, *schema_unknown])
+        elif schema_unknown:  # a built-in's, from its schema: every depth, in document order
+            paths = [*schema_unknown, *(p for p in paths if p not in schema_unknown)]
         raise strict_error(kind, api_version or group, [f'unknown field "{p}"' for p in paths])
     for k in unknown:
         del obj[k]

@@ -529,9 +529,9 @@ class _Call:
             if self.dry_run:
                 options["dry_run"] = True
             if "field_validation" not in options:
-                validation = self.params.get("fieldValidation")
-                if validation is not None:
-                    options["field_validation"] = validation
+                # kube-apiserver's default is Warn: an HTTP client's body is decoded (its
+                # unknown nested fields dropped) as if it had asked for it
+                options["field_validation"] = self.params.get("fieldValidation") or "Warn"
             if "field_manager" not in options and verb in ("update", "update_status"):
                 manager = self.params.get("fieldManager")
                 if manager:  # the Update entry's name on an applied object

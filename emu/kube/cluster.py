@@ -300,6 +300,7 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
         _install_standard(cluster)
     wanted = config.enabled_controllers()
     from . import (
+        csrsigning,
         daemonsets,
         deployments,
         endpoints,
@@ -334,7 +335,9 @@ def install(sim: World, config: KubeConfig | None = None, **overrides: Any) -> K
         ("serviceaccount", "serviceaccount-controller",
          serviceaccounts.ServiceAccountController(cluster).main),
         ("root-ca-cert-publisher", "root-ca-cert-publisher",
-         serviceaccounts.RootCACertPublisher(cluster, standard.ROOT_CA_PEM).main),
+         serviceaccounts.RootCACertPublisher(cluster,
+                                             standard.root_ca_pem(cluster.world.seed)).main),
+        ("csrsigning", "csrsigning-controller", csrsigning.CSRSigningController(cluster).main),
         ("apiserver-endpoints", "kube-apiserver-endpoints",
          standard.APIServerEndpoints(cluster).main),
     ]

@@ -76,10 +76,11 @@ DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "persistentvolume",
 )
 #: What the standard cluster adds to the default controllers (`KubeConfig.standard_cluster`):
-#: the DaemonSet controller, the ServiceAccount controller, the root-CA publisher and
-#: kube-apiserver's endpoint reconciler for ``default/kubernetes``.
+#: the DaemonSet controller, the ServiceAccount controller, the root-CA publisher,
+#: kube-apiserver's endpoint reconciler for ``default/kubernetes`` and the csrsigning controller.
 STANDARD_CONTROLLERS: tuple[str, ...] = (
     "daemonset", "serviceaccount", "root-ca-cert-publisher", "apiserver-endpoints",
+    "csrsigning",
 )
 
 

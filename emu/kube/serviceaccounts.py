@@ -6,7 +6,7 @@
 
 `RootCACertPublisher` (``pkg/controller/certificates/rootcacertpublisher/publisher.go``:
 ``syncNamespace``): every active Namespace has the ConfigMap ``kube-root-ca.crt`` whose
-``ca.crt`` is the cluster's root CA (`emu.kube.standard.ROOT_CA_PEM`) with kube's description
+``ca.crt`` is the world's cluster CA (`emu.kube.standard.root_ca_pem`) with kube's description
 annotation; one deleted is created again, one whose data or annotation changed is put back.
 
 Both are keyed by Namespace, act on what their informers hold and skip a terminating

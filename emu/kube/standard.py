@@ -70,19 +70,6 @@ ETCD_IMAGE = "registry.k8s.io/etcd:3.5.21-0"
 COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.12.0"
 COREDNS_REPOSITORY = "coredns/coredns"
 
-#: The cluster's root CA certificate (``kube-root-ca.crt``'s ``ca.crt``): one fixed
-#: self-signed Ed25519 CA, ``CN=kubernetes`` as kubeadm's, made once for the emulator, so every
-#: world publishes the same bytes and building a world signs nothing.
-ROOT_CA_PEM = """-----BEGIN CERTIFICATE-----
-MIIBGjCBzaADAgECAgEBMAUGAytlcDAVMRMwEQYDVQQDDAprdWJlcm5ldGVzMB4X
-DTI2MDEwMTAwMDAwMFoXDTM1MTIzMDAwMDAwMFowFTETMBEGA1UEAwwKa3ViZXJu
-ZXRlczAqMAUGAytlcAMhAFNvUScjKqNb7wCXXr5kvLos8XKlgMSAZEb3RIW9BVpb
-o0IwQDAPBgNVHRMBAf8EBTADAQH/MA4GA1UdDwEB/wQEAwICpDAdBgNVHQ4EFgQU
-eX0mDgBcfXRs05piZhJcvy4IfoQwBQYDK2VwA0EAaseor/AOzJFlR9FTAy3IbHwC
-gn7dOIjoZNxDeMnytdN62RJIfBS/Nk7xNbPFTWhMfayhBWhG3A5iER8aLPR+Dw==
------END CERTIFICATE-----
-"""
-
 _RETRY = 1.0
 
 
@@ -353,7 +340,8 @@ def boot(cluster: KubeCluster) -> None:
         api.create({"apiVersion": "v1", "kind": "ServiceAccount",
                     "metadata": {"name": "default", "namespace": name}},
                    caller="serviceaccount-controller")
-        api.create(root_ca_configmap(name), caller="root-ca-cert-publisher")
+        api.create(root_ca_configmap(name, root_ca_pem(cluster.world.seed)),
+                   caller="root-ca-cert-publisher")
     # kind's default StorageClass (its local-path provisioner is not a Pod here: the
     # persistentvolume-controller provisions for it, see docs/deviations.md)
     api.create(standard_storage_class(), caller="kind")
@@ -415,14 +403,23 @@ def _run_pod(cluster: KubeCluster, api: Any, node: str, pod: Obj, caller: str) -
     return out
 
 
-def root_ca_configmap(namespace: str) -> Obj:
+def root_ca_pem(seed: int) -> str:
+    """The cluster's root CA certificate (``kube-root-ca.crt``'s ``ca.crt``) of worlds with
+    ``seed``: the world's cluster CA (`emu.apiserver.cluster_ca`), which the csrsigning
+    controller signs with."""
+    from ..apiserver.cluster_ca import cluster_ca
+
+    return cluster_ca(seed).cert_pem
+
+
+def root_ca_configmap(namespace: str, ca_pem: str) -> Obj:
     """``kube-root-ca.crt`` as the root-CA publisher writes it."""
     from .serviceaccounts import DESCRIPTION, ROOT_CA_CONFIGMAP, ROOT_CA_DESCRIPTION
 
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": ROOT_CA_CONFIGMAP, "namespace": namespace,
                          "annotations": {DESCRIPTION: ROOT_CA_DESCRIPTION}},
-            "data": {"ca.crt": ROOT_CA_PEM}}
+            "data": {"ca.crt": ca_pem}}
 
 
 # -- CoreDNS's image -------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ async def test_every_namespace_gets_a_default_service_account_and_the_root_ca(si
         await sim.wait_for("ServiceAccount", "default", lambda o: True, namespace=ns, timeout=5)
         cm = await sim.wait_for("ConfigMap", "kube-root-ca.crt", lambda o: True, namespace=ns,
                                 timeout=5)
-        assert cm["data"] == {"ca.crt": standard.ROOT_CA_PEM}
+        assert cm["data"] == {"ca.crt": standard.root_ca_pem(sim.seed)}
         assert cm["metadata"]["annotations"]["kubernetes.io/description"] == ROOT_CA_DESCRIPTION
     await client.delete("ServiceAccount", "default", "team")
     await client.delete("ConfigMap", "kube-root-ca.crt", "team")
@@ -140,14 +140,14 @@ async def test_every_namespace_gets_a_default_service_account_and_the_root_ca(si
                        timeout=5)
     await client.patch("ConfigMap", "kube-root-ca.crt", {"data": {"ca.crt": "forged"}}, "team")
     await sim.wait_for("ConfigMap", "kube-root-ca.crt",
-                       lambda cm: cm["data"] == {"ca.crt": standard.ROOT_CA_PEM},
+                       lambda cm: cm["data"] == {"ca.crt": standard.root_ca_pem(sim.seed)},
                        namespace="team", timeout=5)
 
 
 def test_the_root_ca_is_a_self_signed_ca_certificate():
     from cryptography import x509
 
-    cert = x509.load_pem_x509_certificate(standard.ROOT_CA_PEM.encode())
+    cert = x509.load_pem_x509_certificate(standard.root_ca_pem(7).encode())
     assert cert.subject == cert.issuer
     assert cert.subject.rfc4514_string() == "CN=kubernetes"
     assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
