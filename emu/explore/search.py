@@ -203,6 +203,26 @@ class ProcessExecutor(Executor):
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+#: How many times a local ``ray.init`` is tried (see `_ray_init`).
+LOCAL_RAY_STARTS = 3
+
+
+def _ray_init(ray: Any, kwargs: dict[str, Any], *, local: bool) -> None:
+    """``ray.init(**kwargs)``; a local start that fails only because its raylet took more than
+    Ray's fixed 30 s to register (``Node.__init__``; not configurable) is shut down and tried
+    again, up to `LOCAL_RAY_STARTS` times: on a loaded machine that window is missed although
+    nothing is wrong. Any other error, and every error joining a cluster, is raised at once."""
+    for attempt in range(1, LOCAL_RAY_STARTS + 1):
+        try:
+            ray.init(**kwargs)
+            return
+        except Exception as err:
+            if not local or "timed out during startup" not in str(err) \
+                    or attempt == LOCAL_RAY_STARTS:
+                raise
+            ray.shutdown()
+
+
 class RayExecutor(Executor):
     """``--ray [ADDRESS]``: batches as tasks on a Ray cluster (``ray.init()`` locally when no
     address is given, with ``num_cpus`` CPUs); the worker processes run fork-servers too."""
@@ -228,7 +248,7 @@ class RayExecutor(Executor):
                     p for p in sys.path if p)}}
                 if num_cpus:
                     kwargs["num_cpus"] = num_cpus
-            ray.init(**kwargs)
+            _ray_init(ray, kwargs, local=not address)
         self.jobs = int(ray.cluster_resources().get("CPU", 1))
         self.task = ray.remote(num_cpus=1)(_run_batch)
 

@@ -127,3 +127,43 @@ def test_a_fault_family_is_the_kinds_of_fault_without_targets_or_times() -> None
                             verb="update_status", kind="RayJob")])
     assert _family(a) == _family(b) == ("LoseRayPod", "Pause")
     assert _family(RunSpec({}, [CrashLeader(at=0.0)])) == ("CrashLeader",)
+
+
+class _FlakyRay:
+    """Stands in for the ``ray`` module: ``init`` fails as Ray's own 30 s raylet window does
+    the first ``misses`` times, or with ``other`` (another error) if given."""
+
+    def __init__(self, misses: int, other: Exception | None = None) -> None:
+        self.misses, self.other = misses, other
+        self.inits = self.shutdowns = 0
+
+    def init(self, **_kwargs: object) -> None:
+        self.inits += 1
+        if self.other is not None:
+            raise self.other
+        if self.inits <= self.misses:
+            raise Exception("The current node timed out during startup. This could happen "
+                            "because some of the raylet failed to startup or the GCS has "
+                            "become overloaded.")
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_a_local_ray_start_that_misses_rays_fixed_startup_window_is_tried_again() -> None:
+    from emu.explore.search import LOCAL_RAY_STARTS, _ray_init
+
+    ray = _FlakyRay(misses=LOCAL_RAY_STARTS - 1)
+    _ray_init(ray, {}, local=True)
+    assert (ray.inits, ray.shutdowns) == (LOCAL_RAY_STARTS, LOCAL_RAY_STARTS - 1)
+    ray = _FlakyRay(misses=LOCAL_RAY_STARTS)
+    with pytest.raises(Exception, match="timed out during startup"):
+        _ray_init(ray, {}, local=True)
+    assert ray.inits == LOCAL_RAY_STARTS
+    joining = _FlakyRay(misses=1)  # joining a cluster: its failure is the user's to see
+    with pytest.raises(Exception, match="timed out during startup"):
+        _ray_init(joining, {"address": "ray://x:10001"}, local=False)
+    other = _FlakyRay(misses=0, other=ValueError("bad runtime_env"))
+    with pytest.raises(ValueError, match="bad runtime_env"):
+        _ray_init(other, {}, local=True)
+    assert (joining.inits, other.inits) == (1, 1)
