@@ -68,5 +68,6 @@ def test_docs_list_every_deselected_test_with_its_reason() -> None:
         sys.path.remove(str(ROOT / "scripts"))
     docs = (ROOT / "docs" / "http.md").read_text()
     missing = [f"{suite}: {nodeid}" for suite, tests in DESELECTED.items()
-               for nodeid, why in tests.items() if f"| {suite} | `{nodeid}` | {why} |" not in docs]
+               for nodeid, why in tests.items()
+               if f"| {suite} | `{suite}:{nodeid}` | {why} |" not in docs]
     assert not missing, "docs/http.md's list lacks (or words differently):\n" + "\n".join(missing)
