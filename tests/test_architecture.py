@@ -114,5 +114,7 @@ def _is_sibling_module(path: Path, top: str) -> bool:
     # Test helpers are imported by basename (pytest puts each test folder on sys.path; the
     # benchmarks add tests/kuberay and their own folder themselves): a module of the tree is not
     # a dependency.
+    # The scripts import their own helper packages the same way (scripts/client_suites).
     del path
-    return any((ROOT / "tests").rglob(f"{top}.py")) or (ROOT / "benchmarks" / f"{top}.py").exists()
+    return (any((ROOT / "tests").rglob(f"{top}.py")) or (ROOT / "benchmarks" / f"{top}.py").exists()
+            or (ROOT / "scripts" / top / "__init__.py").exists())
