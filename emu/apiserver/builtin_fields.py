@@ -66,8 +66,9 @@ def _schema_root() -> Path:
 
 
 @functools.cache
-def _releases() -> tuple[str, ...]:
-    """The shipped releases' folders, newest first (``v1.37.0-local``)."""
+def shipped_releases() -> tuple[str, ...]:
+    """The shipped releases' folders, newest first (``v1.37.0-local``); also what
+    `emu.http.k8s_openapi` serves from."""
     found: list[tuple[tuple[int, int], str]] = []
     for entry in _schema_root().iterdir():
         match = re.fullmatch(r"v(\d+)\.(\d+)\.0-local", entry.name)
@@ -79,7 +80,8 @@ def _releases() -> tuple[str, ...]:
 
 
 @functools.cache
-def _definitions(folder: str) -> dict[str, Obj]:
+def raw_definitions(folder: str) -> dict[str, Obj]:
+    """A release's ``$defs`` as shipped, cached and shared: never changed in place."""
     data = orjson.loads((_schema_root() / folder / "_definitions.json").read_bytes())
     defs = data.get("$defs")
     if not isinstance(defs, dict):
@@ -90,7 +92,7 @@ def _definitions(folder: str) -> dict[str, Obj]:
 @functools.cache
 def _kinds(folder: str) -> dict[tuple[str, str, str], str]:
     out: dict[tuple[str, str, str], str] = {}
-    for name, body in _definitions(folder).items():
+    for name, body in raw_definitions(folder).items():
         for gvk in body.get("x-kubernetes-group-version-kind") or ():
             key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
             # a kind listed under meta's names too (DeleteOptions) keeps its group's definition
@@ -172,14 +174,14 @@ def _structured(raw: Obj) -> bool:
 
 @functools.cache
 def _compiler(folder: str) -> _Compiler:
-    return _Compiler(_definitions(folder))
+    return _Compiler(raw_definitions(folder))
 
 
 @functools.cache
 def kind_node(group: str, version: str, kind: str) -> _Node | None:
     """The compiled schema of a built-in kind, from the newest shipped release that has it;
     None when none has (a custom resource's kind)."""
-    for folder in _releases():
+    for folder in shipped_releases():
         name = _kinds(folder).get((group, version, kind))
         if name is not None:
             node = _compiler(folder).definition(name)
@@ -189,7 +191,7 @@ def kind_node(group: str, version: str, kind: str) -> _Node | None:
 
 def release_of(group: str, version: str, kind: str) -> str | None:
     """The shipped release (``v1.37.0-local``) whose schema `kind_node` uses."""
-    for folder in _releases():
+    for folder in shipped_releases():
         if (group, version, kind) in _kinds(folder):
             return folder
     return None

@@ -19,26 +19,17 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib.util
 import re
-from pathlib import Path
 from typing import Any
 
 import orjson
+
+from ..apiserver.builtin_fields import raw_definitions, shipped_releases
 
 Obj = dict[str, Any]
 
 _V3_PREFIX = "#/components/schemas/"
 _V2_PREFIX = "#/definitions/"
-_PACKAGE = "kubernetes_validate"
-
-
-def _schema_root() -> Path:
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the built-in kinds' OpenAPI schemas need the kubernetes-validate "
-                           "package (pip install 'kubernetes-validate>=1.33')")
-    return Path(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -53,24 +44,9 @@ def schema_version(server_version: str) -> str:
     """The shipped schema folder for ``server_version`` (``v1.33.0`` → ``v1.33.0-local``): the
     same minor version, else the newest one below it, else the oldest shipped."""
     want = _minor(server_version)
-    shipped: dict[tuple[int, int], str] = {}
-    for entry in _schema_root().iterdir():
-        found = re.fullmatch(r"v(\d+)\.(\d+)\.0-local", entry.name)
-        if found is not None:
-            shipped[(int(found.group(1)), int(found.group(2)))] = entry.name
-    if not shipped:
-        raise RuntimeError(f"kubernetes-validate ships no schemas under {_schema_root()}")
+    shipped = {_minor(name): name for name in shipped_releases()}
     below = [v for v in shipped if v <= want]
     return shipped[max(below) if below else min(shipped)]
-
-
-@functools.cache
-def _raw_definitions(folder: str) -> dict[str, Obj]:
-    data = orjson.loads((_schema_root() / folder / "_definitions.json").read_bytes())
-    defs = data.get("$defs")
-    if not isinstance(defs, dict):
-        raise RuntimeError(f"{folder}/_definitions.json has no $defs")
-    return defs
 
 
 def _convert(node: Any, prefix: str, v3: bool) -> Any:
@@ -123,7 +99,7 @@ def definitions(server_version: str, v3: bool) -> dict[str, Obj]:
     """Every definition of the built-in API of ``server_version``'s minor release, by kube's
     name (``io.k8s.api.apps.v1.Deployment``), converted for OpenAPI v3 or v2. Shared: copy
     before changing."""
-    raw = _raw_definitions(schema_version(server_version))
+    raw = raw_definitions(schema_version(server_version))
     prefix = _V3_PREFIX if v3 else _V2_PREFIX
     return {name: _definition(name, body, prefix, v3) for name, body in sorted(raw.items())}
 
@@ -131,7 +107,7 @@ def definitions(server_version: str, v3: bool) -> dict[str, Obj]:
 @functools.cache
 def _gvk_index(server_version: str) -> dict[tuple[str, str, str], str]:
     out: dict[tuple[str, str, str], str] = {}
-    for name, body in _raw_definitions(schema_version(server_version)).items():
+    for name, body in raw_definitions(schema_version(server_version)).items():
         for gvk in body.get("x-kubernetes-group-version-kind") or []:
             key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
             # a kind also listed under another name (meta's DeleteOptions, WatchEvent) keeps
