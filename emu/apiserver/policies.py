@@ -171,8 +171,10 @@ class Policies:
                 text = (f"ValidatingAdmissionPolicy '{pname}' with binding '{bname}' denied "
                         f"request: {message}")
                 if "Warn" in actions:
-                    self.warnings.append(f"Validation failed for ValidatingAdmissionPolicy "
-                                         f"'{pname}' with binding '{bname}': {message}")
+                    warning = (f"Validation failed for ValidatingAdmissionPolicy '{pname}' "
+                               f"with binding '{bname}': {message}")
+                    self.warnings.append(warning)
+                    self.api.warn(warning)
                 if "Audit" in actions:
                     self.audit.append((pname, bname, message))
                 if "Deny" in actions:

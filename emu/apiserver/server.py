@@ -131,7 +131,7 @@ def _spec_changed(new: Obj, old: Obj) -> bool:
 
 
 def _schema_unknown(info: KindInfo, obj: Obj, mode: str, explicit: bool = True,
-                    old: Obj | None = None) -> list[str]:
+                    old: Obj | None = None, warn: bool = False) -> list[str]:
     """For ``fieldValidation=Strict``, the fields of ``obj`` the kind's structural schema does
     not declare (nothing to look for in the other modes, which prune them silently). For a
     built-in kind, the fields kube's own schema does not declare at any depth
@@ -139,18 +139,20 @@ def _schema_unknown(info: KindInfo, obj: Obj, mode: str, explicit: bool = True,
     which `validation.prune_unknown` drops) under Warn and Ignore. Only when the writer chose
     the mode (``explicit``): a write without one is the world's own (a controller's typed
     write in kube, which cannot carry an unknown field), and is not walked. ``old``: the stored
-    object an update replaces (what the body repeats of it is not walked again)."""
+    object an update replaces (what the body repeats of it is not walked again). ``warn``:
+    under Warn, name them all the same (for the request's warnings), and prune them."""
+    named = mode == "Strict" or warn
     if info.unknown_fields is not None:
-        return info.unknown_fields(obj) if mode == "Strict" else []
+        return info.unknown_fields(obj) if named else []
     if info.custom or not explicit:
         return []
     node = builtin_fields.kind_node(info.group, info.version, info.kind)
     if node is None:
         return []
-    if mode == "Strict":
-        return builtin_fields.unknown_fields(node, obj, old)
-    builtin_fields.prune_nested(node, obj)
-    return []
+    found = builtin_fields.unknown_fields(node, obj, old) if named else []
+    if mode != "Strict":
+        builtin_fields.prune_nested(node, obj)
+    return found
 
 
 def _meta_differs(meta: Obj, old_meta: Obj) -> bool:
@@ -300,11 +302,23 @@ class APIServer:
         #: Bound ServiceAccount tokens: the TokenRequest subresource and TokenReview
         #: (`emu.apiserver.tokens`); the signing key is made on first use.
         self.tokens = Tokens(self, rng)
+        #: Where the request being served collects kube's warnings (``unknown field "x"``
+        #: under ``fieldValidation=Warn``): the ``warnings`` option's list, while `serve`
+        #: runs a request that carries one (an HTTP client's, sent on as ``Warning``
+        #: headers), else None (nothing collected, nothing computed).
+        self._warnings: builtins.list[str] | None = None
         for ns in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                         caller="apiserver")
 
     # -- small helpers -------------------------------------------------------------------------
+
+    def warn(self, text: str) -> None:
+        """A warning for the request being served (kube's ``warning.AddWarning``): an HTTP
+        client gets it as a ``Warning`` header; a request without a ``warnings`` option (an
+        in-process client's) drops it."""
+        if self._warnings is not None:
+            self._warnings.append(text)
 
     def version_info(self) -> dict[str, str]:
         """``GET /version`` (apimachinery's ``version.Info``) for `version`."""
@@ -769,8 +783,10 @@ class APIServer:
         new["metadata"] = meta
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
+        warnings = self._warnings if mode == "Warn" else None
         v.prune_unknown(info.group, info.kind, new, meta, mode, info.api_version,
-                        _schema_unknown(info, new, mode, field_validation is not None))
+                        _schema_unknown(info, new, mode, field_validation is not None,
+                                        warn=warnings is not None), warnings)
         data_validator = v.DATA_KINDS.get((info.group, info.kind))
         if data_validator is not None:
             v.check_data_types(info.kind, info.api_version, new)
@@ -916,11 +932,14 @@ class APIServer:
             new["metadata"] = nmeta
             if "status" in obj:
                 sent_status = {"status": obj["status"]}
-                strict = _schema_unknown(info, sent_status, mode, field_validation is not None,
-                                         old)
-                if strict:
-                    raise v.strict_error(info.kind, info.api_version,
-                                         [f'unknown field "{p}"' for p in strict])
+                warnings = self._warnings if mode == "Warn" else None
+                unknown = _schema_unknown(info, sent_status, mode, field_validation is not None,
+                                          old, warnings is not None)
+                if unknown:
+                    problems = [f'unknown field "{p}"' for p in unknown]
+                    if warnings is None:
+                        raise v.strict_error(info.kind, info.api_version, problems)
+                    warnings.extend(problems)
                 new["status"] = sent_status["status"]
             else:
                 new.pop("status", None)
@@ -969,8 +988,10 @@ class APIServer:
             new["metadata"] = nmeta
             new["apiVersion"] = info.api_version
             new["kind"] = info.kind
+            warnings = self._warnings if mode == "Warn" else None
             v.prune_unknown(info.group, info.kind, new, nmeta, mode, info.api_version,
-                            _schema_unknown(info, new, mode, field_validation is not None, old))
+                            _schema_unknown(info, new, mode, field_validation is not None, old,
+                                            warnings is not None), warnings)
             data_validator = v.DATA_KINDS.get((info.group, info.kind))
             if data_validator is not None:
                 v.check_data_types(info.kind, info.api_version, new, old)
@@ -1378,7 +1399,21 @@ class APIServer:
         return self.serve(payload, caller=info.src)
 
     def serve(self, req: ApiRequest, caller: str = "") -> Any:
-        """`handle` without the network: dispatch an `ApiRequest` to the verb methods. A body
+        """`handle` without the network: dispatch an `ApiRequest` to the verb methods (`_serve`).
+        A ``warnings`` option (a list) collects the request's warnings, as kube-apiserver's
+        ``Warning`` headers carry them: under ``fieldValidation=Warn``, each unknown field the
+        write dropped, ``unknown field "spec.foo"``."""
+        sink = req.options.get("warnings")
+        if sink is None:
+            return self._serve(req, caller)
+        self._warnings = sink
+        try:
+            return self._serve(req, caller)
+        finally:
+            self._warnings = None
+
+    def _serve(self, req: ApiRequest, caller: str) -> Any:
+        """`serve`, the dispatch itself. A body
         over kube-apiserver's 3 MiB request limit is 413 before anything else: its size is the
         ``body_size`` option when the request says how many bytes its body came in (the HTTP
         gateway, for a JSON body: kube-apiserver limits those bytes), else its JSON encoding's.

@@ -685,14 +685,16 @@ def check_field_validation(mode: Any) -> str:
 
 
 def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, Any],
-                  mode: str, api_version: str = "", schema_unknown: Sequence[str] = ()) -> None:
+                  mode: str, api_version: str = "", schema_unknown: Sequence[str] = (),
+                  warnings: list[str] | None = None) -> None:
     """Drop (in place) the fields a Go decoder would not keep: unknown top-level fields of a
     built-in kind and unknown ObjectMeta fields; and empty ``omitempty`` metadata (``labels:
     {}`` is no labels), so a write that differs only there changes nothing. ``mode`` Strict
     refuses unknown fields instead, with kube's 400 message (`strict_error`), counting too
     ``schema_unknown``: the fields a custom resource's structural schema would prune
     (`KindInfo.unknown_fields`, which the caller computes only for Strict); ``meta`` is
-    ``obj["metadata"]``."""
+    ``obj["metadata"]``. ``warnings``: under Warn, where the dropped fields are named as
+    kube-apiserver's warnings name them (``schema_unknown`` then computed for Warn too)."""
     known = BUILTIN_FIELDS.get((group, kind))
     if (known is None or known.issuperset(obj)) and OBJECT_META_FIELDS.issuperset(meta) \
             and not schema_unknown:
@@ -707,13 +709,18 @@ def prune_unknown(group: str, kind: str, obj: dict[str, Any], meta: dict[str, An
     else:
         unknown = [k for k in obj if k not in known] if known is not None else []
         unknown_meta = [k for k in meta if k not in OBJECT_META_FIELDS]
-    if mode == "Strict" and (unknown or unknown_meta or schema_unknown):
+    named = mode == "Strict" or (mode == "Warn" and warnings is not None)
+    if named and (unknown or unknown_meta or schema_unknown):
         paths = unknown + [f"metadata.{k}" for k in unknown_meta]
         if known is None:  # a custom resource: kube-apiserver sorts the pruned paths
             paths = sorted([*paths, *schema_unknown])
         elif schema_unknown:  # a built-in's, from its schema: every depth, in document order
             paths = [*schema_unknown, *(p for p in paths if p not in schema_unknown)]
-        raise strict_error(kind, api_version or group, [f'unknown field "{p}"' for p in paths])
+        problems = [f'unknown field "{p}"' for p in paths]
+        if mode == "Strict":
+            raise strict_error(kind, api_version or group, problems)
+        assert warnings is not None
+        warnings.extend(problems)
     for k in unknown:
         del obj[k]
     for k in unknown_meta:

@@ -266,6 +266,8 @@ class Webhooks:
             failure = InternalError(f"Internal error occurred: {why}")
             failure.details = {"causes": [{"message": why}]}
             raise failure from None
+        for warning in response.get("warnings") or ():
+            self.api.warn(str(warning))  # sent on as Warning headers (kube's dispatchers)
         if not response.get("allowed"):
             self.calls.append((hname, op, info.kind, ns, name, "denied"))
             raise to_status_err(hname, response.get("status"))

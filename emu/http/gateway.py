@@ -466,6 +466,22 @@ _NOT_EMULATED: dict[str, dict[str, str]] = {
 }
 
 
+def warning_header(text: str) -> str:
+    """A ``Warning`` header's value as kube-apiserver writes it (RFC 7234's warn-code 299, no
+    agent, the text as a quoted string: ``299 - "unknown field \\"spec.foo\\""``)."""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _headers(warnings: list[str]) -> tuple[tuple[str, str], ...]:
+    """The ``Warning`` headers of a request's warnings: one each, a repeat sent once, one with a
+    control character not at all (kube's header recorder drops both)."""
+    seen: list[str] = []
+    for text in warnings:
+        if text not in seen and text.isprintable():
+            seen.append(text)
+    return tuple(("Warning", warning_header(text)) for text in seen)
+
+
 def _no_resource() -> ApiError:
     return ApiError.from_status({"code": 404, "reason": "NotFound",
                                  "message": "the server could not find the requested resource"})
@@ -519,6 +535,9 @@ class _Call:
         self._orphan: bool | None = None
         #: The body `_json_body` decoded from JSON, and how many bytes it came in.
         self._raw: tuple[Any, int] | None = None
+        #: kube-apiserver's warnings for this request (``fieldValidation=Warn``, kube's
+        #: default: the unknown and duplicate fields it dropped), sent as ``Warning`` headers.
+        self._warnings: list[str] | None = None
 
     def areq(self, verb: str, body: Any = None, **options: Any) -> ApiRequest:
         return self._areq(verb, body, options)
@@ -532,6 +551,9 @@ class _Call:
                 # kube-apiserver's default is Warn: an HTTP client's body is decoded (its
                 # unknown nested fields dropped) as if it had asked for it
                 options["field_validation"] = self.params.get("fieldValidation") or "Warn"
+            if self._warnings is None:
+                self._warnings = []
+            options["warnings"] = self._warnings  # what the API server warns of, as headers
             if "field_manager" not in options and verb in ("update", "update_status"):
                 manager = self.params.get("fieldManager")
                 if manager:  # the Update entry's name on an applied object
@@ -620,6 +642,12 @@ class _Call:
         return True
 
     def _reply(self, obj: Any, status: int = 200, verb: str = "") -> HttpResponse:
+        out = self._answer(obj, status, verb)
+        if self._warnings:
+            out.headers = (*out.headers, *_headers(self._warnings))
+        return out
+
+    def _answer(self, obj: Any, status: int, verb: str) -> HttpResponse:
         if type(obj) is bytes:  # the stored bytes, asked for with `encoded`
             return HttpResponse(status, obj)
         if status < 300 and isinstance(obj, dict) and self.table \
@@ -658,10 +686,10 @@ class _Call:
             from .protobuf import decode
 
             return decode(body, status=self.sub == "status")
-        strict = self.params.get("fieldValidation") == "Strict"
+        mode = self.params.get("fieldValidation") or "Warn"
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
-            if strict and body:
-                self._refuse_repeated_yaml_keys(body)
+            if mode != "Ignore" and body:
+                self._repeated_yaml_keys(body, mode)
             try:
                 return yaml.safe_load(body.decode()) if body else None
             except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -676,31 +704,48 @@ class _Call:
             decoded = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise BadRequest(f"the request body is not valid JSON: {exc}") from None
-        if strict:
-            self._refuse_duplicate_json_fields(body)
+        if mode != "Ignore" and self.req.method.upper() != "DELETE":
+            self._duplicate_json_fields(body, mode)
         self._raw = (decoded, len(body))
         return decoded
 
-    def _refuse_duplicate_json_fields(self, body: bytes) -> None:
-        """``fieldValidation=Strict``: a JSON object giving a key twice is refused with kube's
-        ``duplicate field "paused"`` (orjson keeps the last value silently)."""
-        repeated: list[str] = []
+    def _found(self, problems: list[str], mode: str) -> None:
+        """Strict refuses the body's ``problems`` with kube's 400; Warn sends them back as
+        warnings (the body's later value kept, as Go's decoder and orjson keep it)."""
+        if mode == "Strict":
+            raise strict_error(self.info.kind, self.info.api_version, problems)
+        if self._warnings is None:
+            self._warnings = []
+        self._warnings.extend(problems)
+
+    def _duplicate_json_fields(self, body: bytes, mode: str) -> None:
+        """A JSON object giving a key twice: kube's ``duplicate field "paused"`` (orjson keeps
+        the last value silently): a second decode, with Python's json, which hands each
+        object's pairs to a hook. The hook only compares two lengths (a Python loop over every
+        key would cost as much again as the decode); the keys are named only then."""
+        objects: list[list[tuple[str, Any]]] = []
 
         def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            out = dict(items)
+            if len(out) != len(items):
+                objects.append(items)
+            return out
+
+        json.loads(body, object_pairs_hook=pairs)
+        if not objects:
+            return
+        repeated: list[str] = []
+        for items in objects:
             seen: set[str] = set()
             for key, _ in items:
                 if key in seen and f'duplicate field "{key}"' not in repeated:
                     repeated.append(f'duplicate field "{key}"')
                 seen.add(key)
-            return dict(items)
+        self._found(repeated, mode)
 
-        json.loads(body, object_pairs_hook=pairs)
-        if repeated:
-            raise strict_error(self.info.kind, self.info.api_version, repeated)
-
-    def _refuse_repeated_yaml_keys(self, body: bytes) -> None:
-        """``fieldValidation=Strict``: a YAML body giving a key twice is refused with kube's
-        ``yaml: unmarshal errors: line N: key "k" already set in map``."""
+    def _repeated_yaml_keys(self, body: bytes, mode: str) -> None:
+        """A YAML body giving a key twice: kube's ``yaml: unmarshal errors: line N: key "k"
+        already set in map``, refused under Strict, a warning under Warn."""
         from ..client.apply import load_yaml
 
         try:
@@ -708,9 +753,10 @@ class _Call:
         except (yaml.YAMLError, UnicodeDecodeError):
             return  # the decode below says what is wrong
         repeated = [r for _, found in docs for r in found]
-        if repeated:
-            raise strict_error(self.info.kind, self.info.api_version,
-                               ["yaml: unmarshal errors:\n  " + "\n  ".join(repeated)])
+        if repeated:  # one error under Strict, one warning per key under Warn (as kube's
+            # parseYAMLWarnings splits the yaml error)
+            self._found(["yaml: unmarshal errors:\n  " + "\n  ".join(repeated)]
+                        if mode == "Strict" else repeated, mode)
 
     def _delete_options(self) -> Obj:
         body: Any = {}

@@ -117,7 +117,7 @@ class HttpServer:
             resp = web.Response(status=result.status, body=result.body,
                                 content_type=result.content_type)
             for key, value in result.headers:
-                resp.headers[key] = value
+                resp.headers.add(key, value)  # kube sends one Warning header per warning
             return resp
         return await self._stream(request, result)
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from emu.apiserver.errors import ApiError
+from emu.apiserver.request import ApiRequest
 from emu.apiserver.server import APIServer
 from emu.kernel.rng import SimRandom
 
@@ -95,6 +96,12 @@ def test_warn_and_audit_record_without_refusing(api: APIServer) -> None:
         "Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'b': "
         "too many"]
     assert api.policies.audit == [("max-replicas", "b", "too many")]
+    # a request that collects warnings (an HTTP client's, sent on as Warning headers) gets it
+    sink: list[str] = []
+    api.serve(ApiRequest("create", "Deployment", "apps/v1", "default", None,
+                         deployment("bigger", 9), {"warnings": sink, "field_validation": "Strict"}))
+    assert sink == ["Validation failed for ValidatingAdmissionPolicy 'max-replicas' with "
+                    "binding 'b': too many"]
 
 
 def test_variables_params_and_binding_match_resources(api: APIServer) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 import emu
 from emu.apiserver.errors import ApiError
+from emu.apiserver.request import ApiRequest
 from emu.apiserver.server import APIServer
 from emu.faults import UnperformedFaults, WebhookDown, WebhookUp
 from emu.kernel.rng import SimRandom
@@ -113,6 +114,17 @@ def test_a_mutating_webhook_patches_with_json_patch(api: APIServer) -> None:
     assert out["metadata"]["labels"] == {"app": "x", "mutated": "yes"}
     assert out["data"] == {"k": "patched"}
     assert body["data"] == {"k": "v"}  # the caller's object is left alone
+
+
+def test_a_webhooks_warnings_reach_a_request_that_collects_them(api: APIServer) -> None:
+    api.webhooks.register("hooks", "svc", lambda review: {
+        "allowed": True, "warnings": ["k is deprecated", "use data.key"]})
+    api.create(config("ValidatingWebhookConfiguration"))
+    sink: list[str] = []
+    api.serve(ApiRequest("create", "ConfigMap", "v1", "default", None, cm("w"),
+                         {"warnings": sink}))
+    assert sink == ["k is deprecated", "use data.key"]
+    api.create(cm("quiet"))  # an in-process write collects none, and fails on none
 
 
 def test_selectors_choose_what_is_reviewed(api: APIServer) -> None:

@@ -303,3 +303,19 @@ def test_kubectl_certificate_approve(served: Served):
     assert "certificatesigningrequest.certificates.k8s.io/kc-csr approved" in out
     listed = served.kubectl("get", "csr", "kc-csr").stdout
     assert re.search(r"kc-csr\s+\S+\s+kubernetes.io/kube-apiserver-client\s+.*Approved", listed)
+
+
+def test_kubectl_prints_the_servers_warnings_for_unknown_fields(served: Served):
+    """``--validate=warn``: kubectl sends ``fieldValidation=Warn`` and prints each ``Warning``
+    header the server answers with; ``--validate=strict`` (its default) gets the 400."""
+    ns = namespace(served, "kc-warn")
+    cm = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "w", "colour": "red"}, "data": {"k": "v"}, "dat": {}})
+    out = served.kubectl("create", "-n", ns, "--validate=warn", "-f", "-", stdin=cm)
+    assert 'Warning: unknown field "metadata.colour"' in out.stderr, out.stderr
+    assert 'Warning: unknown field "dat"' in out.stderr, out.stderr
+    refused = served.kubectl("create", "-n", ns, "-f", "-", stdin=cm.replace('"w"', '"s"'),
+                             check=False)
+    assert refused.returncode != 0
+    assert 'strict decoding error: unknown field "dat", unknown field "metadata.colour"' \
+        in refused.stderr, refused.stderr
