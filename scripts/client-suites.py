@@ -86,9 +86,10 @@ SUITES: dict[str, Suite] = {
         "kr8s",
         ("kr8s/tests/test_api.py", "kr8s/tests/test_auth.py", "kr8s/tests/test_objects.py"),
         pytest_args=("--confcutdir", "kr8s", "-p", "client_suites.kr8s_cluster"),
-        # its in-cluster tests read the kubeconfig's CA and connect with a ServiceAccount token
-        # over HTTPS, which emu serve speaks when given a token
-        serve_args=("--token", "client-suites"),
+        # as kind's: HTTPS, and a kubeconfig with the admin's client certificate (its auth
+        # tests take that certificate apart; its in-cluster tests read the CA and connect
+        # with a ServiceAccount token)
+        serve_args=("--tls",),
         ci=KR8S_CI),
     # kopf's end-to-end tests: every example operator run against the cluster (kubectl applies
     # its CRD and objects), and the examples' own tests.

@@ -38,7 +38,11 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--port", type=int, default=0, help="port to bind (default: a free one)")
     p.add_argument("--kubeconfig", metavar="PATH",
                    help="where to write the kubeconfig (default: a file in the temp dir)")
-    p.add_argument("--token", help="require this bearer token")
+    p.add_argument("--token", help="require this bearer token (serves HTTPS)")
+    p.add_argument("--tls", action="store_true",
+                   help="serve HTTPS with x509 client-certificate login, as a kind cluster: "
+                        "the kubeconfig carries kind's admin certificate (kubernetes-admin in "
+                        "system:masters), and certificates the world's CSRs got log in too")
     p.add_argument("--seed", type=int, default=0, help="the world's seed (default 0)")
     p.add_argument("--max-body", type=int, default=None, metavar="BYTES",
                    help="largest accepted request body (default 3 MiB; larger gets 413)")
@@ -146,7 +150,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     opts = ServeOptions(kuberay=args.kuberay, bare=args.bare, files=tuple(args.filename),
                         scenario=args.scenario,
                         speed=args.speed, host=args.host, port=args.port,
-                        kubeconfig=args.kubeconfig, token=args.token, seed=args.seed,
+                        kubeconfig=args.kubeconfig, token=args.token, tls=args.tls, seed=args.seed,
                         max_body=args.max_body or DEFAULT_MAX_BODY, expose=tuple(args.expose),
                         history_window=args.history_window,
                         kuberay_binary=args.kuberay_binary,

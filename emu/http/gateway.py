@@ -43,7 +43,7 @@ from ..apiserver.tokens import STATIC_USER, TokenError
 from ..apiserver.validation import forbidden, invalid, strict_error
 from ..apiserver.watch import WatchStream
 from ..client.client import APISERVER
-from ..kernel.clock import parse_time
+from ..kernel.clock import parse_time, to_datetime
 from ..kernel.network import ConnectionReset, NetworkError, Timeout
 from ..kernel.paced import wall_speed
 from . import discovery, openapi, reviews, tables
@@ -177,15 +177,18 @@ class Gateway:
     """Answers Kubernetes HTTP requests from one simulation's API server.
 
     ``identity`` fixes the caller's network identity (default: from the User-Agent); ``token``
-    requires ``Authorization: Bearer <token>``; ``max_body`` bounds request bodies (413).
+    requires ``Authorization: Bearer <token>``; ``client_certs``: a request may log in with a
+    client certificate the cluster CA signed (`emu.http.tls`), and must log in somehow;
+    ``max_body`` bounds request bodies (413).
     """
 
     def __init__(self, sim: Simulation, *, identity: str | None = None,
                  token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
-                 server_url: str = "") -> None:
+                 server_url: str = "", client_certs: bool = False) -> None:
         self.sim = sim
         self.identity = identity
         self.token = token
+        self.client_certs = client_certs
         if token is not None:  # a TokenReview of it authenticates as kind's admin user
             sim.api.tokens.static[token] = UserInfo(STATIC_USER, (SYSTEM_MASTERS, AUTHENTICATED))
         self.max_body = max_body
@@ -203,6 +206,37 @@ class Gateway:
         self._identities: dict[str, str] = {}
         self._accepts: dict[str, tuple[str | None, bool]] = {}
         self._media: dict[str, str] = {}
+
+    def _authenticated(self, req: HttpRequest) -> bool:
+        """kube-apiserver's union of authenticators, in its order: a client certificate
+        (x509), the static bearer token, a ServiceAccount token the world issued. A certificate
+        outside its dates fails only its own authenticator: a token may still log in."""
+        if req.peer is not None and self._client_certificate(req):
+            return True
+        if self.token is not None and req.header("authorization") == f"Bearer {self.token}":
+            return True
+        return self._service_account_bearer(req)
+
+    def _client_certificate(self, req: HttpRequest) -> bool:
+        """Whether ``req``'s verified client certificate authenticates now (the world's clock);
+        if so the request is made as its user (CN) and groups (O), whose RBAC applies. The
+        network identity is the user's name; a second certificate naming the same user in
+        other groups gets an identity of its own (``user (group, ...)``)."""
+        from .tls import ClientIdentity, client_identity
+
+        assert req.peer is not None
+        found = client_identity(req.peer, to_datetime(self.sim.now))
+        if not isinstance(found, ClientIdentity):
+            return False
+        user = UserInfo(found.user, (*found.groups, AUTHENTICATED))
+        identities = self.sim.rbac.identities
+        caller = found.user
+        if identities.get(caller, user) != user:
+            caller = f"{found.user} ({', '.join(found.groups)})"
+        if caller not in identities:
+            self.sim.rbac.assign(caller, user)
+        req.caller = caller
+        return True
 
     def _service_account_bearer(self, req: HttpRequest) -> bool:
         """Whether ``req`` carries a token the world issued (``kubectl create token``) that
@@ -250,8 +284,7 @@ class Gateway:
     async def handle(self, req: HttpRequest) -> HttpResponse | WatchResponse:
         """Answer one request; raises `Dropped` when the emulated network lost it."""
         self.requests += 1
-        if self.token is not None and req.header("authorization") != f"Bearer {self.token}" \
-                and not self._service_account_bearer(req):
+        if (self.token is not None or self.client_certs) and not self._authenticated(req):
             return HttpResponse.error({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                        "status": "Failure", "message": "Unauthorized",
                                        "reason": "Unauthorized", "code": 401}, 401)
@@ -558,6 +591,11 @@ class _Call:
                 manager = self.params.get("fieldManager")
                 if manager:  # the Update entry's name on an applied object
                     options["field_manager"] = manager
+                elif self.req.caller is not None:
+                    # a caller named by its credentials: kube's default manager is still the
+                    # User-Agent's product (prefixFromUserAgent)
+                    options["field_manager"] = caller_identity(
+                        self.req.header("user-agent"))
             raw = self._raw
             if raw is not None and body is raw[0]:
                 # the request's own bytes are what kube-apiserver's body limit counts (the

@@ -47,6 +47,9 @@ class ServeOptions:
     port: int = 0
     kubeconfig: str | None = None
     token: str | None = None
+    #: HTTPS with x509 client-certificate login, and a kubeconfig with kind's admin
+    #: certificate (`emu.http.tls`); ``token`` implies HTTPS too.
+    tls: bool = False
     seed: int = 0
     max_body: int = DEFAULT_MAX_BODY
     expose: tuple[str, ...] = ()
@@ -59,8 +62,14 @@ class ServeOptions:
 
 
 def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
-                    ca_pem: bytes | None = None) -> str:
+                    ca_pem: bytes | None = None,
+                    client_cert: tuple[bytes, bytes] | None = None) -> str:
+    """A kubeconfig for ``url``: the ``token``, and/or the client certificate and key PEMs
+    ``client_cert`` (kind's admin user), trusting ``ca_pem``."""
     user: dict[str, Any] = {"token": token} if token else {}
+    if client_cert is not None:
+        user["client-certificate-data"] = base64.b64encode(client_cert[0]).decode()
+        user["client-key-data"] = base64.b64encode(client_cert[1]).decode()
     cluster: dict[str, Any] = {"server": url}
     if ca_pem:
         cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
@@ -124,13 +133,16 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
     # per request would only grow the heap (and every full garbage collection with it).
     sim.network.spans = None
     ssl_context, ca_pem, tls_dir = None, None, None
-    if opts.token:
-        # client-go sends credentials only over TLS: a token needs HTTPS.
-        from .tls import self_signed
+    admin_cert: tuple[bytes, bytes] | None = None
+    if opts.token or opts.tls:
+        # client-go sends credentials only over TLS: a token or a certificate needs HTTPS.
+        from .tls import serving_tls
 
-        cert = self_signed(opts.host)
+        certs = serving_tls(opts.host, opts.seed)
         tls_dir = tempfile.TemporaryDirectory(prefix="emu-serve-tls-")
-        ssl_context, ca_pem = cert.server_context(Path(tls_dir.name)), cert.cert_pem
+        ssl_context, ca_pem = certs.server_context(Path(tls_dir.name)), certs.ca_pem
+        if opts.tls:
+            admin_cert = (certs.admin_cert_pem, certs.admin_key_pem)
     server = HttpServer(sim, host=opts.host, port=opts.port, token=opts.token,
                         max_body=opts.max_body, ssl_context=ssl_context)
     forwards: list[Any] = []
@@ -203,7 +215,7 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
             Path(tempfile.gettempdir()) / f"emu-kubeconfig-{server.port}"
         if not opts.kubeconfig:
             written = path  # ours to remove at the end; a --kubeconfig file stays
-        path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem))
+        path.write_text(kubeconfig_text(url, opts.token, ca_pem=ca_pem, client_cert=admin_cert))
         os.chmod(path, 0o600)
         if opts.kuberay_binary and sc is None:
             real = await _start_real_operator(sim, opts, path)

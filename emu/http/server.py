@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from ..simulation import Simulation
 
 
-async def _to_request(request: web.Request, max_body: int) -> HttpRequest | HttpResponse:
+async def _to_request(request: web.Request, max_body: int,
+                      client_certs: bool = False) -> HttpRequest | HttpResponse:
     body = b""
     if request.body_exists:  # most requests are reads, with no body to wait for
         length = request.content_length
@@ -37,9 +38,13 @@ async def _to_request(request: web.Request, max_body: int) -> HttpRequest | Http
                                         f"{max_body} bytes")
             return HttpResponse.error(err.status, err.code)
     # aiohttp's headers are already case-insensitive: no copy
-    return HttpRequest(request.method, request.path,
-                       tuple(request.query.items()) if request.query_string else (),
-                       request.headers, body)
+    out = HttpRequest(request.method, request.path,
+                      tuple(request.query.items()) if request.query_string else (),
+                      request.headers, body)
+    if client_certs and request.transport is not None:
+        # the client certificate OpenSSL verified against the cluster CA (`emu.http.tls`)
+        out.peer = request.transport.get_extra_info("peercert") or None
+    return out
 
 
 class HttpServer:
@@ -56,7 +61,11 @@ class HttpServer:
         self.host = host
         self.port = port
         self.max_body = max_body
-        self.gateway = Gateway(sim, token=token, max_body=max_body, identity=identity)
+        #: Whether TLS asks clients for certificates (x509 login, `emu.http.tls`).
+        self.client_certs = ssl_context is not None and \
+            getattr(ssl_context, "verify_mode", 0) != 0
+        self.gateway = Gateway(sim, token=token, max_body=max_body, identity=identity,
+                               client_certs=self.client_certs)
         self._runner: web.AppRunner | None = None
         self._watches: dict[int, WatchResponse] = {}  # by id, in opening order
         #: Set each time a watch stream ends (tests wait on it; cleared by whoever waits).
@@ -94,7 +103,7 @@ class HttpServer:
             self._runner = None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        parsed = await _to_request(request, self.max_body)
+        parsed = await _to_request(request, self.max_body, self.client_certs)
         if isinstance(parsed, HttpResponse):
             return web.Response(status=parsed.status, body=parsed.body,
                                 content_type=parsed.content_type)

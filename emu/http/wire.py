@@ -25,7 +25,7 @@ class HttpRequest:
     lower-case keys, or a framework's case-insensitive headers); ``query`` keeps repeated keys in
     order. A plain slotted class rather than attrs: one is built per request."""
 
-    __slots__ = ("body", "caller", "headers", "method", "path", "query")
+    __slots__ = ("body", "caller", "headers", "method", "path", "peer", "query")
 
     def __init__(self, method: str, path: str, query: tuple[tuple[str, str], ...] = (),
                  headers: Mapping[str, str] | None = None, body: bytes = b"") -> None:
@@ -37,6 +37,8 @@ class HttpRequest:
         #: The network identity the request's credentials give it (a ServiceAccount token's
         #: user), set by the gateway; None: the User-Agent's product names the caller.
         self.caller: str | None = None
+        #: The verified client certificate (``getpeercert()``), over HTTPS with x509 login.
+        self.peer: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"HttpRequest({self.method!r}, {self.path!r}, {self.query!r})"

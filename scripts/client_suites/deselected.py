@@ -38,14 +38,6 @@ DESELECTED: dict[str, dict[str, str]] = {
             "test_pod_exec_to_file", "test_pod_exec_stdin", "test_pod_exec_not_ready",
             "test_service_exec")),
             "needs a node: runs commands in a container (the exec subresource is not emulated)"),
-        **dict.fromkeys((
-            "kr8s/tests/test_auth.py::test_exec", "kr8s/tests/test_auth.py::test_certs_on_disk[True]",
-            "kr8s/tests/test_auth.py::test_certs_on_disk[False]",
-            "kr8s/tests/test_auth.py::test_certs_not_encoded",
-            "kr8s/tests/test_auth.py::test_certs_with_encoded_line_breaks"),
-            "the emulator's gap: reads the client certificate of kind's kubeconfig "
-            "(client-certificate-data); emu serve authenticates by bearer token only, so its "
-            "kubeconfig has none (x509 client authentication is not emulated)"),
         "kr8s/tests/test_objects.py::test_node_taint":
             "the suite's assumption of a one-node kind cluster: it removes the first Node's "
             "taints reading each taint's value, and the standard cluster's first Node is the "

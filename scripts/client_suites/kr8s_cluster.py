@@ -17,6 +17,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,13 @@ class ExistingCluster:
         if cluster.get("certificate-authority-data"):
             context = ssl.create_default_context(
                 cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        if context is not None and user.get("client-certificate-data"):
+            # ssl loads a certificate and key from files only
+            with tempfile.TemporaryDirectory() as tmp:
+                cert, key = Path(tmp, "client.crt"), Path(tmp, "client.key")
+                cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+                key.write_bytes(base64.b64decode(user["client-key-data"]))
+                context.load_cert_chain(str(cert), str(key))
         req = urllib.request.Request(cluster["server"] + path, method=method, headers=headers,
                                      data=None if body is None else json.dumps(body).encode())
         with urllib.request.urlopen(req, timeout=30, context=context) as resp:
