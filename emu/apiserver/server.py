@@ -57,6 +57,7 @@ from .selectors import (
     parse_label_selector,
     selector_from_dict,
 )
+from .serviceaccount import admit as service_account_admit
 from .store import Entry, Store, Table
 from .storedkinds import admit_default_storage_class
 from .watch import BOOKMARK_INTERVAL, WatchHub, WatchStream
@@ -259,6 +260,9 @@ class APIServer:
         #: The DefaultTolerationSeconds admission plugin's ``tolerationSeconds`` (None: the
         #: plugin is off, as in a minimal world; a standard cluster sets 300).
         self.default_toleration_seconds: int | None = None
+        #: The ServiceAccount admission plugin (`emu.apiserver.serviceaccount`): on in a
+        #: standard cluster, which has the ServiceAccounts it needs.
+        self.service_account_admission = False
         self._ns_info = self.kinds.resolve("Namespace")
         #: The Namespaces' table (the store keeps one Table per kind for good).
         self._ns_table = self.store.table(self._ns_info)
@@ -796,6 +800,7 @@ class APIServer:
         else:
             meta.pop("namespace", None)
         name: str = meta.get("name") or ""
+        shown = name or str(meta.get("generateName") or "")  # the name admission errors name
         if not name:
             gen = meta.get("generateName")
             if not gen:
@@ -827,6 +832,8 @@ class APIServer:
         limited = ns in self._limit_ns and info.kind == "Pod" and info.group == ""
         if limited:  # mutating admission: LimitRanger's defaults
             self.admission.limit_ranger_admit(new, ns)
+        if self.service_account_admission and info.kind == "Pod" and info.group == "":
+            service_account_admit(self, new, ns, shown)
         if info.kind == "Pod" and info.group == "" and (self._priority_classes or (
                 new.get("spec") or {}).get("priorityClassName")):
             self.priority.admit(info, new, name)

@@ -55,6 +55,10 @@ DEFAULT_EXPIRATION = 3600
 #: ``ValidateTokenRequest``: at least ten minutes, at most 2^32 seconds.
 MIN_EXPIRATION = 600
 MAX_EXPIRATION = 1 << 32
+#: ``WarnOnlyBoundTokenExpirationSeconds``: what the ServiceAccount admission's projected token
+#: asks for, and ``ExpirationExtensionSeconds``: what a Pod-bound token asking for it gets.
+WARN_ONLY_SECONDS = 3607
+EXTENDED_SECONDS = 365 * 24 * 3600
 GROUP = "authentication.k8s.io"
 API_VERSION = f"{GROUP}/v1"
 #: The user a TokenReview of ``emu serve --token``'s token authenticates as (kind's admin).
@@ -233,7 +237,13 @@ class Tokens:
                     private["node"] = {"name": node, "uid": node_obj["metadata"]["uid"]}
                 except ApiError:
                     pass
-        claims: Obj = {"aud": audiences, "exp": now + seconds, "iat": now, "iss": ISSUER,
+        lifetime = seconds
+        if bound is not None and bound[0] == "pod" and seconds == WARN_ONLY_SECONDS:
+            # --service-account-extend-token-expiration (on by default): the kubelet's
+            # projected token lives a year, warning after the hour it asked for
+            private["warnafter"] = now + seconds
+            lifetime = EXTENDED_SECONDS
+        claims: Obj = {"aud": audiences, "exp": now + lifetime, "iat": now, "iss": ISSUER,
                        "jti": self._ids.uid(), "kubernetes.io": private, "nbf": now,
                        "sub": f"system:serviceaccount:{namespace}:{name}"}
         token = "" if dry_run else self.key.sign(claims)
@@ -246,7 +256,7 @@ class Tokens:
         return {"kind": "TokenRequest", "apiVersion": API_VERSION, "metadata": out_meta,
                 "spec": out_spec,
                 "status": {"token": token, "expirationTimestamp": rfc3339(
-                    self.api._clock() + seconds)}}
+                    self.api._clock() + lifetime)}}
 
     def _bound(self, name: str, namespace: str, ref: Any) -> tuple[str, Obj]:
         """The object a token is bound to (``boundObjectRef``): a Pod running as the

@@ -208,6 +208,14 @@ class Client:
         name = obj.get("metadata", {}).get("name")
         return await self._call(ApiRequest("create", kind, api_version, ns, name, obj, opts))
 
+    async def create_token(self, name: str, token_request: dict[str, Any],
+                           namespace: str) -> dict[str, Any]:
+        """A token for the ServiceAccount ``namespace/name`` (client-go's ``CreateToken``, the
+        ``serviceaccounts/token`` subresource): ``token_request`` is an
+        ``authentication.k8s.io/v1`` TokenRequest; the answer carries ``status.token``."""
+        return await self._call(ApiRequest("create", "ServiceAccount", "v1", namespace, name,
+                                           token_request, {"subresource": "token"}))
+
     async def update(self, obj: dict[str, Any], *, dry_run: bool = False,
                      field_validation: str | None = None) -> dict[str, Any]:
         """Replace; `Conflict` when ``metadata.resourceVersion`` is stale."""

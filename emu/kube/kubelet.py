@@ -54,7 +54,7 @@ from ..client.informer import FuncHandler, Informer
 from ..kernel import clock
 from ..kernel.network import NetworkError
 from ..kernel.process import Process, ProcessGone
-from . import probes, standard
+from . import probes, projected, standard
 from .common import Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
 from .events import EventRecorder
@@ -474,6 +474,10 @@ class PodWorker:
         self._last_status: Obj | None = None
         self._volumes: dict[str, Path] | None = None
         self._volumes_synced_at = 0.0
+        #: Projected volumes by name (their tokens' refresh times live there), and the Pod
+        #: they are filled in from (its ServiceAccount, labels and annotations).
+        self._projected: dict[str, projected.ProjectedVolume] = {}
+        self._pod_for_volumes: Obj | None = None
         self._config_errors: dict[str, str] = {}
         #: The waiting reason of a container in `_config_errors` (CreateContainerConfigError or
         #: CreateContainerError).
@@ -833,11 +837,15 @@ class PodWorker:
         """Volume name → host directory, for volumes a program can use as files; a volume that
         can't be set up raises `VolumeError` naming it."""
         out: dict[str, Path] = {}
-        for vol in (pod.get("spec") or {}).get("volumes") or []:
-            try:
-                await self._resolve_volume(vol, out)
-            except (ConfigError, OSError) as err:
-                raise VolumeError(str(vol.get("name", "")), str(err)) from None
+        self._pod_for_volumes = pod
+        try:
+            for vol in (pod.get("spec") or {}).get("volumes") or []:
+                try:
+                    await self._resolve_volume(vol, out)
+                except (ConfigError, OSError) as err:
+                    raise VolumeError(str(vol.get("name", "")), str(err)) from None
+        finally:
+            self._pod_for_volumes = None  # a projected volume keeps what it needs of it
         return out
 
     async def _resolve_volume(self, vol: Obj, out: dict[str, Path]) -> None:
@@ -872,6 +880,18 @@ class PodWorker:
             for k, v in sorted(self._data(obj or {}).items()):
                 (path / k).write_text(v)
             out[name] = path
+        elif "projected" in vol:
+            found = self._projected.get(name)
+            if found is None:
+                path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
+                assert self._pod_for_volumes is not None
+                found = self._projected[name] = projected.ProjectedVolume(
+                    self, name, path, self._pod_for_volumes)
+            try:
+                await found.fill(vol["projected"] or {})
+            except projected.ConfigError as err:
+                raise ConfigError(str(err)) from None
+            out[name] = found.path
 
     async def sync_projected_volumes(self, volumes: list[Obj]) -> None:
         """The kubelet's periodic refresh of Secret and ConfigMap volumes (every
@@ -887,7 +907,7 @@ class PodWorker:
             return
         self._volumes_synced_at += ticks * VOLUME_SYNC_PERIOD
         for vol in volumes:
-            if "configMap" not in vol and "secret" not in vol:
+            if "configMap" not in vol and "secret" not in vol and "projected" not in vol:
                 continue
             try:
                 await self._resolve_volume(vol, {})

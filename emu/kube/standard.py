@@ -325,6 +325,9 @@ def boot(cluster: KubeCluster) -> None:
     from .volumes import standard_storage_class
 
     api = cluster.world.api  # type: ignore[attr-defined]
+    # kube-apiserver's ServiceAccount admission (a kind cluster has the ServiceAccounts it
+    # looks up; a bare world has none, so it stays off there)
+    api.service_account_admission = True
     version = cluster.config.kubernetes_version
     cp = cluster.control_plane
     assert cp is not None
