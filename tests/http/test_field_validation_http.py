@@ -117,3 +117,13 @@ async def test_warn_names_a_custom_resources_pruned_fields(sim):
         assert resp.status_code == 201, resp.text
         assert warnings(resp) == ['299 - "unknown field \\"spec.bogus\\""']
         assert "bogus" not in resp.text
+
+
+def test_a_warning_header_is_kubes_quoted_string_and_control_characters_are_dropped():
+    from emu.http.gateway import _headers, warning_header
+
+    assert warning_header('a "b" \\ c') == '299 - "a \\"b\\" \\\\ c"'
+    # a repeat is sent once; a text with a control character not at all (kube's recorder
+    # refuses it: a header cannot carry it)
+    assert _headers(["x", "x", "two\nlines", "y"]) == (
+        ("Warning", '299 - "x"'), ("Warning", '299 - "y"'))
