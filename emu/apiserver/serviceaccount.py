@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from .errors import Forbidden
 
 if TYPE_CHECKING:
@@ -66,8 +68,8 @@ def admit(api: APIServer, pod: Obj, namespace: str, shown_name: str) -> None:
                                    f"error looking up service account {namespace}/{name}: "
                                    f'serviceaccount "{name}" not found')
     automount = spec.get("automountServiceAccountToken")
-    if automount is None:
-        automount = api.get("ServiceAccount", name, namespace).get("automountServiceAccountToken")
+    if automount is None:  # the ServiceAccount's say, decoded only when the Pod has none
+        automount = orjson.loads(entry.data).get("automountServiceAccountToken")
     if automount is False:
         return
     _mount_service_account_token(api, spec)
@@ -81,7 +83,7 @@ def _mount_service_account_token(api: APIServer, spec: Obj) -> None:
     existing = next((v["name"] for v in volumes if isinstance(v, dict)
                      and str(v.get("name", "")).startswith(VOLUME_PREFIX)), None)
     volume = existing
-    while volume is None or (existing is None and volume in names):
+    while volume is None or volume in names - {existing}:
         volume = VOLUME_PREFIX + api._rng.name_suffix(5)
     mount = {"name": volume, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH}
     needed = False

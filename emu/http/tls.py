@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import ipaddress
 import ssl
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from ..apiserver.cluster_ca import cluster_ca
-from ..kernel.clock import EPOCH
 from ..kernel.paced import real_now_as_virtual
 
 #: OpenSSL's ``X509_V_FLAG_NO_CHECK_TIME``: verify the chain, leave the dates to the world's
@@ -127,10 +126,8 @@ def client_identity(peer: dict[str, Any], now: datetime) -> ClientIdentity | str
     why it does not authenticate at ``now`` (the world's clock): kube's x509 authenticator
     refuses a certificate outside its dates and one without a common name."""
     try:
-        not_before = EPOCH + timedelta(seconds=ssl.cert_time_to_seconds(peer["notBefore"])
-                                       - EPOCH.timestamp())
-        not_after = EPOCH + timedelta(seconds=ssl.cert_time_to_seconds(peer["notAfter"])
-                                      - EPOCH.timestamp())
+        not_before = datetime.fromtimestamp(ssl.cert_time_to_seconds(peer["notBefore"]), UTC)
+        not_after = datetime.fromtimestamp(ssl.cert_time_to_seconds(peer["notAfter"]), UTC)
     except (KeyError, ValueError):
         return "x509: the certificate has no validity period"
     if now < not_before or now > not_after:

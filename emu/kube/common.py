@@ -391,3 +391,8 @@ def rfc3339(seconds: float) -> str:
             _TS_CACHE.clear()
         text = _TS_CACHE[key] = clock.rfc3339(key)
     return text
+
+
+class ConfigError(Exception):
+    """A container can't be created from its config yet (CreateContainerConfigError): a missing
+    ConfigMap, Secret or key, a volume source that cannot be filled in."""

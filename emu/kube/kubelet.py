@@ -55,7 +55,7 @@ from ..kernel import clock
 from ..kernel.network import NetworkError
 from ..kernel.process import Process, ProcessGone
 from . import probes, projected, standard
-from .common import Obj, milli, parse_quantity, rfc3339, set_condition
+from .common import ConfigError, Obj, milli, parse_quantity, rfc3339, set_condition
 from .containers import ContainerRecord, NodeRuntime, PodSandbox
 from .events import EventRecorder
 
@@ -446,10 +446,6 @@ def qos_class(spec: Obj) -> str:
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
-class ConfigError(Exception):
-    """A container can't be created from its config yet (CreateContainerConfigError)."""
-
-
 class VolumeError(Exception):
     """A Pod volume can't be set up yet (FailedMount)."""
 
@@ -474,10 +470,8 @@ class PodWorker:
         self._last_status: Obj | None = None
         self._volumes: dict[str, Path] | None = None
         self._volumes_synced_at = 0.0
-        #: Projected volumes by name (their tokens' refresh times live there), and the Pod
-        #: they are filled in from (its ServiceAccount, labels and annotations).
+        #: Projected volumes by name (their tokens' refresh times live there).
         self._projected: dict[str, projected.ProjectedVolume] = {}
-        self._pod_for_volumes: Obj | None = None
         self._config_errors: dict[str, str] = {}
         #: The waiting reason of a container in `_config_errors` (CreateContainerConfigError or
         #: CreateContainerError).
@@ -837,19 +831,17 @@ class PodWorker:
         """Volume name → host directory, for volumes a program can use as files; a volume that
         can't be set up raises `VolumeError` naming it."""
         out: dict[str, Path] = {}
-        self._pod_for_volumes = pod
-        try:
-            for vol in (pod.get("spec") or {}).get("volumes") or []:
-                try:
-                    await self._resolve_volume(vol, out)
-                except (ConfigError, OSError) as err:
-                    raise VolumeError(str(vol.get("name", "")), str(err)) from None
-        finally:
-            self._pod_for_volumes = None  # a projected volume keeps what it needs of it
+        for vol in (pod.get("spec") or {}).get("volumes") or []:
+            try:
+                await self._resolve_volume(vol, out, pod)
+            except (ConfigError, OSError) as err:
+                raise VolumeError(str(vol.get("name", "")), str(err)) from None
         return out
 
-    async def _resolve_volume(self, vol: Obj, out: dict[str, Path]) -> None:
-        """Set up one volume into ``out`` (ConfigError / OSError when it can't be yet)."""
+    async def _resolve_volume(self, vol: Obj, out: dict[str, Path], pod: Obj | None = None
+                              ) -> None:
+        """Set up one volume into ``out`` (ConfigError / OSError when it can't be yet); ``pod``:
+        the Pod, on the first set-up (a projected volume keeps what it needs of it)."""
         name = vol.get("name", "")
         if "persistentVolumeClaim" in vol:
             claim = vol["persistentVolumeClaim"].get("claimName", "")
@@ -884,13 +876,9 @@ class PodWorker:
             found = self._projected.get(name)
             if found is None:
                 path = self.kubelet.cluster.workdir / "pods" / self.uid / "volumes" / name
-                assert self._pod_for_volumes is not None
-                found = self._projected[name] = projected.ProjectedVolume(
-                    self, name, path, self._pod_for_volumes)
-            try:
-                await found.fill(vol["projected"] or {})
-            except projected.ConfigError as err:
-                raise ConfigError(str(err)) from None
+                assert pod is not None, "a projected volume is first set up with its Pod"
+                found = self._projected[name] = projected.ProjectedVolume(self, name, path, pod)
+            await found.fill(vol["projected"] or {})
             out[name] = found.path
 
     async def sync_projected_volumes(self, volumes: list[Obj]) -> None:

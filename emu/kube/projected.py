@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import clock
-from .common import Obj
+from .common import ConfigError, Obj
 
 if TYPE_CHECKING:
     from .kubelet import PodWorker
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 MAX_TOKEN_TTL = 24 * 3600.0
 #: A ``serviceAccountToken`` source's default ``expirationSeconds`` (an hour).
 DEFAULT_TOKEN_SECONDS = 3600
-
-
-class ConfigError(Exception):
-    """A source that cannot be filled in yet (the kubelet retries, as for a missing ConfigMap)."""
 
 
 def _format_map(values: dict[str, Any]) -> str:
@@ -123,11 +119,10 @@ class ProjectedVolume:
                                   f"{entry.get('key')}")
 
     def _downward(self, src: Obj) -> None:
+        values = {"metadata.name": self.worker.name,
+                  "metadata.namespace": self.worker.namespace, "metadata.uid": self.worker.uid}
         for entry in src.get("items") or []:
             field = str((entry.get("fieldRef") or {}).get("fieldPath", ""))
-            values = {"metadata.name": self.worker.name,
-                      "metadata.namespace": self.worker.namespace,
-                      "metadata.uid": self.worker.uid}
             if field in values:
                 text = values[field]
             elif field == "metadata.labels":

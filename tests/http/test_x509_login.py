@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import ssl
 import urllib.error
 import urllib.request
@@ -120,7 +121,7 @@ async def test_a_signed_certificate_logs_in_rbac_applies_and_it_expires(sim):
 
 @pytest.fixture(scope="module")
 def tls_served(tmp_path_factory: pytest.TempPathFactory):
-    require(__import__("shutil").which("kubectl") is not None, "kubectl")
+    require(shutil.which("kubectl") is not None, "kubectl")
     srv = start_serve(tmp_path_factory.mktemp("tls"), "--standard-cluster", "--tls",
                       "--speed", "5")
     try:
