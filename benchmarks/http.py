@@ -1,19 +1,21 @@
 """HTTP benchmark: workload W through ``emu serve``'s HTTP stack, beside a same-run floor.
 
-Workload W (issue 13): N ConfigMaps (2,000; 200 with ``--quick``) created, read, updated, then
-200 stale updates (each a 409), lists by label, and a watch that replays every object — all as
-plain HTTP requests from aiohttp clients (8 in flight) over loopback. The floor is a bare dict
-store behind the same HTTP stack (aiohttp, orjson, the same URLs and status codes) in the same
-process and run; the target is ≥ 0.8x the floor on every step. Also: the in-process httpx
-transport's ops/s beside the in-process client's, on virtual time (no sockets).
+Workload W: N ConfigMaps (2,000; 200 with ``--quick``) created, read, updated, then 200 stale
+updates (each a 409), lists by label, and watches that replay every object — all as plain HTTP
+requests from aiohttp clients (8 in flight) over loopback. The floor is a bare dict store behind
+the same HTTP stack (aiohttp, orjson, the same URLs and status codes) in the same process; the
+target is ≥ 0.8x the floor on every step, in operations per CPU second of this process (client
+and server together). Also: the in-process httpx transport's ops/s beside the in-process
+client's, on virtual time (no sockets).
 
-Also run: emu with the stored-bytes paths off ("before": every answer decoded by the API server
-and encoded again), in the same run. Each step is measured in operations per wall second and per
-CPU second of this process (client and server together): on a machine shared with other work the
-wall figures move by tens of percent between runs, the CPU figures by a few. Prints figures and
-ratios; asserts nothing.
+emu and the floor run in lockstep: each step is cut into turns of ``--chunk`` operations, and
+the two servers take turns, so both meet the machine at the same speed (a CPU's speed here moves
+by tens of percent within a minute, which made whole runs one after the other disagree by as
+much). Also run, beside a floor of its own: emu with the stored-bytes paths off ("before":
+every answer decoded by the API server and encoded again). Prints figures and ratios; asserts
+nothing.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/http.py [--quick] [--json]
+    PYTHONPATH=. .venv/bin/python benchmarks/http.py [--quick] [--rounds R] [--chunk C] [--json]
 """
 
 from __future__ import annotations
@@ -124,81 +126,115 @@ async def _bounded(jobs: list[Callable[[], Awaitable[None]]]) -> None:
     await asyncio.gather(*(one(j) for j in jobs))
 
 
-async def workload(base: str, n: int) -> dict[str, tuple[int, float, float]]:
-    """Run W against ``base``; step → (operations, wall seconds, CPU seconds of this process:
-    the server and its client, whatever else the shared machine runs)."""
-    out: dict[str, tuple[int, float, float]] = {}
-    connector = aiohttp.TCPConnector(limit=CONCURRENCY)
-    async with aiohttp.ClientSession(base, connector=connector) as s:
-        stored: dict[str, dict[str, Any]] = {}
+Job = Callable[[], Awaitable[None]]
+Figures = dict[str, tuple[int, float, float]]
 
-        async def timed(step: str, jobs: list[Callable[[], Awaitable[None]]]) -> None:
-            start, cpu = time.perf_counter(), time.process_time()
-            await _bounded(jobs)
-            out[step] = (len(jobs), time.perf_counter() - start, time.process_time() - cpu)
 
-        def create(i: int) -> Callable[[], Awaitable[None]]:
-            async def job() -> None:
-                async with s.post(PATH, data=orjson.dumps(configmap(i)),
-                                  headers={"content-type": "application/json"}) as r:
-                    assert r.status == 201, await r.text()
-                    obj = orjson.loads(await r.read())
-                    stored[obj["metadata"]["name"]] = obj
-            return job
+class Side:
+    """One server under workload W: its client session, the objects it answered, and the
+    operations, wall and CPU seconds each step took on it."""
 
-        def get(name: str) -> Callable[[], Awaitable[None]]:
-            async def job() -> None:
-                async with s.get(f"{PATH}/{name}") as r:
-                    assert r.status == 200
+    def __init__(self, base: str, task_factory: Any) -> None:
+        #: The loop's task factory during this side's turns: a world installs its own (it
+        #: tracks each process's tasks), which the floor's turns must not pay for.
+        self.task_factory = task_factory
+        self.session = aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(
+            limit=CONCURRENCY))
+        self.stored: dict[str, dict[str, Any]] = {}
+        self.figures: Figures = {}
+
+    def add(self, step: str, ops: int, wall: float, cpu: float) -> None:
+        old = self.figures.get(step, (0, 0.0, 0.0))
+        self.figures[step] = (old[0] + ops, old[1] + wall, old[2] + cpu)
+
+    def create(self, i: int) -> Job:
+        async def job() -> None:
+            async with self.session.post(PATH, data=orjson.dumps(configmap(i)),
+                                         headers={"content-type": "application/json"}) as r:
+                assert r.status == 201, await r.text()
+                obj = orjson.loads(await r.read())
+                self.stored[obj["metadata"]["name"]] = obj
+        return job
+
+    def get(self, name: str) -> Job:
+        async def job() -> None:
+            async with self.session.get(f"{PATH}/{name}") as r:
+                assert r.status == 200
+                await r.read()
+        return job
+
+    def update(self, name: str, expect: int) -> Job:
+        obj = self.stored[name]
+        obj["data"]["index"] += "!"
+        body = orjson.dumps(obj)
+
+        async def job() -> None:
+            async with self.session.put(f"{PATH}/{name}", data=body,
+                                        headers={"content-type": "application/json"}) as r:
+                assert r.status == expect, await r.text()
+                if expect == 200:
+                    self.stored[name] = orjson.loads(await r.read())
+                else:
                     await r.read()
-            return job
+        return job
 
-        def update(name: str, expect: int) -> Callable[[], Awaitable[None]]:
-            obj = stored[name]
-            obj["data"]["index"] += "!"
-            body = orjson.dumps(obj)
+    def list_by_label(self, shard: int, n: int) -> Job:
+        async def job() -> None:
+            async with self.session.get(PATH, params={"labelSelector": f"shard={shard}"}) as r:
+                assert r.status == 200
+                assert len(orjson.loads(await r.read())["items"]) == n // 10
+        return job
 
-            async def job() -> None:
-                async with s.put(f"{PATH}/{name}", data=body,
-                                 headers={"content-type": "application/json"}) as r:
-                    assert r.status == expect, await r.text()
-                    if expect == 200:
-                        stored[name] = orjson.loads(await r.read())
-                    else:
-                        await r.read()
-            return job
-
-        def list_by_label(shard: int) -> Callable[[], Awaitable[None]]:
-            async def job() -> None:
-                async with s.get(PATH, params={"labelSelector": f"shard={shard}"}) as r:
-                    assert r.status == 200
-                    assert len(orjson.loads(await r.read())["items"]) == n // 10
-            return job
-
-        await timed("create", [create(i) for i in range(n)])
-        names = sorted(stored)
-        await timed("get", [get(name) for name in names])
-        stale = {name: dict(stored[name]) for name in names[:STALE]}
-        await timed("update", [update(name, 200) for name in names])
-        stored.update(stale)  # the versions read before the updates: every PUT is a 409
-        await timed("stale update (409)", [update(name, 409) for name in names[:STALE]])
-        await timed("list by label", [list_by_label(i % 10) for i in range(LISTS)])
-        # at least 2,000 events in all (one replay is too short to time at --quick sizes)
-        start, cpu = time.perf_counter(), time.process_time()
-        seen = 0
-        for _ in range(max(1, 2000 // n)):
+    def watch(self, n: int) -> Job:
+        async def job() -> None:
             got = 0
-            async with s.get(PATH, params={"watch": "1", "resourceVersion": "0"}) as r:
+            async with self.session.get(PATH, params={"watch": "1", "resourceVersion": "0"}) as r:
                 async for _line in r.content:
                     got += 1
                     if got == n:
                         break
-            seen += got
-        out["watch (events)"] = (seen, time.perf_counter() - start, time.process_time() - cpu)
-    return out
+        return job
 
 
-Figures = dict[str, tuple[int, float, float]]
+async def _lockstep(sides: list[Side], step: str, jobs: list[list[Job]], chunk: int,
+                    ops_per_job: int = 1) -> None:
+    """Run ``jobs[i]`` on ``sides[i]``, the sides in turn, ``chunk`` jobs at a time, the side
+    that goes first alternating; each side's figures are summed over its chunks. The CPU's
+    speed on a shared or throttled machine moves by tens of percent within a minute (a bare
+    Python loop here took 0.29-0.51 s from one second to the next); chunks that alternate
+    within a fraction of a second meet the same machine, so the ratio of two sides' sums
+    holds where whole runs one after the other do not."""
+    loop = asyncio.get_running_loop()
+    for k, first in enumerate(range(0, len(jobs[0]), chunk)):
+        order = range(len(sides)) if k % 2 == 0 else reversed(range(len(sides)))
+        for i in order:
+            loop.set_task_factory(sides[i].task_factory)
+            batch = jobs[i][first:first + chunk]
+            start, cpu = time.perf_counter(), time.process_time()
+            await _bounded(batch)
+            sides[i].add(step, len(batch) * ops_per_job, time.perf_counter() - start,
+                         time.process_time() - cpu)
+
+
+async def workload(sides: list[Side], n: int, chunk: int) -> None:
+    """Run W on every side in lockstep (`_lockstep`): creates, gets, updates, stale updates
+    (each a 409), lists by label, and watches that replay every object (at least 2,000
+    events in all per side)."""
+    await _lockstep(sides, "create", [[s.create(i) for i in range(n)] for s in sides], chunk)
+    names = sorted(sides[0].stored)
+    await _lockstep(sides, "get", [[s.get(name) for name in names] for s in sides], chunk)
+    stale = [{name: dict(s.stored[name]) for name in names[:STALE]} for s in sides]
+    await _lockstep(sides, "update", [[s.update(name, 200) for name in names] for s in sides],
+                    chunk)
+    for s, old in zip(sides, stale, strict=True):
+        s.stored.update(old)  # the versions read before the updates: every PUT is a 409
+    await _lockstep(sides, "stale update (409)",
+                    [[s.update(name, 409) for name in names[:STALE]] for s in sides], chunk)
+    await _lockstep(sides, "list by label",
+                    [[s.list_by_label(i % 10, n) for i in range(LISTS)] for s in sides], 2)
+    replays = max(1, 2000 // n)
+    await _lockstep(sides, "watch (events)", [[s.watch(n)] * replays for s in sides], 1,
+                    ops_per_job=n)
 
 
 @contextlib.asynccontextmanager
@@ -217,41 +253,60 @@ async def _floor_server() -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-async def _floor_run(n: int) -> Figures:
-    async with _floor_server() as base:
-        return await workload(base, n)
-
-
-async def _emu_run(n: int, stored_bytes: bool) -> Figures:
+@contextlib.asynccontextmanager
+async def _emu_server(stored_bytes: bool) -> AsyncIterator[str]:
+    """A fresh world's API server behind `HttpServer` as ``emu serve`` runs it (no
+    per-request span); ``stored_bytes=False`` is the path before the stored-bytes answers."""
     sim = Simulation(seed=0)
     sim.network.spans = None  # as emu serve runs: no per-request span for a Perfetto view
     server = HttpServer(sim)
     server.gateway.stored_bytes = stored_bytes
     url = await server.start()
     try:
-        return await workload(url, n)
+        yield url
     finally:
         await server.stop()
         sim.close()
 
 
-async def http_runs(n: int, rounds: int) -> tuple[Figures, Figures, Figures]:
-    """emu (stored bytes sent as they are), emu "before" (every answer decoded by the API
-    server and encoded again by the gateway, as before the stored-bytes paths) and the floor,
-    each step's best of ``rounds`` interleaved rounds, each round in another order (the shared
-    machine's load moves between runs, and a process's first run differs from its later ones;
-    the best round is the least disturbed one)."""
-    best: list[Figures] = [{}, {}, {}]
-    for r in range(rounds):
-        for which in [(r + k) % 3 for k in range(3)]:  # each round starts with another side
-            got = await (_emu_run(n, True) if which == 0 else _emu_run(n, False)
-                         if which == 1 else _floor_run(n))
-            kept = best[which]
-            for step, (ops, wall, cpu) in got.items():
-                old = kept.get(step)
-                kept[step] = (ops, wall if old is None else min(wall, old[1]),
-                              cpu if old is None else min(cpu, old[2]))
-    return best[0], best[1], best[2]
+async def paired(n: int, stored_bytes: bool, chunk: int) -> tuple[Figures, Figures]:
+    """W on a fresh emu and a fresh floor in lockstep: (emu's figures, the floor's)."""
+    loop = asyncio.get_running_loop()
+    plain = loop.get_task_factory()
+    async with _emu_server(stored_bytes) as url, _floor_server() as floor:
+        sides = [Side(url, loop.get_task_factory()), Side(floor, plain)]
+        try:
+            await workload(sides, n, chunk)
+        finally:
+            loop.set_task_factory(sides[0].task_factory)  # the world's, until it closes
+            for s in sides:
+                await s.session.close()
+    return sides[0].figures, sides[1].figures
+
+
+def _summed(runs: list[Figures]) -> Figures:
+    out: Figures = {}
+    for figures in runs:
+        for step, (ops, wall, cpu) in figures.items():
+            old = out.get(step, (0, 0.0, 0.0))
+            out[step] = (old[0] + ops, old[1] + wall, old[2] + cpu)
+    return out
+
+
+async def http_runs(n: int, rounds: int,
+                    chunk: int) -> tuple[Figures, Figures, Figures, Figures]:
+    """``rounds`` lockstep runs of emu beside the floor, and as many of emu "before" (every
+    answer decoded by the API server and encoded again by the gateway, as before the
+    stored-bytes paths) beside a floor of its own, each on a fresh pair of servers: (emu, its
+    floor, before, its floor), each summed over the rounds."""
+    runs: list[list[Figures]] = [[], [], [], []]
+    for _ in range(rounds):
+        for k, stored_bytes in ((0, True), (2, False)):
+            mine, floor = await paired(n, stored_bytes, chunk)
+            runs[k].append(mine)
+            runs[k + 1].append(floor)
+    emu_, emu_floor, before, before_floor = (_summed(r) for r in runs)
+    return emu_, emu_floor, before, before_floor
 
 
 async def stub_creates(n: int, rounds: int) -> tuple[float, float]:
@@ -269,7 +324,7 @@ async def stub_creates(n: int, rounds: int) -> tuple[float, float]:
             obj["metadata"]["resourceVersion"] = str(next(revs))
             return obj
 
-        sim.api._create = create  # type: ignore[method-assign]  # what serve calls
+        sim.api._create = create  # type: ignore[method-assign,assignment]  # what serve calls
         server = HttpServer(sim)
         url = await server.start()
         try:
@@ -344,36 +399,45 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 ConfigMaps instead of 2,000")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="interleaved rounds, best kept (default 3; 1 with --quick)")
+                        help="lockstep runs, summed (default 3; 1 with --quick)")
+    parser.add_argument("--chunk", type=int, default=20,
+                        help="operations per side before the other side's turn (default 20)")
     parser.add_argument("--json", action="store_true", help="print machine-readable rows")
     args = parser.parse_args()
+    if args.chunk < 1 or (args.rounds is not None and args.rounds < 1):
+        parser.error("--chunk and --rounds must be at least 1")
     n = 200 if args.quick else 2000
     rounds = args.rounds or (1 if args.quick else 3)
     rows: list[dict[str, Any]] = []
     with output(args.json, rows):
         loop = PacedLoop(speed=1.0)
         with asyncio.Runner(loop_factory=lambda: loop) as runner:
-            emu_figures, before, floor = runner.run(http_runs(n, rounds))
+            emu_figures, floor, before, before_floor = runner.run(http_runs(n, rounds,
+                                                                            args.chunk))
             stub, stub_floor = runner.run(stub_creates(n, rounds))
-        print(f"workload W over HTTP: {n} ConfigMaps, {CONCURRENCY} requests in flight, best of "
-              f"{rounds} round(s); ops per wall second, and per CPU second of this process")
-        print(f"{'step':<20}{'emu':>9}{'before':>9}{'floor':>9}{'ratio':>7}{'before':>7}"
+        print(f"workload W over HTTP: {n} ConfigMaps, {CONCURRENCY} requests in flight, "
+              f"{rounds} lockstep round(s) beside the floor, {args.chunk} operations a turn; "
+              f"ops per wall second, and per CPU second of this process")
+        print(f"{'step':<20}{'emu':>9}{'floor':>9}{'ratio':>7}"
               f"{'emu/cpu':>10}{'floor/cpu':>10}{'ratio':>7}{'before':>7}")
         for step, (ops, wall, cpu) in emu_figures.items():
             _, f_wall, f_cpu = floor[step]
-            _, b_wall, b_cpu = before[step]
-            mine, base, old = ops / wall, ops / f_wall, ops / b_wall
-            mine_c, base_c, old_c = ops / cpu, ops / f_cpu, ops / b_cpu
+            _, b_cpu_floor = before_floor[step][0], before_floor[step][2]
+            b_cpu = before[step][2]
+            mine, base = ops / wall, ops / f_wall
+            mine_c, base_c = ops / cpu, ops / f_cpu
+            old_ratio = b_cpu_floor / b_cpu  # before beside its own floor
             rows.append(row("http", f"W {step}", mine, "ops/s", baseline=base,
                             target=">= 0.8x floor"))
             rows.append(row("http", f"W {step} per CPU second", mine_c, "ops/cpu-s",
                             baseline=base_c, target=">= 0.8x floor",
                             headline=step in ("create", "get", "update", "watch (events)")))
             rows.append(row("http", f"W {step} per CPU second, before (answers re-encoded)",
-                            old_c, "ops/cpu-s", baseline=base_c, target="reported"))
-            print(f"{step:<20}{mine:>9,.0f}{old:>9,.0f}{base:>9,.0f}{mine / base:>6.2f}x"
-                  f"{old / base:>6.2f}x{mine_c:>10,.0f}{base_c:>10,.0f}{mine_c / base_c:>6.2f}x"
-                  f"{old_c / base_c:>6.2f}x")
+                            ops / b_cpu, "ops/cpu-s", baseline=ops / b_cpu_floor,
+                            target="reported"))
+            print(f"{step:<20}{mine:>9,.0f}{base:>9,.0f}{mine / base:>6.2f}x"
+                  f"{mine_c:>10,.0f}{base_c:>10,.0f}{mine_c / base_c:>6.2f}x"
+                  f"{old_ratio:>6.2f}x")
         rows.append(row("http", "create, API server's create stubbed, per CPU second", stub,
                         "ops/cpu-s", baseline=stub_floor, target="reported"))
         print(f"create with the API server's create stubbed (the HTTP stack alone): "
