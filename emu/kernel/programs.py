@@ -79,6 +79,23 @@ class ContainerContext:
     def ready(self) -> bool:
         return self._ready
 
+    def host_paths(self, path: str) -> list[Path]:
+        """The host paths of container path ``path``, one per mounted volume that covers it,
+        the deepest mount first. A volume the kubelet writes on first use (a projected one,
+        `emu.kube.projected.Mounts`) is written now: only the volumes looked at are."""
+        found: list[tuple[int, str, Path]] = []
+        for mount, host in dict.items(self.volumes):  # the plain view: a look writes nothing
+            mount_path = mount.rstrip("/") or "/"
+            if path == mount_path or path.startswith(mount_path.rstrip("/") + "/"):
+                rest = path[len(mount_path):].lstrip("/")
+                found.append((len(mount_path), mount, Path(host) / rest if rest else Path(host)))
+        found.sort(key=lambda f: -f[0])
+        look = getattr(self.volumes, "look_at", None)
+        if look is not None:
+            for _, mount, _ in found:
+                look(mount)
+        return [host for _, _, host in found]
+
     def set_ready(self, ready: bool = True) -> None:
         """Report readiness (what the container's readiness probe would see)."""
         if ready != self._ready:

@@ -903,16 +903,26 @@ class PodWorker:
                 continue
 
     def mounts(self, c: Obj) -> dict[str, Path]:
+        """Mount path → host path, for the container ``c`` (a `projected.Mounts`: its projected
+        volumes are written to disk when its program first looks)."""
         out: dict[str, Path] = {}
+        pending: dict[str, projected.ProjectedVolume] = {}
         for m in c.get("volumeMounts") or []:
-            base = (self._volumes or {}).get(m.get("name", ""))
+            name = m.get("name", "")
+            base = (self._volumes or {}).get(name)
             if base is None:
                 continue
+            volume = self._projected.get(name)
+            if volume is not None:
+                if m.get("subPath"):
+                    volume.materialize()  # whether the subPath is a file: look now
+                else:
+                    pending[m["mountPath"]] = volume
             path = base / m["subPath"] if m.get("subPath") else base
             if not path.is_file():  # a subPath naming a ConfigMap/Secret key mounts that file
                 path.mkdir(parents=True, exist_ok=True)
             out[m["mountPath"]] = path
-        return out
+        return projected.Mounts(out, pending) if pending else out
 
     def _remove_pod_dirs(self) -> None:
         if self._volumes is None:

@@ -13,10 +13,16 @@ with the source's ``audience`` and ``expirationSeconds``), ``configMap`` and ``s
 is refused by name (not emulated). A token is asked for again once 80 % of its lifetime (24 h
 at most) has passed (``requiresRefresh``, without its jitter); the files are refreshed when a
 program asks for fresh volumes (`PodWorker.sync_projected_volumes`).
+
+The contents are kept in memory and written to the volume's directory only once a program of
+the Pod looks at its mounts (`Mounts`): every Pod of a standard cluster has a token volume that
+the emulated programs never read, and a world with files in its work directory cannot be
+snapshotted (`emu.snapshots`).
 """
 
 from __future__ import annotations
 
+from collections.abc import ItemsView, Iterator, ValuesView
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +59,10 @@ class ProjectedVolume:
         self.annotations: dict[str, Any] = dict(meta.get("annotations") or {})
         #: When each token file must be asked for again (virtual seconds), by its path.
         self.refresh_at: dict[str, float] = {}
+        #: Every file's text, by its path in the volume (what `materialize` writes).
+        self.files: dict[str, str] = {}
+        #: Whether the files are on disk (and later writes go there too).
+        self.materialized = False
 
     async def fill(self, source: Obj) -> None:
         """Write every source of the volume (its ``projected`` object); raises `ConfigError`
@@ -71,9 +81,25 @@ class ProjectedVolume:
                 raise ConfigError("clusterTrustBundle projections are not emulated")
 
     def _write(self, rel: str, text: str) -> None:
+        if self.files.get(rel) == text:
+            return
+        self.files[rel] = text
+        if self.materialized:
+            self._write_file(rel, text)
+
+    def _write_file(self, rel: str, text: str) -> None:
         target = self.path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+
+    def materialize(self) -> None:
+        """Write the files into the volume's directory (once; later writes follow)."""
+        if self.materialized:
+            return
+        self.materialized = True
+        for rel, text in sorted(self.files.items()):
+            self._write_file(rel, text)
+
 
     async def _token(self, src: Obj) -> None:
         rel = str(src.get("path") or "token")
@@ -137,3 +163,45 @@ class ProjectedVolume:
                 raise ConfigError(f"downwardAPI field {field or entry!r} is not emulated in "
                                   f"a volume")
             self._write(str(entry.get("path", "")), text)
+
+
+class Mounts(dict[str, Path]):
+    """A container's mounts (mount path → host directory) whose projected volumes are written
+    to disk when looked at: one by `look_at` (what `ContainerContext.host_paths` calls for the
+    mounts covering a path), every one on ``get``, ``[]``, iteration, ``items`` or ``values``
+    (a program that walks its mounts itself)."""
+
+    def __init__(self, paths: dict[str, Path], pending: dict[str, ProjectedVolume]) -> None:
+        super().__init__(paths)
+        self._pending = pending
+
+    def look_at(self, mount: str) -> None:
+        volume = self._pending.pop(mount, None)
+        if volume is not None:
+            volume.materialize()
+
+    def _look(self) -> None:
+        if self._pending:
+            pending, self._pending = self._pending, {}
+            for volume in pending.values():
+                volume.materialize()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._look()
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Path:
+        self._look()
+        return super().__getitem__(key)
+
+    def __iter__(self) -> Iterator[str]:
+        self._look()
+        return super().__iter__()
+
+    def items(self) -> ItemsView[str, Path]:  # type: ignore[override]
+        self._look()
+        return super().items()
+
+    def values(self) -> ValuesView[Path]:  # type: ignore[override]
+        self._look()
+        return super().values()

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -424,11 +423,9 @@ class OperatorReplica:
 def _read_mounted_file(ctx: Any, path: str) -> str:
     """Read ``path`` in the container: from a directory-backed volume, else from the ConfigMap
     mounted there (read through the API server, as the kubelet would have projected it)."""
-    for mount, directory in sorted((ctx.volumes or {}).items(), key=lambda kv: -len(kv[0])):
-        if path == mount or path.startswith(mount.rstrip("/") + "/"):
-            candidate = Path(directory) / path[len(mount):].lstrip("/")
-            if candidate.exists():
-                return candidate.read_text()
+    for candidate in ctx.host_paths(path):
+        if candidate.exists():
+            return candidate.read_text()
     raise FileNotFoundError(f"open {path}: no such file or directory")
 
 

@@ -54,15 +54,10 @@ _READ_ONLY = frozenset({
 
 
 def resolve_in_volumes(ctx: ContainerContext, path: str) -> Path | None:
-    """The host directory for container path ``path`` if a mounted volume covers it."""
-    best: tuple[int, Path] | None = None
-    for mount, host in ctx.volumes.items():
-        mount_path = mount.rstrip("/") or "/"
-        covered = path == mount_path or path.startswith(mount_path.rstrip("/") + "/")
-        if covered and (best is None or len(mount_path) > best[0]):
-            rest = path[len(mount_path):].lstrip("/")
-            best = (len(mount_path), Path(host) / rest if rest else Path(host))
-    return best[1] if best else None
+    """The host directory for container path ``path`` if a mounted volume covers it (the
+    deepest mount's)."""
+    found = ctx.host_paths(path)
+    return found[0] if found else None
 
 
 class RedisServer:

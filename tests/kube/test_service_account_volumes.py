@@ -5,6 +5,7 @@ ServiceAccount, the cluster CA and its namespace, where a real Pod finds them.""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import json
@@ -143,3 +144,34 @@ async def test_a_token_is_refreshed_at_80_percent_of_its_life_when_the_program_r
                                     "spec": {"token": tokens[2], "audiences": ["vault"]}})
     assert review["status"]["authenticated"] is True
     assert review["status"]["audiences"] == ["vault"]
+
+
+async def test_token_files_are_written_only_for_a_program_that_looks_at_its_mounts(sim):
+    # every Pod of a standard cluster has the token volume; writing its files for programs that
+    # never read them would fill the work directory (and a world with files there cannot be
+    # snapshotted), so the kubelet writes them when a program first looks
+    looked: dict[str, list] = {}
+
+    async def idle(ctx):
+        ctx.set_ready(True)
+        await asyncio.Event().wait()
+
+    async def finds(ctx):
+        looked["paths"] = ctx.host_paths(TOKEN_MOUNT_PATH + "/token")
+        looked["exists"] = [p.exists() for p in looked["paths"]]
+        return 0
+
+    sim.programs.register("example/idle", idle)
+    sim.programs.register("example/finds", finds)
+    cluster = await standard_world(sim)
+    client = sim.client()
+    await client.create(pod("quiet", image="example/idle"))
+    await sim.wait_for("Pod", "quiet", phase_is("Running"), namespace="default", timeout=60)
+    files = [p for p in cluster.workdir.rglob("*") if p.is_file()]
+    assert files == []
+    await client.create(pod("finder", restart_policy="Never", image="example/finds"))
+    await sim.wait_for("Pod", "finder", phase_is("Succeeded"), namespace="default", timeout=60)
+    [path] = looked["paths"]
+    assert looked["exists"] == [True] and path.name == "token"
+    written = sorted(p.name for p in cluster.workdir.rglob("*") if p.is_file())
+    assert written == ["ca.crt", "namespace", "token"]  # the finder's volume only
