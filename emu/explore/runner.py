@@ -181,7 +181,11 @@ class RunResult:
 
 
 def world_options(workload: Workload) -> dict[str, Any]:
-    """The `emu.run` options of a workload's world (a scenario brings its own)."""
+    """The `emu.run` options of a workload's world (a scenario brings its own). A minimal
+    cluster, not the standard one: every run builds its world again, and the standard cluster's
+    system Pods, Events and extra controllers nearly double that cost, and the KubeRay paths
+    under test do not read them. One difference shows: without DefaultTolerationSeconds a
+    failed Node's Pods are evicted as soon as it is tainted, not 300 s later (docs/explore.md)."""
     if workload.scenario is not None:
         from .. import scenarios
 
@@ -189,7 +193,8 @@ def world_options(workload: Workload) -> dict[str, Any]:
     from ..kube.config import KubeConfig
 
     return {"cluster": KubeConfig(nodes=workload.setup.nodes, node_cpu="4", node_memory="16Gi",
-                                  image_pull_delay=0.5, container_start_delay=0.25)}
+                                  image_pull_delay=0.5, container_start_delay=0.25,
+                                  standard_cluster=False)}
 
 
 REDIS_MANIFESTS: tuple[Obj, ...] = (

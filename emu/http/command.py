@@ -27,10 +27,12 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
                    help="apply this manifest file, or every .yaml/.yml/.json file of this "
                         "directory, before serving (repeatable; - is stdin)")
-    p.add_argument("--standard-cluster", action="store_true",
-                   help="a world like a fresh kind cluster: a tainted control-plane Node with "
-                        "the control plane's Pods, CoreDNS, kube-proxy, default/kubernetes, "
-                        "a default ServiceAccount and kube-root-ca.crt per namespace")
+    p.add_argument("--standard-cluster", action=argparse.BooleanOptionalAction, default=None,
+                   help="a world like a fresh kind cluster (the default): a tainted "
+                        "control-plane Node with the control plane's Pods, CoreDNS, kube-proxy, "
+                        "default/kubernetes, a default ServiceAccount and kube-root-ca.crt per "
+                        "namespace; --no-standard-cluster serves a minimal world (worker Nodes "
+                        "and the built-in controllers only)")
     p.add_argument("--scenario", metavar="NAME", help="run a named scenario in the served world")
     p.add_argument("--speed", type=_speed, default=1.0,
                    help="virtual seconds per wall-clock second (default 1)")
@@ -105,10 +107,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"emu serve: --port must be 0..65535, got {args.port}", file=sys.stderr)
         return 2
     if args.bare and (args.kuberay or args.scenario or args.expose or args.kuberay_binary
-                      or args.standard_cluster):
+                      or args.standard_cluster is not None):
         given = [flag for flag, on in (("--kuberay", args.kuberay),
                                        ("--kuberay-binary", args.kuberay_binary),
-                                       ("--standard-cluster", args.standard_cluster),
+                                       ("--standard-cluster" if args.standard_cluster
+                                        else "--no-standard-cluster",
+                                        args.standard_cluster is not None),
                                        ("--scenario", args.scenario),
                                        ("--expose", args.expose)) if on]
         print(f"emu serve: --bare serves the API server alone; {', '.join(given)} needs the "

@@ -7,10 +7,10 @@ start, Jobs finish, the garbage collector collects), KubeRay with ``--kuberay`` 
 applied first, as the chart does: `kuberay_crds`), or a real KubeRay operator binary with
 ``--kuberay-binary`` (`emu.http.real_operator`, docs/real-operator.md); ``-f`` applies
 manifests first (a directory: its manifest files), ``--scenario`` runs a named scenario in the
-served world, ``--standard-cluster`` makes the world look like a fresh kind cluster
-(`emu.kube.standard`). ``--bare`` serves the API server alone, as envtest's control plane is (CRDs, RBAC,
-admission; nothing runs Pods or reconciles), for Go controller suites with
-``USE_EXISTING_CLUSTER=true``. A kubeconfig is
+served world. The world looks like a fresh kind cluster (`emu.kube.standard`) unless
+``--no-standard-cluster`` asks for a minimal one. ``--bare`` serves the API server alone, as
+envtest's control plane is (CRDs, RBAC, admission; nothing runs Pods or reconciles), for Go
+controller suites with ``USE_EXISTING_CLUSTER=true``. A kubeconfig is
 written, one line ``emu serve: ready at URL (KUBECONFIG=PATH)`` is printed, and Ctrl-C (or
 SIGTERM) stops it.
 """
@@ -57,8 +57,10 @@ class ServeOptions:
     history_window: int | None = None
     #: Run this KubeRay operator binary as the world's operator (`emu.http.real_operator`).
     kuberay_binary: str | None = None
-    #: A world like a fresh kind cluster (`emu.kube.config.KubeConfig.standard_cluster`).
-    standard_cluster: bool = False
+    #: A world like a fresh kind cluster (`emu.kube.config.KubeConfig.standard_cluster`):
+    #: True or False sets it, None keeps the world's own choice (a scenario's, or the default,
+    #: which is a standard cluster).
+    standard_cluster: bool | None = None
 
 
 def kubeconfig_text(url: str, token: str | None, namespace: str = "default",
@@ -120,12 +122,13 @@ async def serve_main(opts: ServeOptions, *, stop: asyncio.Event | None = None,
 
             sim_options = {k: v for k, v in real_operator_options(
                 opts.kuberay_binary, sim_options).items() if k != "paced"}
-    if opts.standard_cluster and sim_options.get("cluster"):
+    if opts.standard_cluster is not None and sim_options.get("cluster"):
         from ..kube.config import KubeConfig
 
         base = sim_options["cluster"]
         sim_options["cluster"] = attrs.evolve(
-            base if isinstance(base, KubeConfig) else KubeConfig(), standard_cluster=True)
+            base if isinstance(base, KubeConfig) else KubeConfig(),
+            standard_cluster=opts.standard_cluster)
     if opts.history_window is not None:
         sim_options["history_window"] = opts.history_window
     sim = Simulation(seed=opts.seed, **sim_options)

@@ -161,8 +161,9 @@ class KubeConfig:
     #: ConfigMap in every namespace, DefaultTolerationSeconds on Pods and the Events of normal
     #: operation (Scheduled, Pulled, Started, SuccessfulCreate, ...). It starts
     #: `STANDARD_CONTROLLERS` besides `controllers` (crash one to see the cluster without it).
-    #: Defaults to False: a minimal world, whose history is what it always was.
-    standard_cluster: bool = False
+    #: Defaults to True; False gives a minimal world (worker Nodes and the built-in
+    #: controllers only), cheaper to build and run.
+    standard_cluster: bool = True
 
     def enabled_controllers(self) -> tuple[str, ...]:
         """The built-ins `install` starts: `controllers`, and `STANDARD_CONTROLLERS` with

@@ -1,6 +1,7 @@
-"""Real kubectl against ``emu serve --standard-cluster``: what a script written for a fresh kind
-cluster reads first (the system Pods, the default ServiceAccount and root-CA ConfigMap, the
-``kubernetes`` Service, the control-plane Node)."""
+"""Real kubectl against ``emu serve`` (a standard cluster unless told otherwise): what a script
+written for a fresh kind cluster reads first (the system Pods, the default ServiceAccount and
+root-CA ConfigMap, the ``kubernetes`` Service, the control-plane Node); and the minimal world of
+``--no-standard-cluster``, which has none of them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ pytestmark = [pytest.mark.external, pytest.mark.usefixtures("kubectl_found")]
 
 
 def test_kubectl_sees_a_standard_cluster(tmp_path: Path):
-    srv = start_serve(tmp_path, "--standard-cluster", "--speed", "20")
+    srv = start_serve(tmp_path, "--speed", "20")  # the default world
     try:
         srv.kubectl("wait", "-n", "kube-system", "pod", "--all", "--for=condition=Ready",
                     "--timeout=60s")
@@ -36,5 +37,17 @@ def test_kubectl_sees_a_standard_cluster(tmp_path: Path):
         ds = srv.kubectl("get", "ds", "-n", "kube-system", "kube-proxy").stdout.splitlines()
         assert ds[0].split()[:4] == ["NAME", "DESIRED", "CURRENT", "READY"]
         assert ds[1].split()[1:4] == ["4", "4", "4"]
+    finally:
+        assert srv.stop() == 0
+
+
+def test_no_standard_cluster_serves_a_minimal_world(tmp_path: Path):
+    srv = start_serve(tmp_path, "--no-standard-cluster", "--speed", "20")
+    try:
+        assert srv.kubectl("get", "pods", "-n", "kube-system", "-o", "name").stdout.split() == []
+        names = srv.kubectl("get", "sa,cm,svc", "-n", "default", "-o", "name").stdout.split()
+        assert names == []
+        nodes = srv.kubectl("get", "nodes", "-o", "name").stdout.split()
+        assert nodes == ["node/node-1", "node/node-2", "node/node-3"]
     finally:
         assert srv.stop() == 0

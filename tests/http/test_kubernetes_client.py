@@ -41,7 +41,8 @@ def test_list_patch_and_stale_replace(core):
     page = v1.list_namespaced_config_map(ns, limit=3)
     assert len(page.items) == 3 and page.metadata._continue
     rest = v1.list_namespaced_config_map(ns, limit=3, _continue=page.metadata._continue)
-    assert [c.metadata.name for c in rest.items] == ["cm3"]
+    # the root-CA publisher's ConfigMap is in every namespace, as in kube
+    assert [c.metadata.name for c in rest.items] == ["cm3", "kube-root-ca.crt"]
     patched = v1.patch_namespaced_config_map("cm0", ns, {"data": {"i": "patched"}})
     assert patched.data == {"i": "patched"}
     stale = v1.read_namespaced_config_map("cm1", ns)

@@ -84,8 +84,10 @@ def test_kubectl_certificate_approve(served: Served):
     assert "certificatesigningrequest.certificates.k8s.io/alice approved" in out
     got = json.loads(served.kubectl("get", "csr", "alice", "-o", "json").stdout)
     conditions = got["status"]["conditions"]
-    assert [(c["type"], c["status"], c["reason"]) for c in conditions] == [
-        ("Approved", "True", "KubectlApprove")]
+    # (the csrsigning controller then marks this request Failed: it holds no real CSR)
+    first = conditions[0]
+    assert (first["type"], first["status"], first["reason"]) == (
+        "Approved", "True", "KubectlApprove")
     listed = served.kubectl("get", "csr", "alice").stdout
     assert "Approved" in listed
 

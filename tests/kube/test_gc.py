@@ -85,7 +85,7 @@ async def test_deleting_a_namespace_removes_its_objects_and_running_pods(sim):
     from kube_helpers import is_true, pod, ready_after
 
     sim.programs.register("example/app", ready_after(0))
-    cluster = kc.install(sim, nodes=1)
+    cluster = kc.install(sim, nodes=1, standard_cluster=False)
     await cluster.wait_ready()
     client = sim.client()
     await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})

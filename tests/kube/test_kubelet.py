@@ -227,7 +227,7 @@ async def test_readiness_probe_samples_the_program_after_its_initial_delay_and_p
 
 
 async def test_unschedulable_pod_stays_pending_with_pod_scheduled_false(sim):
-    cluster = kc.install(sim, nodes=3, node_cpu="4")
+    cluster = kc.install(sim, nodes=3, node_cpu="4", standard_cluster=False)
     await cluster.wait_ready()
     manifest = pod("big")
     manifest["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8"}}

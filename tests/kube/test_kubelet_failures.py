@@ -38,7 +38,7 @@ async def test_config_map_key_mounted_with_sub_path_is_a_file(sim):
 
 
 async def test_missing_secret_is_a_warning_event_and_a_trace_event(sim):
-    cluster = kc.install(sim)
+    cluster = kc.install(sim, standard_cluster=False)
     await cluster.wait_ready()
     manifest = pod("p")
     manifest["spec"]["containers"][0]["env"] = [
@@ -57,7 +57,7 @@ async def test_missing_secret_is_a_warning_event_and_a_trace_event(sim):
 
 
 async def test_a_volume_the_runtime_cannot_lay_out_is_create_container_error(sim):
-    cluster = kc.install(sim)
+    cluster = kc.install(sim, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply({"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": "cfg", "namespace": "default"},
@@ -78,7 +78,7 @@ async def test_a_volume_the_runtime_cannot_lay_out_is_create_container_error(sim
 
 async def test_crash_loop_back_off_is_a_back_off_event(sim):
     sim.programs.register("example/app", exits(1))
-    cluster = kc.install(sim)
+    cluster = kc.install(sim, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(pod("p"))
     await sim.wait_for("Pod", "p", lambda p: (p["status"].get("containerStatuses") or [{}])[0]
@@ -101,7 +101,7 @@ async def test_init_container_with_an_unknown_command_exits_zero(sim):
 
 
 async def test_a_missing_config_map_volume_is_failed_mount(sim):
-    cluster = kc.install(sim)
+    cluster = kc.install(sim, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(pod("p", volumes=[{"name": "config", "configMap": {"name": "absent"}}]))
     stuck = await sim.wait_for("Pod", "p", lambda p: "waiting" in (

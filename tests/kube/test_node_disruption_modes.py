@@ -28,7 +28,7 @@ def effects(n):
 
 async def test_with_every_node_down_nodes_get_no_noexecute_taint_and_pods_stay(sim):
     sim.programs.register("example/app", ready_after(0))
-    cluster = kc.install(sim, nodes=2)
+    cluster = kc.install(sim, nodes=2, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(pod("p", nodeSelector={"kubernetes.io/hostname": "node-1"}))
     await sim.wait_for("Pod", "p", is_true("Ready"))
@@ -56,7 +56,7 @@ async def test_with_every_node_down_nodes_get_no_noexecute_taint_and_pods_stay(s
 
 async def test_a_small_zone_mostly_down_taints_no_more_nodes(sim):
     sim.programs.register("example/app", ready_after(0))
-    cluster = kc.install(sim, nodes=5)
+    cluster = kc.install(sim, nodes=5, standard_cluster=False)
     await cluster.wait_ready()
     sim.faults.do(FailNode(node="node-1"))
     await sim.wait_for("Node", "node-1", lambda n: "NoExecute" in effects(n),
@@ -79,7 +79,7 @@ async def test_a_small_zone_mostly_down_taints_no_more_nodes(sim):
 async def test_a_node_excluded_from_disruption_checks_does_not_count_as_healthy(sim):
     # node-2 carries node.kubernetes.io/exclude-disruption: with node-1 down, the only Node
     # counted is down, so the cluster is fully disrupted and node-1 gets no NoExecute taint
-    cluster = kc.install(sim, nodes=2)
+    cluster = kc.install(sim, nodes=2, standard_cluster=False)
     await cluster.wait_ready()
     await sim.client().patch("Node", "node-2", {"metadata": {"labels": {
         "node.kubernetes.io/exclude-disruption": ""}}})

@@ -30,7 +30,7 @@ def failed_scheduling(sim, name):
 
 
 async def test_pool_nodes_carry_labels_taints_and_extended_capacity(sim):
-    cluster = kc.install(sim, KubeConfig(nodes=1, node_pools=(GPU_POOL,)))
+    cluster = kc.install(sim, KubeConfig(nodes=1, node_pools=(GPU_POOL,), standard_cluster=False))
     await cluster.wait_ready()
     node = sim.api.get("Node", "gpu-2", None)
     assert node["metadata"]["labels"]["cloud.google.com/gke-accelerator"] == "nvidia-l4"
@@ -42,7 +42,7 @@ async def test_pool_nodes_carry_labels_taints_and_extended_capacity(sim):
 
 
 async def test_gpu_pod_without_gpu_nodes_stays_pending_with_failed_scheduling(sim):
-    cluster = kc.install(sim, nodes=3)
+    cluster = kc.install(sim, nodes=3, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(gpu_pod("train", 1))
     stuck = await sim.wait_for("Pod", "train", lambda p: condition(p, "PodScheduled"))
@@ -54,7 +54,7 @@ async def test_gpu_pod_without_gpu_nodes_stays_pending_with_failed_scheduling(si
 
 
 async def test_extended_resources_are_counted_per_node(sim):
-    cluster = kc.install(sim, KubeConfig(nodes=1, node_pools=(GPU_POOL,)))
+    cluster = kc.install(sim, KubeConfig(nodes=1, node_pools=(GPU_POOL,), standard_cluster=False))
     await cluster.wait_ready()
     for i in range(3):
         await sim.apply(gpu_pod(f"p{i}", 3))
@@ -72,7 +72,7 @@ async def test_extended_resources_are_counted_per_node(sim):
 
 
 async def test_untolerated_taint_keeps_plain_pods_off_the_pool(sim):
-    cluster = kc.install(sim, KubeConfig(nodes=0, node_pools=(GPU_POOL,)))
+    cluster = kc.install(sim, KubeConfig(nodes=0, node_pools=(GPU_POOL,), standard_cluster=False))
     await cluster.wait_ready()
     await sim.apply(pod("plain"))
     await sim.wait_for("Pod", "plain", lambda p: condition(p, "PodScheduled"))

@@ -73,7 +73,7 @@ async def test_a_partitioned_kubelet_reposts_node_and_pod_readiness_when_it_reco
 
 
 async def test_the_kubelet_reports_node_status_every_five_minutes_when_nothing_changed(sim):
-    cluster = kc.install(sim, nodes=1)
+    cluster = kc.install(sim, nodes=1, standard_cluster=False)
     await cluster.wait_ready()
     beats = []
     watch = await sim.client().watch("Node")

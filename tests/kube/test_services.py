@@ -26,7 +26,7 @@ async def slices(sim, name: str) -> list[dict]:
 async def test_endpoint_slice_lists_selected_pods_with_ready_flags_after_the_delay(sim):
     sim.programs.register("example/app", ready_after(0))
     sim.programs.register("example/slow", ready_after(1000))
-    cluster = kc.install(sim, endpoint_propagation_delay=2.0)
+    cluster = kc.install(sim, endpoint_propagation_delay=2.0, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(service("web", {"app": "web"}))
     await sim.apply(pod("a", labels={"app": "web"}))

@@ -172,7 +172,7 @@ async def test_pods_get_default_toleration_seconds_unless_they_tolerate_the_tain
 
 
 async def test_a_minimal_world_adds_no_tolerations_no_control_plane_and_no_normal_events(sim):
-    cluster = kc.install(sim, nodes=1)
+    cluster = kc.install(sim, nodes=1, standard_cluster=False)
     await cluster.wait_ready()
     assert cluster.control_plane is None
     created = await sim.client().create(pod("plain"))
@@ -291,10 +291,13 @@ async def test_the_boot_leaves_the_kubelets_and_controllers_nothing_to_write(sim
 def test_standard_controllers_start_only_in_a_standard_cluster():
     from emu.kube.config import STANDARD_CONTROLLERS, KubeConfig
 
-    assert KubeConfig().enabled_controllers() == KubeConfig().controllers
-    on = KubeConfig(standard_cluster=True).enabled_controllers()
+    minimal = KubeConfig(standard_cluster=False)
+    assert minimal.enabled_controllers() == minimal.controllers
+    on = KubeConfig().enabled_controllers()  # the default world is a standard cluster
+    assert on == KubeConfig(standard_cluster=True).enabled_controllers()
     assert on[-len(STANDARD_CONTROLLERS):] == STANDARD_CONTROLLERS
-    assert KubeConfig(controllers=("daemonset",)).enabled_controllers() == ("daemonset",)
+    assert KubeConfig(controllers=("daemonset",), standard_cluster=False
+                      ).enabled_controllers() == ("daemonset",)
 
 
 async def test_a_standard_world_has_kinds_default_storage_class_and_provisions_a_claim(sim):

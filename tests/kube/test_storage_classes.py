@@ -146,7 +146,7 @@ async def test_the_newest_default_class_is_filled_in_and_an_explicit_one_is_kept
 
 
 async def test_without_storage_classes_a_claim_without_a_class_is_provisioned_as_before(sim):
-    cluster = kc.install(sim)
+    cluster = kc.install(sim, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(pvc("plain"))
     bound = await sim.wait_for("PersistentVolumeClaim", "plain", phase_is("Bound"))

@@ -35,7 +35,7 @@ async def store(ctx) -> int:
 
 async def test_a_claims_directory_survives_pod_deletion_and_is_mounted_again(sim):
     sim.programs.register("example/store", store)
-    cluster = kc.install(sim)
+    cluster = kc.install(sim, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(pvc("data"))
     bound = await sim.wait_for("PersistentVolumeClaim", "data", phase_is("Bound"))
@@ -74,7 +74,7 @@ async def test_deleting_the_claim_deletes_a_delete_policy_volume_and_its_directo
 
 async def test_a_retained_volume_is_released_and_keeps_its_data(sim):
     sim.programs.register("example/store", store)
-    cluster = kc.install(sim, provisioned_reclaim_policy="Retain")
+    cluster = kc.install(sim, provisioned_reclaim_policy="Retain", standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(pvc("data"))
     await sim.apply(pod_with_claim("writer", "data"))
@@ -88,7 +88,7 @@ async def test_a_retained_volume_is_released_and_keeps_its_data(sim):
 
 
 async def test_a_pod_with_a_missing_claim_is_unschedulable(sim):
-    cluster = kc.install(sim)
+    cluster = kc.install(sim, standard_cluster=False)
     await cluster.wait_ready()
     await sim.apply(pod_with_claim("p", "nope"))
     p = await sim.wait_for("Pod", "p", lambda p: any(

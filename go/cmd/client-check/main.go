@@ -110,6 +110,12 @@ func run() int {
 	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
 	ns, err := e.json.CoreV1().Namespaces().Create(setup, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "client-check-"}}, metav1.CreateOptions{})
+	if err == nil {
+		// the ServiceAccount the protobuf check's Pod runs as: kube-apiserver's ServiceAccount
+		// admission refuses a Pod whose ServiceAccount does not exist
+		_, err = e.json.CoreV1().ServiceAccounts(ns.Name).Create(setup, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Name: "ray"}}, metav1.CreateOptions{})
+	}
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "client-check: cannot create a namespace on %s: %v\n", cfg.Host, err)

@@ -242,6 +242,7 @@ func comparable(obj runtime.Object, differ []string) (map[string]any, error) {
 	for _, k := range []string{"name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink"} {
 		delete(meta, k)
 	}
+	unsuffixAccessVolume(u)
 	for _, path := range differ {
 		parts := strings.Split(path, ".")
 		m := u
@@ -253,6 +254,36 @@ func comparable(obj runtime.Object, differ []string) (map[string]any, error) {
 		}
 	}
 	return u, nil
+}
+
+// unsuffixAccessVolume drops the random suffix of the ServiceAccount admission's
+// kube-api-access-XXXXX volume (each Pod draws its own) from a Pod's volumes and mounts.
+func unsuffixAccessVolume(u map[string]any) {
+	spec, _ := u["spec"].(map[string]any)
+	if spec == nil {
+		return
+	}
+	rename := func(item any) {
+		if m, ok := item.(map[string]any); ok {
+			if name, _ := m["name"].(string); strings.HasPrefix(name, "kube-api-access-") {
+				m["name"] = "kube-api-access"
+			}
+		}
+	}
+	volumes, _ := spec["volumes"].([]any)
+	for _, v := range volumes {
+		rename(v)
+	}
+	for _, key := range []string{"containers", "initContainers"} {
+		containers, _ := spec[key].([]any)
+		for _, c := range containers {
+			cm, _ := c.(map[string]any)
+			mounts, _ := cm["volumeMounts"].([]any)
+			for _, m := range mounts {
+				rename(m)
+			}
+		}
+	}
 }
 
 // diff lists the dotted paths where a and b differ.
