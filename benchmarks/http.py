@@ -130,6 +130,12 @@ Job = Callable[[], Awaitable[None]]
 Figures = dict[str, tuple[int, float, float]]
 
 
+def _add(figures: Figures, step: str, more: tuple[int, float, float]) -> None:
+    """Add operations, wall and CPU seconds to ``figures[step]``."""
+    ops, wall, cpu = figures.get(step, (0, 0.0, 0.0))
+    figures[step] = (ops + more[0], wall + more[1], cpu + more[2])
+
+
 class Side:
     """One server under workload W: its client session, the objects it answered, and the
     operations, wall and CPU seconds each step took on it."""
@@ -144,8 +150,7 @@ class Side:
         self.figures: Figures = {}
 
     def add(self, step: str, ops: int, wall: float, cpu: float) -> None:
-        old = self.figures.get(step, (0, 0.0, 0.0))
-        self.figures[step] = (old[0] + ops, old[1] + wall, old[2] + cpu)
+        _add(self.figures, step, (ops, wall, cpu))
 
     def create(self, i: int) -> Job:
         async def job() -> None:
@@ -254,11 +259,20 @@ async def _floor_server() -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def _emu_server(stored_bytes: bool) -> AsyncIterator[str]:
+async def _emu_server(stored_bytes: bool, stub_create: bool = False) -> AsyncIterator[str]:
     """A fresh world's API server behind `HttpServer` as ``emu serve`` runs it (no
-    per-request span); ``stored_bytes=False`` is the path before the stored-bytes answers."""
+    per-request span); ``stored_bytes=False`` is the path before the stored-bytes answers;
+    ``stub_create``: the API server's create replaced by a stub that only stamps a version."""
     sim = Simulation(seed=0)
     sim.network.spans = None  # as emu serve runs: no per-request span for a Perfetto view
+    if stub_create:
+        revs = iter(range(1, 10**9))
+
+        def create(obj: dict[str, Any], *_: Any) -> dict[str, Any]:
+            obj["metadata"]["resourceVersion"] = str(next(revs))
+            return obj
+
+        sim.api._create = create  # type: ignore[method-assign,assignment]  # what serve calls
     server = HttpServer(sim)
     server.gateway.stored_bytes = stored_bytes
     url = await server.start()
@@ -269,27 +283,33 @@ async def _emu_server(stored_bytes: bool) -> AsyncIterator[str]:
         sim.close()
 
 
-async def paired(n: int, stored_bytes: bool, chunk: int) -> tuple[Figures, Figures]:
-    """W on a fresh emu and a fresh floor in lockstep: (emu's figures, the floor's)."""
+@contextlib.asynccontextmanager
+async def _pair(stored_bytes: bool, stub_create: bool = False) -> AsyncIterator[list[Side]]:
+    """A fresh emu (`_emu_server`) and a fresh floor, as the two `Side`s of a lockstep run."""
     loop = asyncio.get_running_loop()
     plain = loop.get_task_factory()
-    async with _emu_server(stored_bytes) as url, _floor_server() as floor:
+    async with _emu_server(stored_bytes, stub_create) as url, _floor_server() as floor:
         sides = [Side(url, loop.get_task_factory()), Side(floor, plain)]
         try:
-            await workload(sides, n, chunk)
+            yield sides
         finally:
             loop.set_task_factory(sides[0].task_factory)  # the world's, until it closes
             for s in sides:
                 await s.session.close()
+
+
+async def paired(n: int, stored_bytes: bool, chunk: int) -> tuple[Figures, Figures]:
+    """W on a fresh emu and a fresh floor in lockstep: (emu's figures, the floor's)."""
+    async with _pair(stored_bytes) as sides:
+        await workload(sides, n, chunk)
     return sides[0].figures, sides[1].figures
 
 
 def _summed(runs: list[Figures]) -> Figures:
     out: Figures = {}
     for figures in runs:
-        for step, (ops, wall, cpu) in figures.items():
-            old = out.get(step, (0, 0.0, 0.0))
-            out[step] = (old[0] + ops, old[1] + wall, old[2] + cpu)
+        for step, more in figures.items():
+            _add(out, step, more)
     return out
 
 
@@ -309,54 +329,19 @@ async def http_runs(n: int, rounds: int,
     return emu_, emu_floor, before, before_floor
 
 
-async def stub_creates(n: int, rounds: int) -> tuple[float, float]:
+async def stub_creates(n: int, rounds: int, chunk: int) -> tuple[float, float]:
     """CPU ops/s of the create step through emu's whole HTTP stack (server, gateway, emulated
     network) with the API server's ``create`` replaced by a stub that only stamps a version,
-    beside the floor's: what the HTTP layer costs without the API server's write path."""
-    async def run(stub: bool) -> float:
-        if not stub:
-            return await _floor_create(n)
-        sim = Simulation(seed=0)
-        sim.network.spans = None
-        revs = iter(range(1, 10**9))
-
-        def create(obj: dict[str, Any], *_: Any) -> dict[str, Any]:
-            obj["metadata"]["resourceVersion"] = str(next(revs))
-            return obj
-
-        sim.api._create = create  # type: ignore[method-assign,assignment]  # what serve calls
-        server = HttpServer(sim)
-        url = await server.start()
-        try:
-            return await _creates(url, n)
-        finally:
-            await server.stop()
-            sim.close()
-
-    best = [0.0, 0.0]
-    for r in range(rounds):
-        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
-            best[which] = max(best[which], await run(which == 0))
-    return best[0], best[1]
-
-
-async def _creates(base: str, n: int) -> float:
-    connector = aiohttp.TCPConnector(limit=CONCURRENCY)
-    async with aiohttp.ClientSession(base, connector=connector) as s:
-        async def one(i: int) -> None:
-            async with s.post(PATH, data=orjson.dumps(configmap(i)),
-                              headers={"content-type": "application/json"}) as r:
-                assert r.status == 201, await r.text()
-                await r.read()
-
-        cpu = time.process_time()
-        await _bounded([lambda i=i: one(i) for i in range(n)])  # type: ignore[misc]
-        return n / (time.process_time() - cpu)
-
-
-async def _floor_create(n: int) -> float:
-    async with _floor_server() as base:
-        return await _creates(base, n)
+    beside the floor's, in lockstep as W runs: what the HTTP layer costs without the API
+    server's write path."""
+    cpu = [0.0, 0.0]
+    for _ in range(rounds):
+        async with _pair(True, stub_create=True) as sides:
+            await _lockstep(sides, "create", [[s.create(i) for i in range(n)] for s in sides],
+                            chunk)
+            for k, side in enumerate(sides):
+                cpu[k] += side.figures["create"][2]
+    return rounds * n / cpu[0], rounds * n / cpu[1]
 
 
 def in_process(n: int) -> tuple[float, float, float]:
@@ -414,7 +399,7 @@ def main() -> None:
         with asyncio.Runner(loop_factory=lambda: loop) as runner:
             emu_figures, floor, before, before_floor = runner.run(http_runs(n, rounds,
                                                                             args.chunk))
-            stub, stub_floor = runner.run(stub_creates(n, rounds))
+            stub, stub_floor = runner.run(stub_creates(n, rounds, args.chunk))
         print(f"workload W over HTTP: {n} ConfigMaps, {CONCURRENCY} requests in flight, "
               f"{rounds} lockstep round(s) beside the floor, {args.chunk} operations a turn; "
               f"ops per wall second, and per CPU second of this process")
@@ -422,8 +407,7 @@ def main() -> None:
               f"{'emu/cpu':>10}{'floor/cpu':>10}{'ratio':>7}{'before':>7}")
         for step, (ops, wall, cpu) in emu_figures.items():
             _, f_wall, f_cpu = floor[step]
-            _, b_cpu_floor = before_floor[step][0], before_floor[step][2]
-            b_cpu = before[step][2]
+            b_cpu, b_cpu_floor = before[step][2], before_floor[step][2]
             mine, base = ops / wall, ops / f_wall
             mine_c, base_c = ops / cpu, ops / f_cpu
             old_ratio = b_cpu_floor / b_cpu  # before beside its own floor

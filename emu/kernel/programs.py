@@ -85,10 +85,10 @@ class ContainerContext:
         `emu.kube.projected.Mounts`) is written now: only the volumes looked at are."""
         found: list[tuple[int, str, Path]] = []
         for mount, host in dict.items(self.volumes):  # the plain view: a look writes nothing
-            mount_path = mount.rstrip("/") or "/"
-            if path == mount_path or path.startswith(mount_path.rstrip("/") + "/"):
-                rest = path[len(mount_path):].lstrip("/")
-                found.append((len(mount_path), mount, Path(host) / rest if rest else Path(host)))
+            prefix = mount.rstrip("/")  # "" for a mount at /
+            if path == (prefix or "/") or path.startswith(prefix + "/"):
+                rest = path[len(prefix):].lstrip("/")
+                found.append((len(prefix), mount, Path(host) / rest if rest else Path(host)))
         found.sort(key=lambda f: -f[0])
         look = getattr(self.volumes, "look_at", None)
         if look is not None:

@@ -100,7 +100,6 @@ class ProjectedVolume:
         for rel, text in sorted(self.files.items()):
             self._write_file(rel, text)
 
-
     async def _token(self, src: Obj) -> None:
         rel = str(src.get("path") or "token")
         due = self.refresh_at.get(rel)
@@ -168,8 +167,8 @@ class ProjectedVolume:
 class Mounts(dict[str, Path]):
     """A container's mounts (mount path → host directory) whose projected volumes are written
     to disk when looked at: one by `look_at` (what `ContainerContext.host_paths` calls for the
-    mounts covering a path), every one on ``get``, ``[]``, iteration, ``items`` or ``values``
-    (a program that walks its mounts itself)."""
+    mounts covering a path), every one on ``get``, ``[]``, iteration, ``items``, ``values`` or
+    ``copy`` (a program that walks its mounts itself; ``dict(mounts)`` iterates)."""
 
     def __init__(self, paths: dict[str, Path], pending: dict[str, ProjectedVolume]) -> None:
         super().__init__(paths)
@@ -205,3 +204,7 @@ class Mounts(dict[str, Path]):
     def values(self) -> ValuesView[Path]:  # type: ignore[override]
         self._look()
         return super().values()
+
+    def copy(self) -> dict[str, Path]:
+        self._look()
+        return dict(dict.items(self))

@@ -175,3 +175,39 @@ async def test_token_files_are_written_only_for_a_program_that_looks_at_its_moun
     assert looked["exists"] == [True] and path.name == "token"
     written = sorted(p.name for p in cluster.workdir.rglob("*") if p.is_file())
     assert written == ["ca.crt", "namespace", "token"]  # the finder's volume only
+
+
+def test_mounts_write_a_volume_when_a_program_looks_and_only_the_one_it_looks_at():
+    from pathlib import Path
+
+    from emu.kube.projected import Mounts
+
+    class Volume:
+        def __init__(self) -> None:
+            self.written = 0
+
+        def materialize(self) -> None:
+            self.written += 1
+
+    token, other = Volume(), Volume()
+    mounts = Mounts({"/var/token": Path("/h/t"), "/etc/other": Path("/h/o")},
+                    {"/var/token": token, "/etc/other": other})  # type: ignore[dict-item]
+    assert "/var/token" in mounts and sorted(dict.keys(mounts)) == ["/etc/other", "/var/token"]
+    assert (token.written, other.written) == (0, 0)  # membership writes nothing
+    mounts.look_at("/var/token")
+    mounts.look_at("/var/token")
+    assert (token.written, other.written) == (1, 0)
+    assert mounts.copy() == {"/var/token": Path("/h/t"), "/etc/other": Path("/h/o")}
+    assert (token.written, other.written) == (1, 1)  # a copy hands out every host path
+
+
+def test_host_paths_names_every_covering_mount_deepest_first_a_root_mount_included():
+    from pathlib import Path
+
+    from emu.kernel.programs import ContainerContext
+
+    ctx = object.__new__(ContainerContext)
+    ctx.volumes = {"/": Path("/h/root"), "/data/": Path("/h/data"), "/database": Path("/h/db")}
+    assert ctx.host_paths("/data/x/y") == [Path("/h/data/x/y"), Path("/h/root/data/x/y")]
+    assert ctx.host_paths("/data") == [Path("/h/data"), Path("/h/root/data")]
+    assert ctx.host_paths("/") == [Path("/h/root")]
